@@ -1,0 +1,94 @@
+"""Observations and decisions of binary-opinion games on networks (red or blue).
+
+These are what a consensus-game policy sees and answers. Colours are the strings
+``"red"`` and ``"blue"``; measures work on 0/1 arrays where 1 is blue.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Colour = Literal["red", "blue"]
+COLOURS: tuple[Colour, Colour] = ("red", "blue")
+BLUE = 1
+RED = 0
+
+
+def colour_code(colour: str) -> int:
+    """``"blue"`` -> 1, ``"red"`` -> 0."""
+    return 1 if colour == "blue" else 0
+
+
+def colour_name(code: int) -> Colour:
+    return "blue" if code else "red"
+
+
+def other(colour: str) -> Colour:
+    return "red" if colour == "blue" else "blue"
+
+
+@dataclass(slots=True)
+class RoundRecord:
+    """One past round as an agent remembers it."""
+
+    round: int
+    own_colour: Colour
+    neighbour_colours: dict[int, Colour]
+    messages: list["Message"]
+
+
+@dataclass(slots=True)
+class Message:
+    """A message an agent sent; ``to`` is None for a broadcast to its audience."""
+
+    sender: int
+    round: int
+    text: str
+    to: int | None = None
+
+
+@dataclass(slots=True)
+class ConsensusObservation:
+    """What one agent may see at the start of a round: nothing more.
+
+    ``history`` and ``inbox`` are filled only for policies that read them
+    (``Policy.needs_history``), so rule agents on large graphs pay nothing.
+    """
+
+    agent_id: int
+    round: int
+    preference: Colour
+    colour: Colour
+    neighbour_ids: tuple[int, ...]
+    neighbour_colours: tuple[Colour, ...]
+    communication: str = "none"  # none | local | global
+    direct_messages: bool = False
+    label: str = "llm"  # what the rules call the other players: "llm" or "human"
+    history: list[RoundRecord] = field(default_factory=list)
+    inbox: list[Message] = field(default_factory=list)
+    diary: str = ""
+    rounds_left: int = 0
+
+    def blue_share(self) -> float:
+        """Share of neighbours holding blue (0.0 with no neighbours)."""
+        n = len(self.neighbour_colours)
+        return sum(c == "blue" for c in self.neighbour_colours) / n if n else 0.0
+
+
+@dataclass(slots=True)
+class ConsensusDecision:
+    """A colour for the next round, and, for talking policies, the rest.
+
+    ``message_to`` is None for the audience of the communication mode (the
+    neighbours, or everyone), or a neighbour's id for a private message.
+    ``failed`` marks a decision that fell back because the policy could not
+    answer (a call or parse failure); the colour is then the current one.
+    """
+
+    colour: Colour
+    reason: str = ""
+    message: str | None = None
+    message_to: int | None = None
+    diary: str | None = None
+    failed: str | None = None

@@ -1,0 +1,140 @@
+"""The policy seam: what turns an agent's observation into a decision.
+
+A policy is one small object with two ways in:
+
+* ``decide(observation, rng)`` for policies that answer at once (rule policies);
+* ``adecide(observation, rng)``, a coroutine, for policies that wait on something
+  (an LLM endpoint). Models gather all of a round's coroutines together, so a
+  round of 36 LLM agents costs one round-trip, not 36.
+
+Games define their own observation and decision types; a policy names the game it
+plays (``game``) so that the registry can refuse a naming-game speaker in the
+consensus game with a clear message.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+
+class PolicyError(ValueError):
+    """Bad policy name or parameters; the message names the fix."""
+
+
+class Policy:
+    """Base class of every policy, rule or LLM."""
+
+    #: registry name, e.g. ``"majority-inertia"``
+    name: ClassVar[str] = "policy"
+    #: the game this policy plays (``"consensus"`` or ``"naming"``)
+    game: ClassVar[str] = "consensus"
+    #: True when decisions come from ``adecide`` (network-bound policies)
+    is_async: ClassVar[bool] = False
+    #: True when the policy reads the round history (built only when needed)
+    needs_history: ClassVar[bool] = False
+
+    def decide(self, observation: Any, rng: random.Random) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must implement decide()")
+
+    async def adecide(self, observation: Any, rng: random.Random) -> Any:
+        return self.decide(observation, rng)
+
+    def params(self) -> dict[str, Any]:
+        """Parameters that identify this policy's behaviour (for manifests)."""
+        return {}
+
+    def spec(self) -> str:
+        """A string that ``make_policy`` turns back into an equal policy."""
+        params = self.params()
+        if not params:
+            return self.name
+        return self.name + ":" + ",".join(f"{k}={v}" for k, v in params.items())
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.spec()}>"
+
+
+@dataclass(frozen=True)
+class _Entry:
+    factory: Callable[..., Policy]
+    game: str
+    summary: str
+
+
+_REGISTRY: dict[str, _Entry] = {}
+
+
+def register_policy(name: str, game: str, summary: str = ""):
+    """Class decorator: make a policy available to the CLI, sweeps and explorer."""
+
+    def wrap(cls):
+        cls.name = name
+        cls.game = game
+        _REGISTRY[name] = _Entry(cls, game, summary or (cls.__doc__ or "").strip().split("\n")[0])
+        return cls
+
+    return wrap
+
+
+def available_policies(game: str | None = None) -> dict[str, str]:
+    """Registered policy names (for one game, or all) with their one-line summary."""
+    _load_builtin_policies()
+    return {n: e.summary for n, e in sorted(_REGISTRY.items()) if game in (None, e.game)}
+
+
+def _parse_value(text: str) -> Any:
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    if text.lower() in ("none", "null"):
+        return None
+    return text
+
+
+def parse_policy_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``"majority-inertia:inertia=0.3,threshold=0.7"`` -> name and keyword arguments."""
+    name, _, rest = spec.strip().partition(":")
+    kwargs: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in rest.split(","))):
+        key, eq, value = part.partition("=")
+        if not eq:
+            raise PolicyError(f"policy parameter {part!r} in {spec!r} needs the form key=value")
+        kwargs[key.strip().replace("-", "_")] = _parse_value(value.strip())
+    return name.strip(), kwargs
+
+
+def make_policy(spec: str | Policy, game: str = "consensus", **overrides: Any) -> Policy:
+    """Build a policy from a registry spec string (or pass a policy through)."""
+    if isinstance(spec, Policy):
+        return spec
+    _load_builtin_policies()
+    name, kwargs = parse_policy_spec(spec)
+    kwargs.update(overrides)
+    entry = _REGISTRY.get(name)
+    if entry is None or entry.game != game:
+        known = ", ".join(available_policies(game))
+        raise PolicyError(f"unknown {game} policy {name!r}; choose one of: {known}")
+    try:
+        return entry.factory(**kwargs)
+    except TypeError as exc:
+        raise PolicyError(f"bad parameters for policy {name!r}: {exc}") from None
+
+
+def _load_builtin_policies() -> None:
+    # Importing registers them; kept lazy so this module has no import cycle.
+    from llm_mesa import rule_policies  # noqa: F401
+    try:
+        from llm_mesa.llm import consensus_policy  # noqa: F401
+    except ImportError:
+        pass
+    try:
+        from llm_mesa.models.naming import speakers  # noqa: F401
+    except ImportError:
+        pass

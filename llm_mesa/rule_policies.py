@@ -1,0 +1,85 @@
+"""Rule policies of the consensus game: the human literature's baselines.
+
+Each draws its randomness from the ``rng`` it is handed (the model's), so a game
+with rule agents is reproducible bit for bit from its seed.
+"""
+
+from __future__ import annotations
+
+import random
+
+from llm_mesa.opinions import ConsensusDecision, ConsensusObservation, other
+from llm_mesa.policy import Policy, PolicyError, register_policy
+
+
+def _check_probability(name: str, value: float) -> float:
+    value = float(value)
+    if not 0.0 <= value <= 1.0:
+        raise PolicyError(f"{name}={value} must lie in [0, 1]")
+    return value
+
+
+@register_policy("majority-inertia", "consensus",
+                 "follow the neighbourhood majority; keep own colour with probability inertia")
+class MajorityInertia(Policy):
+    """Follow the neighbourhood majority, with a bias to keep the current colour.
+
+    * With probability ``inertia`` the agent keeps its colour whatever it sees.
+    * On a tie it keeps its colour.
+    * ``threshold`` (opinionated agents): when the majority holds the agent's
+      non-preferred colour, it yields only if that colour's share of neighbours
+      exceeds ``threshold`` (default 0.5, i.e. plain majority). When currently
+      off its preference, it returns to it unless the opposing share exceeds
+      the threshold.
+    """
+
+    def __init__(self, inertia: float = 0.2, threshold: float = 0.5):
+        self.inertia = _check_probability("inertia", inertia)
+        self.threshold = _check_probability("threshold", threshold)
+
+    def params(self):
+        return {"inertia": self.inertia, "threshold": self.threshold}
+
+    def decide(self, obs: ConsensusObservation, rng: random.Random) -> ConsensusDecision:
+        keep = ConsensusDecision(obs.colour)
+        if rng.random() < self.inertia:
+            return keep
+        n = len(obs.neighbour_colours)
+        if n == 0:
+            return keep
+        blue = obs.blue_share()
+        if blue == 0.5:
+            return keep
+        majority = "blue" if blue > 0.5 else "red"
+        if self.threshold > 0.5:
+            against_preference = blue if obs.preference == "red" else 1.0 - blue
+            return ConsensusDecision(
+                other(obs.preference) if against_preference > self.threshold else obs.preference
+            )
+        return ConsensusDecision(majority)
+
+
+@register_policy("voter", "consensus", "copy the colour of a uniformly random neighbour")
+class Voter(Policy):
+    """The voter model: copy a uniformly random neighbour (keep when isolated)."""
+
+    def decide(self, obs: ConsensusObservation, rng: random.Random) -> ConsensusDecision:
+        if not obs.neighbour_colours:
+            return ConsensusDecision(obs.colour)
+        return ConsensusDecision(obs.neighbour_colours[int(rng.random() * len(obs.neighbour_colours))])
+
+
+@register_policy("stubborn", "consensus", "always hold the preferred colour")
+class Stubborn(Policy):
+    """A zealot: always the preferred colour."""
+
+    def decide(self, obs: ConsensusObservation, rng: random.Random) -> ConsensusDecision:
+        return ConsensusDecision(obs.preference)
+
+
+@register_policy("random", "consensus", "a fair coin each round")
+class RandomColour(Policy):
+    """A fair coin each round (a null model)."""
+
+    def decide(self, obs: ConsensusObservation, rng: random.Random) -> ConsensusDecision:
+        return ConsensusDecision("blue" if rng.random() < 0.5 else "red")
