@@ -1,0 +1,62 @@
+"""The ``llm-mesa`` command: one subcommand per use, each in its own module.
+
+A subcommand module exposes ``configure(parser)`` (adds its options) and
+``run(args) -> int`` (its exit status). Bad input raises ``UsageError`` (or any
+``ValueError`` subclass of ours): one line on stderr, exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "consensus": ("llm_mesa.models.consensus.cli", "play the network consensus game"),
+    "naming": ("llm_mesa.models.naming.cli", "play the SIGN naming game"),
+    "sweep": ("llm_mesa.sweep_cli", "run a parameter sweep, appending results to Parquet"),
+    "serve": ("llm_mesa.loopback.cli", "start the loopback OpenAI-compatible stand-in endpoint"),
+    "local": ("llm_mesa.local_server", "start a real small model (llama.cpp + Gemma 3 270M) on loopback"),
+    "viz": ("llm_mesa.visualization.cli", "open the Solara explorer"),
+}
+
+
+class UsageError(ValueError):
+    """Bad input; the message is one line that names the fix."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="llm-mesa", description="Networks of LLM and rule agents on Mesa.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (module_name, help_text) in SUBCOMMANDS.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name and module_name.startswith(exc.name):
+                continue  # that part of the package is not built yet
+            raise
+        p = sub.add_parser(name, help=help_text, description=(module.__doc__ or help_text).strip(),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        module.configure(p)
+        p.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except KeyboardInterrupt:
+        print("llm-mesa: interrupted", file=sys.stderr)
+        return 130
+    except ValueError as exc:  # our errors are ValueError subclasses with a one-line fix
+        if type(exc).__module__.startswith(("llm_mesa", "models")):
+            print(f"llm-mesa {args.command}: error: {exc}", file=sys.stderr)
+            return 2
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())
