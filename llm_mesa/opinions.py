@@ -69,6 +69,8 @@ class ConsensusObservation:
     inbox: list[Message] = field(default_factory=list)
     diary: str = ""
     rounds_left: int = 0
+    max_rounds: int = 50
+    game_key: str = ""  # identifies the game (parameters and seed) in sample keys
 
     def blue_share(self) -> float:
         """Share of neighbours holding blue (0.0 with no neighbours)."""
@@ -84,6 +86,8 @@ class ConsensusDecision:
     neighbours, or everyone), or a neighbour's id for a private message.
     ``failed`` marks a decision that fell back because the policy could not
     answer (a call or parse failure); the colour is then the current one.
+    The accounting fields stay zero for rule policies; the model sums them per
+    agent, round and game.
     """
 
     colour: Colour
@@ -92,3 +96,9 @@ class ConsensusDecision:
     message_to: int | None = None
     diary: str | None = None
     failed: str | None = None
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    cost: float = 0.0
+    outcome: str = ""  # e.g. "ok", "retry_ok", "parse_failure", "truncated", "call_failure"

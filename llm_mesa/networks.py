@@ -1,0 +1,161 @@
+"""Networks and preference designs of the consensus game.
+
+Every random draw comes from the ``random.Random`` passed in (the model's), so
+a graph and its preferences are fixed by the run's seed.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import networkx as nx
+
+TOPOLOGIES = ("er", "ba", "ws", "caveman")
+ER_MAX_DRAWS = 1000
+
+
+class NetworkError(ValueError):
+    """A graph that cannot be built as asked; the message names the fix."""
+
+
+def _seed(rng: random.Random) -> int:
+    return rng.getrandbits(32)
+
+
+def caveman_shape(n: int, clique_size: int = 4) -> tuple[int, int]:
+    """Cliques and clique size of the connected caveman graph at ``n`` nodes.
+
+    The study's graph is 9 cliques of 4 at N = 36. At other N the clique size
+    stays 4 and the number of cliques is ``n / 4``; N must be a multiple of it.
+    """
+    if n % clique_size or n // clique_size < 2:
+        raise NetworkError(
+            f"caveman needs N to be a multiple of the clique size {clique_size} "
+            f"with at least 2 cliques (got N={n}); use e.g. --n {max(2, round(n / clique_size)) * clique_size}")
+    return n // clique_size, clique_size
+
+
+def build_topology(
+    topology: str,
+    n: int,
+    rng: random.Random,
+    *,
+    er_p: float = 0.2,
+    ba_m: int = 2,
+    ws_k: int = 4,
+    ws_p: float = 0.5,
+    clique_size: int = 4,
+) -> nx.Graph:
+    """One of the study's four topologies at ``n`` nodes, drawn from ``rng``.
+
+    * ``er``: Erdős–Rényi G(n, p=0.2); a disconnected draw is redrawn (up to
+      1,000 times), since a disconnected graph can never reach consensus by
+      local rules and the study's graphs were connected.
+    * ``ba``: Barabási–Albert, ``m = 2`` edges per new node.
+    * ``ws``: connected Watts–Strogatz, ring degree ``k = 4``, rewiring ``p = 0.5``.
+    * ``caveman``: ``networkx.connected_caveman_graph(n / 4, 4)``.
+    """
+    topology = topology.lower()
+    if topology not in TOPOLOGIES:
+        raise NetworkError(f"unknown topology {topology!r}; choose one of: {', '.join(TOPOLOGIES)}, or pass --graph FILE")
+    if topology == "er":
+        if n < 2:
+            raise NetworkError(f"er needs N >= 2 (got {n})")
+        for _ in range(ER_MAX_DRAWS):
+            g = nx.gnp_random_graph(n, er_p, seed=_seed(rng))
+            if nx.is_connected(g):
+                return g
+        raise NetworkError(f"no connected ER graph in {ER_MAX_DRAWS} draws at N={n}, p={er_p}; raise --er-p")
+    if topology == "ba":
+        if n <= ba_m:
+            raise NetworkError(f"ba needs N > m={ba_m} (got N={n}); use a larger --n")
+        return nx.barabasi_albert_graph(n, ba_m, seed=_seed(rng))
+    if topology == "ws":
+        if n <= ws_k:
+            raise NetworkError(f"ws needs N > k={ws_k} (got N={n}); use a larger --n")
+        return nx.connected_watts_strogatz_graph(n, ws_k, ws_p, tries=1000, seed=_seed(rng))
+    cliques, size = caveman_shape(n, clique_size)
+    return nx.connected_caveman_graph(cliques, size)
+
+
+def load_graph(path: str | Path) -> nx.Graph:
+    """A graph from a GraphML file or an edge list, relabelled to 0..n-1."""
+    path = Path(path)
+    try:
+        if path.suffix.lower() in (".graphml", ".xml"):
+            g = nx.read_graphml(path)
+        else:
+            g = nx.read_edgelist(path, nodetype=str)
+    except (OSError, nx.NetworkXError, ValueError, SyntaxError) as exc:
+        raise NetworkError(f"cannot read graph file {str(path)!r} ({exc}); give a GraphML (.graphml) or edge-list file") from None
+    if g.number_of_nodes() < 2:
+        raise NetworkError(f"graph file {str(path)!r} has fewer than 2 nodes")
+    g = nx.Graph(g)  # undirected, simple
+    g.remove_edges_from(nx.selfloop_edges(g))
+    return nx.convert_node_labels_to_integers(g, ordering="sorted")
+
+
+def normalise_graph(g: nx.Graph) -> nx.Graph:
+    """A user's networkx graph as the model needs it: simple, undirected, nodes 0..n-1."""
+    if g.number_of_nodes() < 2:
+        raise NetworkError("the graph needs at least 2 nodes")
+    g = nx.Graph(g)
+    g.remove_edges_from(nx.selfloop_edges(g))
+    if set(g.nodes) != set(range(g.number_of_nodes())):
+        g = nx.convert_node_labels_to_integers(g, ordering="sorted")
+    return g
+
+
+PREFERENCE_DESIGNS = ("random", "minority", "explicit")
+
+
+def assign_preferences(
+    graph: nx.Graph,
+    design: str,
+    rng: random.Random,
+    *,
+    minority: int = 5,
+    minority_colour: str = "red",
+    explicit: dict[int, str] | list[str] | None = None,
+) -> list[str]:
+    """Preferred colour of every node.
+
+    * ``random``: half the nodes (``n // 2``, chosen at random) prefer red, the
+      rest blue (18/18 at N = 36; with odd N blue has one more).
+    * ``minority``: the ``minority`` highest-degree nodes prefer
+      ``minority_colour`` (ties broken by node id), all others the other colour.
+    * ``explicit``: a list (by node) or a dict of every node's colour.
+    """
+    n = graph.number_of_nodes()
+    if design == "random":
+        reds = set(rng.sample(range(n), n // 2))
+        return ["red" if v in reds else "blue" for v in range(n)]
+    if design == "minority":
+        if not 0 <= minority <= n:
+            raise NetworkError(f"minority of {minority} is impossible with N={n}; choose 0 <= --minority <= {n}")
+        if minority_colour not in ("red", "blue"):
+            raise NetworkError(f"minority colour must be red or blue, not {minority_colour!r}")
+        majority_colour = "blue" if minority_colour == "red" else "red"
+        hubs = set(highest_degree_nodes(graph, minority))
+        return [minority_colour if v in hubs else majority_colour for v in range(n)]
+    if design == "explicit":
+        if explicit is None:
+            raise NetworkError("explicit preferences need a colour for every node")
+        colours = [explicit[v] for v in range(n)] if isinstance(explicit, dict) else list(explicit)
+        if len(colours) != n or any(c not in ("red", "blue") for c in colours):
+            raise NetworkError(f"explicit preferences need {n} colours, each red or blue")
+        return colours
+    raise NetworkError(f"unknown preference design {design!r}; choose one of: {', '.join(PREFERENCE_DESIGNS)}")
+
+
+def highest_degree_nodes(graph: nx.Graph, k: int) -> list[int]:
+    """The ``k`` highest-degree nodes (ties by node id): the study's hubs."""
+    return sorted(graph.nodes, key=lambda v: (-graph.degree[v], v))[:k]
+
+
+def seeded_layout(graph: nx.Graph, seed: int) -> dict[int, tuple[float, float]]:
+    """A stable drawing layout (Mesa's default spring layout is unseeded)."""
+    if graph.number_of_nodes() > 2000:
+        return {v: tuple(p) for v, p in nx.circular_layout(graph).items()}
+    return {v: (float(p[0]), float(p[1])) for v, p in nx.spring_layout(graph, seed=seed).items()}

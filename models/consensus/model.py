@@ -1,0 +1,497 @@
+"""The network consensus game (Kearns-style voting game) as a Mesa model.
+
+One agent per node of a graph, each with a private preferred colour. Rounds
+are synchronous: every agent observes the same state, all decide (LLM calls
+in flight together), then all apply. The game stops on consensus or at
+``max_rounds``. Payoff: ``payoff_preferred`` if the network ends on the agent's
+preferred colour, ``payoff_other`` if on the other, 0 without consensus.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import networkx as nx
+import numpy as np
+from mesa import DataCollector, Model
+from mesa.discrete_space import Network
+
+from llm_mesa import measures
+from llm_mesa.networks import (
+    PREFERENCE_DESIGNS,
+    NetworkError,
+    assign_preferences,
+    build_topology,
+    highest_degree_nodes,
+    normalise_graph,
+    seeded_layout,
+)
+from llm_mesa.opinions import Message, colour_code
+from llm_mesa.policy import Policy, PolicyError, make_policy
+from llm_mesa.rounds import decide_all
+
+from .agents import ConsensusAgent
+
+COMMUNICATION_MODES = ("none", "local", "global")
+LABELS = ("llm", "human")
+BASELINE_STREAM = 0x5EED_BA5E  # spawn key of the baseline's own random stream
+
+PolicyLike = str | Policy
+Assignment = Mapping[str, PolicyLike] | Sequence[PolicyLike] | Callable[["ConsensusModel", int], PolicyLike]
+
+
+class ConsensusConfigError(ValueError):
+    """An impossible game configuration; the message names the fix."""
+
+
+class ConsensusModel(Model):
+    """The network consensus game.
+
+    Args:
+        n: number of agents (ignored when ``graph`` is given).
+        topology: ``er``, ``ba``, ``ws`` or ``caveman`` (see ``llm_mesa.networks``).
+        graph: a networkx graph to play on instead of a drawn topology.
+        policy: the default policy of every agent (a registry spec or a Policy).
+        assign: per-agent exceptions to ``policy``: a mapping of selector to
+            policy (selectors: ``hubs:K`` the K highest-degree nodes,
+            ``nodes:1,2,3``, ``random:K`` K nodes drawn from the model's rng,
+            ``red``/``blue`` by preference), a sequence of one policy per node,
+            or a callable ``(model, node) -> policy``.
+        preferences: ``random`` (half red), ``minority`` (the ``minority``
+            highest-degree nodes prefer ``minority_colour``), or ``explicit``
+            with ``explicit_preferences``.
+        initial: ``preference`` (each agent starts on its preferred colour),
+            ``random`` (a fair coin each), or a list of colours by node.
+        communication: ``none``, ``local`` (messages reach the sender's
+            neighbours) or ``global`` (everyone); ``direct_messages`` adds the
+            private message to one neighbour.
+        message_replaces_move: a message is sent instead of changing colour,
+            as in the study (set False to allow both in one round).
+        label: what the rules call the other players: ``llm`` or ``human``.
+        max_rounds, payoff_preferred, payoff_other: the study's 50, 0.20, 0.15.
+        baseline_permutations: random recolourings for the largest-component
+            baseline at the end of the game (0 to skip).
+        max_game_tokens, max_game_cost: spending limits; a game that passes one
+            stops after that round and is marked incomplete.
+        max_failure_share: a game whose share of failed decisions exceeds this
+            is marked invalid in its summary.
+        collect_agents: keep the per-agent, per-round table (off for speed on
+            very large graphs).
+        rng: the seed; everything random derives from it.
+    """
+
+    def __init__(
+        self,
+        n: int = 36,
+        topology: str = "ba",
+        *,
+        graph: nx.Graph | None = None,
+        policy: PolicyLike = "majority-inertia",
+        assign: Assignment | None = None,
+        preferences: str = "random",
+        minority: int = 5,
+        minority_colour: str = "red",
+        explicit_preferences: Sequence[str] | None = None,
+        initial: str | Sequence[str] = "preference",
+        communication: str = "none",
+        direct_messages: bool = False,
+        message_replaces_move: bool = True,
+        label: str = "llm",
+        max_rounds: int = 50,
+        payoff_preferred: float = 0.20,
+        payoff_other: float = 0.15,
+        baseline_permutations: int = 1000,
+        satisfied_threshold: float = 0.5,
+        pseudo_window: int = 3,
+        pseudo_level: float = 0.9,
+        max_game_tokens: int | None = None,
+        max_game_cost: float | None = None,
+        max_failure_share: float = 0.1,
+        collect_agents: bool = True,
+        rng: int | None = None,
+    ) -> None:
+        super().__init__(rng=rng)
+        self.seed = rng
+        if communication not in COMMUNICATION_MODES:
+            raise ConsensusConfigError(f"unknown communication {communication!r}; choose one of: {', '.join(COMMUNICATION_MODES)}")
+        if label not in LABELS:
+            raise ConsensusConfigError(f"unknown label {label!r}; choose llm or human")
+        if direct_messages and communication == "none":
+            raise ConsensusConfigError("private messages need communication local or global; add --comm local")
+        if max_rounds < 1:
+            raise ConsensusConfigError(f"max_rounds must be at least 1 (got {max_rounds})")
+        if preferences not in PREFERENCE_DESIGNS:
+            raise ConsensusConfigError(f"unknown preference design {preferences!r}; choose one of: {', '.join(PREFERENCE_DESIGNS)}")
+
+        self.topology = "custom" if graph is not None else topology
+        self.graph = normalise_graph(graph) if graph is not None else build_topology(topology, n, self.random)
+        self.n = self.graph.number_of_nodes()
+        self.adjacency = measures.Adjacency.from_graph(self.graph)
+        self.communication = communication
+        self.direct_messages = direct_messages
+        self.message_replaces_move = message_replaces_move
+        self.label = label
+        self.max_rounds = max_rounds
+        self.payoff_preferred = payoff_preferred
+        self.payoff_other = payoff_other
+        self.baseline_permutations = baseline_permutations
+        self.satisfied_threshold = satisfied_threshold
+        self.pseudo_window = pseudo_window
+        self.pseudo_level = pseudo_level
+        self.max_game_tokens = max_game_tokens
+        self.max_game_cost = max_game_cost
+        self.max_failure_share = max_failure_share
+        self.preference_design = preferences
+        self.minority = minority if preferences == "minority" else 0
+        self.parameters = {
+            "n": self.n, "topology": self.topology, "policy": _spec(policy),
+            "assign": _assignment_manifest(assign), "preferences": preferences,
+            "minority": self.minority, "minority_colour": minority_colour,
+            "initial": initial if isinstance(initial, str) else list(initial),
+            "communication": communication, "direct_messages": direct_messages,
+            "message_replaces_move": message_replaces_move, "label": label,
+            "max_rounds": max_rounds, "payoff_preferred": payoff_preferred,
+            "payoff_other": payoff_other, "baseline_permutations": baseline_permutations,
+            "satisfied_threshold": satisfied_threshold, "pseudo_window": pseudo_window,
+            "pseudo_level": pseudo_level, "max_game_tokens": max_game_tokens,
+            "max_game_cost": max_game_cost, "max_failure_share": max_failure_share,
+            "seed": rng,
+        }
+        self.game_key = hashlib.sha256(json.dumps(self.parameters, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+        prefs = assign_preferences(self.graph, preferences, self.random, minority=minority,
+                                   minority_colour=minority_colour, explicit=explicit_preferences)
+        colours = self._initial_colours(initial, prefs)
+        policies = self._policies(policy, assign, prefs)
+
+        self.layout = seeded_layout(self.graph, self.random.getrandbits(32))
+        self.space = Network(self.graph, random=self.random, layout=None)
+        self.agents_by_node: list[ConsensusAgent] = [
+            ConsensusAgent(self, self.space[v], v, prefs[v], colours[v], policies[v]) for v in range(self.n)
+        ]
+        for agent in self.agents_by_node:
+            agent.link_neighbours(self.agents_by_node)
+
+        self.round = 0
+        self.stop_reason: str | None = None
+        self.colour_history: list[list[str]] = [list(colours)]
+        self.agreement_history: list[float] = []
+        self.message_log: list[Message] = []
+        self._inbox_by_round: dict[int, dict[int, list[Message]]] = {}
+        self.totals = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0,
+                       "failures": 0, "decisions": 0, "stubborn_moves": 0, "opportunities": 0}
+        self.outcomes: dict[str, int] = {}
+        self.pseudo_equilibrium = False
+        self.flippers: tuple[int, ...] = ()
+        self._round_stats: dict[str, Any] = {}
+        self._measure_round(None)
+
+        agent_reporters = {
+            "node": "node", "colour": "colour", "preference": "preference",
+            "opportunity": "had_opportunity", "stubborn_move": "made_stubborn_move",
+            "flipped": "flipped", "failed": "decision_failed",
+        } if collect_agents else None
+        self.datacollector = DataCollector(
+            model_reporters={key: _stat(key) for key in ROUND_COLUMNS},
+            agent_reporters=agent_reporters,
+        )
+        for agent in self.agents_by_node:
+            agent.had_opportunity = False
+            agent.made_stubborn_move = False
+            agent.decision_failed = False
+        self.datacollector.collect(self)
+        self.running = not measures.is_consensus(colours)
+        if not self.running:
+            self.stop_reason = "consensus"
+
+    # --- set-up -----------------------------------------------------------
+
+    def _initial_colours(self, initial, prefs: list[str]) -> list[str]:
+        if initial == "preference":
+            return list(prefs)
+        if initial == "random":
+            return ["blue" if self.random.random() < 0.5 else "red" for _ in range(self.n)]
+        if isinstance(initial, str):
+            raise ConsensusConfigError(f"unknown initial colouring {initial!r}; choose preference, random, or give a list")
+        colours = list(initial)
+        if len(colours) != self.n or any(c not in ("red", "blue") for c in colours):
+            raise ConsensusConfigError(f"initial colours need {self.n} entries, each red or blue")
+        return colours
+
+    def _policies(self, default: PolicyLike, assign: Assignment | None, prefs: list[str]) -> list[Policy]:
+        base = make_policy(default)
+        policies: list[Policy] = [base] * self.n
+        if assign is None:
+            return policies
+        if callable(assign):
+            return [make_policy(assign(self, v)) for v in range(self.n)]
+        if not isinstance(assign, Mapping):
+            specs = list(assign)
+            if len(specs) != self.n:
+                raise ConsensusConfigError(f"a per-node policy list needs {self.n} entries (got {len(specs)})")
+            return [make_policy(s) for s in specs]
+        for selector, spec in assign.items():
+            chosen = make_policy(spec)
+            for v in self._select(selector, prefs):
+                policies[v] = chosen
+        return policies
+
+    def _select(self, selector: str, prefs: list[str]) -> list[int]:
+        kind, _, arg = selector.partition(":")
+        try:
+            if kind == "hubs":
+                return highest_degree_nodes(self.graph, self._count(int(arg), selector))
+            if kind == "random":
+                return self.random.sample(range(self.n), self._count(int(arg), selector))
+            if kind == "nodes":
+                nodes = [int(x) for x in arg.split(",") if x.strip()]
+                bad = [v for v in nodes if not 0 <= v < self.n]
+                if bad:
+                    raise ConsensusConfigError(f"selector {selector!r} names nodes outside 0..{self.n - 1}: {bad}")
+                return nodes
+            if kind in ("red", "blue") and not arg:
+                return [v for v in range(self.n) if prefs[v] == kind]
+        except ValueError as exc:
+            if isinstance(exc, ConsensusConfigError):
+                raise
+        raise ConsensusConfigError(
+            f"bad agent selector {selector!r}; use hubs:K, random:K, nodes:1,2,3, red or blue")
+
+    def _count(self, k: int, selector: str) -> int:
+        if not 0 <= k <= self.n:
+            raise ConsensusConfigError(f"selector {selector!r} asks for {k} of {self.n} agents")
+        return k
+
+    # --- the round --------------------------------------------------------
+
+    def step(self) -> None:
+        """One synchronous round: observe, decide together, apply together."""
+        if not self.running:
+            return
+        agents = self.agents_by_node
+        before = [a.colour for a in agents]
+        decisions = decide_all([(a.policy, a.observe()) for a in agents], self.random)
+        for agent, decision in zip(agents, decisions):
+            agent.pending = decision
+        self.agents.do("advance")
+        self.round += 1
+        self._deliver_messages(decisions)
+        self._account(decisions)
+        self.colour_history.append([a.colour for a in agents])
+        self._measure_round(before)
+        self.datacollector.collect(self)
+        self._check_stop()
+
+    def _deliver_messages(self, decisions) -> None:
+        inboxes: dict[int, list[Message]] = {}
+        for agent in self.agents_by_node:
+            agent.inbox = []
+        for agent, decision in zip(self.agents_by_node, decisions):
+            if not decision.message or self.communication == "none":
+                continue
+            text = decision.message
+            if decision.message_to is not None:
+                if not self.direct_messages or decision.message_to not in agent.neighbour_ids:
+                    continue  # private messages go only to a neighbour, and only where allowed
+                recipients = [decision.message_to]
+            elif self.communication == "local":
+                recipients = list(agent.neighbour_ids)
+            else:
+                recipients = [v for v in range(self.n) if v != agent.node]
+            message = Message(sender=agent.node, round=self.round, text=text, to=decision.message_to)
+            self.message_log.append(message)
+            for v in recipients:
+                inboxes.setdefault(v, []).append(message)
+        for v, received in inboxes.items():
+            self.agents_by_node[v].inbox = received
+        self._inbox_by_round[self.round] = inboxes
+
+    def messages_received(self, node: int, round_: int) -> list[Message]:
+        """Messages that reached ``node`` in round ``round_``."""
+        return self._inbox_by_round.get(round_, {}).get(node, [])
+
+    def _account(self, decisions) -> None:
+        totals = self.totals
+        round_calls = round_prompt = round_completion = round_failures = 0
+        round_cost = 0.0
+        for agent, d in zip(self.agents_by_node, decisions):
+            agent.decision_failed = d.failed is not None
+            round_calls += d.calls
+            round_prompt += d.prompt_tokens
+            round_completion += d.completion_tokens
+            round_cost += d.cost
+            round_failures += d.failed is not None
+            if d.outcome:
+                self.outcomes[d.outcome] = self.outcomes.get(d.outcome, 0) + 1
+        totals["calls"] += round_calls
+        totals["prompt_tokens"] += round_prompt
+        totals["completion_tokens"] += round_completion
+        totals["cost"] += round_cost
+        totals["failures"] += round_failures
+        totals["decisions"] += len(decisions)
+        self._round_accounting = {
+            "calls": round_calls, "prompt_tokens": round_prompt,
+            "completion_tokens": round_completion, "cost": round_cost, "failures": round_failures,
+            "messages": sum(1 for m in self.message_log if m.round == self.round),
+            "private_messages": sum(1 for m in self.message_log if m.round == self.round and m.to is not None),
+        }
+
+    def _measure_round(self, before: list[str] | None) -> None:
+        colours = np.fromiter((a.colour == "blue" for a in self.agents_by_node), dtype=np.int8, count=self.n)
+        adj = self.adjacency
+        size, colour = measures.largest_same_colour_component(adj, colours)
+        agreement = measures.local_agreement(adj, colours, self.satisfied_threshold)
+        self.agreement_history.append(agreement)
+        opportunities = stubborn = 0
+        if before is not None:
+            prev = np.fromiter((c == "blue" for c in before), dtype=np.int8, count=self.n)
+            opp, moves = measures.stubborn_opportunities(adj, prev, colours)
+            for agent, o, m in zip(self.agents_by_node, opp.tolist(), moves.tolist()):
+                agent.had_opportunity, agent.made_stubborn_move = o, m
+            opportunities, stubborn = int(opp.sum()), int(moves.sum())
+            self.totals["opportunities"] += opportunities
+            self.totals["stubborn_moves"] += stubborn
+        code_history = self.colour_history[-(self.pseudo_window + 1):]
+        self.pseudo_equilibrium, self.flippers = measures.pseudo_equilibrium(
+            [[colour_code(c) for c in row] for row in code_history], self.agreement_history,
+            window=self.pseudo_window, level=self.pseudo_level)
+        accounting = getattr(self, "_round_accounting", None) or dict.fromkeys(
+            ("calls", "prompt_tokens", "completion_tokens", "cost", "failures", "messages", "private_messages"), 0)
+        self._round_stats = {
+            "round": self.round,
+            "blue_share": float(colours.mean()),
+            "consensus": bool((colours == colours[0]).all()),
+            "largest_component": size,
+            "largest_component_colour": colour,
+            "local_agreement": agreement,
+            "pseudo_equilibrium": self.pseudo_equilibrium,
+            "flippers": list(self.flippers),
+            "stubborn_moves": stubborn,
+            "opportunities": opportunities,
+            **accounting,
+        }
+        self._round_accounting = None
+
+    def _check_stop(self) -> None:
+        if self._round_stats["consensus"]:
+            self.running, self.stop_reason = False, "consensus"
+        elif self.max_game_tokens is not None and (
+                self.totals["prompt_tokens"] + self.totals["completion_tokens"] >= self.max_game_tokens):
+            self.running, self.stop_reason = False, "token limit"
+        elif self.max_game_cost is not None and self.totals["cost"] >= self.max_game_cost:
+            self.running, self.stop_reason = False, "cost limit"
+        elif self.round >= self.max_rounds:
+            self.running, self.stop_reason = False, "max rounds"
+
+    def run(self) -> "ConsensusModel":
+        """Play until consensus, the round limit or a spending limit."""
+        while self.running:
+            self.step()
+        return self
+
+    # --- results ----------------------------------------------------------
+
+    @property
+    def colours(self) -> list[str]:
+        return [a.colour for a in self.agents_by_node]
+
+    @property
+    def preferences(self) -> list[str]:
+        return [a.preference for a in self.agents_by_node]
+
+    def rounds_table(self):
+        """One row per round (round 0 is the initial state)."""
+        return self.datacollector.get_model_vars_dataframe().reset_index(drop=True)
+
+    def agents_table(self):
+        """One row per agent per round (empty when ``collect_agents`` is off)."""
+        df = self.datacollector.get_agent_vars_dataframe()
+        if df.empty:
+            return df
+        df = df.reset_index().rename(columns={"Step": "round", "time": "round"})
+        df["round"] = df["round"].astype(int)
+        return df.drop(columns=[c for c in ("AgentID",) if c in df.columns])
+
+    def summary(self) -> dict[str, Any]:
+        """One row describing the game: outcome, payoffs and mechanism measures."""
+        colours = self.colours
+        consensus = measures.is_consensus(colours)
+        winner = colours[0] if consensus else None
+        payoffs = [
+            0.0 if not consensus else (self.payoff_preferred if p == winner else self.payoff_other)
+            for p in self.preferences
+        ]
+        size, colour = measures.largest_same_colour_component(self.adjacency, colours)
+        baseline = None
+        if self.baseline_permutations:
+            stream = np.random.default_rng(np.random.SeedSequence(
+                entropy=int(self.game_key, 16) if self.seed is None else self.seed,
+                spawn_key=(BASELINE_STREAM,)))
+            baseline = measures.random_colouring_baseline(self.adjacency, colours, self.baseline_permutations, stream)
+        totals = self.totals
+        decisions = max(totals["decisions"], 1)
+        return {
+            **{k: self.parameters[k] for k in ("seed", "n", "topology", "policy", "preferences", "minority",
+                                                "communication", "direct_messages", "label", "max_rounds")},
+            "consensus": consensus,
+            "rounds": self.round,
+            "stop_reason": self.stop_reason,
+            "complete": self.stop_reason in ("consensus", "max rounds"),
+            "winner": winner,
+            "winner_is_majority_preference": None if winner is None else
+                self.preferences.count(winner) > self.n / 2,
+            "mean_payoff": float(np.mean(payoffs)),
+            "total_payoff": float(np.sum(payoffs)),
+            "largest_component": size,
+            "largest_component_colour": colour,
+            "largest_component_baseline_mean": None if baseline is None else float(baseline.mean()),
+            "largest_component_baseline_p": None if baseline is None else float((baseline >= size).mean()),
+            "stubborn_moves": totals["stubborn_moves"],
+            "opportunities": totals["opportunities"],
+            "stubbornness": totals["stubborn_moves"] / totals["opportunities"] if totals["opportunities"] else 0.0,
+            "local_agreement": self.agreement_history[-1],
+            "pseudo_equilibrium": self.pseudo_equilibrium,
+            "flippers": list(self.flippers),
+            "messages": len(self.message_log),
+            "private_messages": sum(m.to is not None for m in self.message_log),
+            "calls": totals["calls"],
+            "prompt_tokens": totals["prompt_tokens"],
+            "completion_tokens": totals["completion_tokens"],
+            "cost": totals["cost"],
+            "failures": totals["failures"],
+            "parse_failures": self.outcomes.get("parse_failure", 0) + self.outcomes.get("truncated", 0),
+            "call_failures": self.outcomes.get("call_failure", 0),
+            "invalid": totals["failures"] / decisions > self.max_failure_share,
+            "game_key": self.game_key,
+        }
+
+
+ROUND_COLUMNS = (
+    "round", "blue_share", "consensus", "largest_component", "largest_component_colour",
+    "local_agreement", "pseudo_equilibrium", "flippers", "stubborn_moves", "opportunities",
+    "messages", "private_messages", "calls", "prompt_tokens", "completion_tokens", "cost", "failures",
+)
+
+
+def _stat(key: str):
+    return lambda model: model._round_stats[key]
+
+
+def _spec(policy: PolicyLike) -> str:
+    return policy.spec() if isinstance(policy, Policy) else str(policy)
+
+
+def _assignment_manifest(assign) -> Any:
+    if assign is None:
+        return None
+    if isinstance(assign, Mapping):
+        return {k: _spec(v) for k, v in assign.items()}
+    if callable(assign):
+        return getattr(assign, "__name__", "callable")
+    return [_spec(v) for v in assign]
+
+
+__all__ = ["ConsensusModel", "ConsensusConfigError", "NetworkError", "PolicyError", "ROUND_COLUMNS"]
