@@ -1,0 +1,198 @@
+"""What a naming game measures, round by round and over a run.
+
+* ``agreement`` (the headline, as the authors' code): the count of the most common valid
+  name said in the round, divided by N. Under ``one`` pairing only two agents speak a
+  round, so it is at most 2/N; ``agreement_latest`` (each agent's most recent decoded
+  name, stale for those who did not speak) is the comparable figure there.
+* ``held_share`` (the paper's wording): the share of agents holding the most common
+  current name after the round's update.
+* decoding outcome counts (they sum to the round's utterances), calls and tokens
+  (completion, and prompt + completion), per round and cumulative.
+* tokens-to-convergence at 50/60/70 %: cumulative tokens at the end of the first round
+  whose agreement (on the model's ``convergence_basis``: ``said`` for ``all`` pairing,
+  ``latest`` for ``one``) reaches the threshold; None if it never does.
+"""
+
+from __future__ import annotations
+
+import platform
+from collections import Counter
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from .observation import OUTCOMES, name_index
+
+if TYPE_CHECKING:
+    from .model import NamingAgent, NamingModel
+
+THRESHOLDS: tuple[float, ...] = (0.5, 0.6, 0.7)
+_EPS = 1e-12
+
+ROUND_COLUMNS: tuple[str, ...] = (
+    "round", "pairs", "utterances", "agreement", "agreement_latest", "held_share",
+    "top_said", "top_held", "distinct_held",
+    *(f"outcome_{o}" for o in OUTCOMES),
+    "calls", "failures", "prompt_tokens", "completion_tokens", "total_tokens",
+    "cum_completion_tokens", "cum_total_tokens",
+)
+
+
+@dataclass
+class Totals:
+    """Running sums over a game."""
+
+    calls: int = 0
+    failures: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    outcomes: Counter = field(default_factory=Counter)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+def most_common(names: list[str | None]) -> tuple[str | None, int]:
+    """The most common valid name (ties: lowest index) and its count; (None, 0) if none."""
+    counts = Counter(n for n in names if n is not None)
+    if not counts:
+        return None, 0
+    top = min(counts, key=lambda n: (-counts[n], name_index(n)))
+    return top, counts[top]
+
+
+def empty_round(model: "NamingModel") -> dict[str, Any]:
+    return {key: None for key in ROUND_COLUMNS}
+
+
+def round_stats(model: "NamingModel", speakers: list["NamingAgent"], pairs: int) -> dict[str, Any]:
+    """The row of one finished round (also adds it to the model's running totals)."""
+    n = model.n
+    utterances = [a.utterance for a in speakers]
+    top_said, said_count = most_common([u.name for u in utterances])
+    _, latest_count = most_common([a.last_said for a in model.players])
+    top_held, held_count = most_common([a.name for a in model.players])
+    outcomes = Counter(u.outcome for u in utterances)
+    totals: Totals = model.totals
+    prompt = sum(u.prompt_tokens for u in utterances)
+    completion = sum(u.completion_tokens for u in utterances)
+    calls = sum(u.calls for u in utterances)
+    failures = sum(u.failures for u in utterances)
+    totals.calls += calls
+    totals.failures += failures
+    totals.prompt_tokens += prompt
+    totals.completion_tokens += completion
+    totals.outcomes.update(outcomes)
+    row: dict[str, Any] = {
+        "round": model.steps, "pairs": pairs, "utterances": len(utterances),
+        "agreement": said_count / n, "agreement_latest": latest_count / n,
+        "held_share": held_count / n, "top_said": top_said, "top_held": top_held,
+        "distinct_held": len({a.name for a in model.players}),
+        "calls": calls, "failures": failures, "prompt_tokens": prompt,
+        "completion_tokens": completion, "total_tokens": prompt + completion,
+        "cum_completion_tokens": totals.completion_tokens, "cum_total_tokens": totals.total_tokens,
+    }
+    for outcome in OUTCOMES:
+        row[f"outcome_{outcome}"] = outcomes.get(outcome, 0)
+    return row
+
+
+def rounds_frame(model: "NamingModel") -> pd.DataFrame:
+    """One row per round, columns ``ROUND_COLUMNS`` (from the model's DataCollector)."""
+    frame = model.datacollector.get_model_vars_dataframe()
+    if frame.empty:
+        return pd.DataFrame(columns=list(ROUND_COLUMNS))
+    frame = frame.reset_index(drop=True)
+    for key in ("round", "pairs", "utterances", "distinct_held", "calls", "failures",
+                "prompt_tokens", "completion_tokens", "total_tokens", "cum_completion_tokens",
+                "cum_total_tokens", *(f"outcome_{o}" for o in OUTCOMES)):
+        frame[key] = frame[key].astype("int64")
+    return frame
+
+
+def _basis_column(basis: str) -> str:
+    return {"said": "agreement", "latest": "agreement_latest", "held": "held_share"}[basis]
+
+
+def first_reaching(frame: pd.DataFrame, column: str, threshold: float) -> int | None:
+    """Row position of the first round whose ``column`` reaches ``threshold``; None if never."""
+    hits = (frame[column] >= threshold - _EPS).to_numpy().nonzero()[0]
+    return int(hits[0]) if len(hits) else None
+
+
+def tokens_to(frame: pd.DataFrame, basis: str, threshold: float, tokens: str) -> int | None:
+    """Cumulative ``tokens`` when agreement first reaches ``threshold`` (None if never)."""
+    row = first_reaching(frame, _basis_column(basis), threshold)
+    return None if row is None else int(frame[tokens].iloc[row])
+
+
+def summary(model: "NamingModel") -> dict[str, Any]:
+    """The run in one flat dict (what ``--json`` prints and sweeps store)."""
+    frame = rounds_frame(model)
+    out: dict[str, Any] = {"seed": model.seed, "n": model.n, "mode": model.mode,
+                           "memory": model.memory_size, "alpha": model.alpha,
+                           "pairing": model.pairing, "rounds": int(model.steps)}
+    empty = frame.empty
+    out["agreement_final"] = None if empty else float(frame["agreement"].iloc[-1])
+    out["agreement_max"] = None if empty else float(frame["agreement"].max())
+    out["agreement_mean_last_10"] = None if empty else float(frame["agreement"].tail(10).mean())
+    out["held_share_final"] = None if empty else float(frame["held_share"].iloc[-1])
+    out["consensus"] = bool(not empty and frame["held_share"].iloc[-1] == 1.0)
+    out["convergence_basis"] = model.convergence_basis
+    for t in THRESHOLDS:
+        pct = int(round(t * 100))
+        row = None if empty else first_reaching(frame, _basis_column(model.convergence_basis), t)
+        out[f"rounds_to_{pct}"] = None if row is None else int(frame["round"].iloc[row])
+        out[f"tokens_to_{pct}"] = None if empty else tokens_to(frame, model.convergence_basis, t,
+                                                               "cum_completion_tokens")
+        out[f"total_tokens_to_{pct}"] = None if empty else tokens_to(frame, model.convergence_basis, t,
+                                                                     "cum_total_tokens")
+    totals: Totals = model.totals
+    out["outcomes"] = {o: int(totals.outcomes.get(o, 0)) for o in OUTCOMES}
+    out["utterances"] = int(sum(totals.outcomes.values()))
+    out["calls"] = totals.calls
+    out["failures"] = totals.failures
+    out["prompt_tokens"] = totals.prompt_tokens
+    out["completion_tokens"] = totals.completion_tokens
+    out["total_tokens"] = totals.total_tokens
+    return out
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def manifest(model: "NamingModel") -> dict[str, Any]:
+    """Everything needed to rerun and judge the game: parameters, seed, versions, endpoint."""
+    from .prompts import TEMPLATE_HASH
+
+    speakers = {}
+    for agent in model.players:
+        speaker = agent.speaker
+        describe = getattr(speaker, "manifest", None)
+        speakers.setdefault(speaker.spec(), describe() if callable(describe) else {"spec": speaker.spec()})
+    return {
+        "game": "naming",
+        "parameters": model.parameters(),
+        "seed": model.seed,
+        "rules": {
+            "memory_written_before_update": True,
+            "none_never_matches": True,
+            "alpha_coin_only_for_valid_partner_name": True,
+            "k_zero_means_no_memory": True,
+            "decoder": "schema: first non-empty line is '@say {name: Ck}' [| rationale]; "
+                       "free text: exactly one distinct lexicon name, whole word, any case",
+        },
+        "prompt_template_hash": TEMPLATE_HASH,
+        "speakers": speakers,
+        "summary": summary(model),
+        "versions": {"python": platform.python_version(),
+                     **{p: _version(p) for p in ("llm-mesa", "mesa", "networkx", "numpy",
+                                                 "pandas", "pyarrow", "openai")}},
+    }

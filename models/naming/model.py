@@ -1,0 +1,262 @@
+"""SIGN, the schema-induced naming game, as a Mesa model.
+
+Each round the agents are paired (``all``: shuffled into disjoint pairs, with odd N
+one sits out; ``one``: a single random pair), every paired agent speaks through its
+speaker (a rule speaker or an LLM), the decoder maps each message to a lexicon name or
+None, and only then do all pairs update (synchronous rounds; a round's LLM calls are in
+flight together).
+
+Update, for each agent of a pair, after both have spoken:
+
+1. it records the partner's decoded name in its FIFO memory of the last K partner names
+   (K = 0 means no memory at all; a None is never recorded);
+2. if both decoded names are the same valid name, it keeps its current name (win-stay);
+3. otherwise, if the partner's decoded name is valid, it adopts it with probability
+   ``alpha`` (lose-shift); an agent that does not adopt takes the most frequent name in
+   its memory (ties: lowest index), or keeps its current name when its memory is empty.
+
+Choices where the study is silent (recorded in the manifest): memory is written before the
+update reads it (so the name just heard counts); two None names are not a match; the
+alpha coin is drawn only when the partner's name is valid, in pair order, agent order.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter, deque
+from collections.abc import Sequence
+from typing import Any
+
+import mesa
+
+from llm_mesa.policy import Policy, PolicyError, make_policy
+
+from . import metrics
+from .observation import (MODES, OUTCOMES, NamingConfigError, NamingObservation, Utterance,
+                          lexicon as make_lexicon, name_index)
+
+PAIRINGS: tuple[str, ...] = ("all", "one")
+DEFAULT_MAX_ROUNDS = 300
+
+SpeakerSpec = str | Policy
+
+
+def memory_majority(memory: Sequence[str]) -> str | None:
+    """The most frequent name in ``memory`` (ties: lowest lexicon index), None if empty."""
+    if not memory:
+        return None
+    counts = Counter(memory)
+    return min(counts, key=lambda n: (-counts[n], name_index(n)))
+
+
+def next_name(current: str, own_said: str | None, partner_said: str | None,
+              memory: Sequence[str], adopt: bool) -> str:
+    """The SIGN update for one agent (memory already holds the partner's name).
+
+    ``adopt`` is the outcome of the alpha coin; it is ignored when the partner's name is
+    None (a None is never adopted).
+    """
+    if own_said is not None and own_said == partner_said:
+        return current
+    if partner_said is not None and adopt:
+        return partner_said
+    return memory_majority(memory) or current
+
+
+class NamingAgent(mesa.Agent):
+    """One player: a current name, a window of partner names, and a speaker."""
+
+    def __init__(self, model: "NamingModel", name: str, speaker: Policy, memory_size: int):
+        super().__init__(model)
+        self.name = name
+        self.speaker = speaker
+        self.memory: deque[str] = deque(maxlen=memory_size)
+        self.memory_size = memory_size
+        self.utterance: Utterance | None = None
+        self.last_said: str | None = None
+        self.partner: NamingAgent | None = None
+
+    def observe(self) -> NamingObservation:
+        model = self.model
+        return NamingObservation(self.unique_id, model.steps, self.name, model.mode,
+                                 model.lexicon, tuple(self.memory))
+
+    def remember(self, heard: str | None) -> None:
+        """Record a partner's decoded name; K = 0 keeps nothing, None is never kept."""
+        if heard is not None and self.memory_size > 0:
+            self.memory.append(heard)
+
+
+class NamingModel(mesa.Model):
+    """The SIGN naming game (part B of the specification).
+
+    Parameters: ``n`` agents; ``mode`` ``"nl"`` (K = 0), ``"nl-sw"`` (K > 0) or
+    ``"schema"``; ``memory`` K; ``alpha`` lose-shift probability; ``pairing``
+    ``"all"``/``"one"``; ``speaker`` one spec or policy for all, or one per agent
+    (e.g. a 6 + 6 mixed population); ``lexicon_size`` M; ``max_rounds``;
+    ``stop_at_consensus`` ends the run once every agent holds one name (off by default:
+    the study always plays its rounds); ``rng`` the seed of everything random.
+    """
+
+    def __init__(self, n: int = 12, mode: str = "schema", memory: int | None = None,
+                 alpha: float = 0.5, pairing: str = "all",
+                 speaker: SpeakerSpec | Sequence[SpeakerSpec] = "echo",
+                 lexicon_size: int = 12, max_rounds: int = DEFAULT_MAX_ROUNDS,
+                 stop_at_consensus: bool = False, convergence_basis: str | None = None,
+                 rng: int | None = None):
+        super().__init__(rng=rng)
+        self.seed = rng
+        self.memory_size = default_memory(mode) if memory is None else memory
+        self.n, self.mode, self.alpha, self.pairing = validate(n, mode, self.memory_size, alpha,
+                                                               pairing, max_rounds)
+        self.memory_size = int(self.memory_size)
+        self.lexicon = make_lexicon(lexicon_size)
+        self.max_rounds = int(max_rounds)
+        self.stop_at_consensus = bool(stop_at_consensus)
+        self.convergence_basis = convergence_basis or ("said" if pairing == "all" else "latest")
+        if self.convergence_basis not in ("said", "latest", "held"):
+            raise NamingConfigError(f"convergence basis {self.convergence_basis!r} must be said, latest or held")
+        speakers = self._speakers(speaker)
+        for index in range(self.n):
+            NamingAgent(self, self.random.choice(self.lexicon), speakers[index], self.memory_size)
+        self.players: list[NamingAgent] = list(self.agents)
+        self.round_stats: dict[str, Any] = metrics.empty_round(self)
+        self.totals = metrics.Totals()
+        self.datacollector = mesa.DataCollector(
+            model_reporters={key: _reporter(key) for key in metrics.ROUND_COLUMNS})
+        self.running = True
+
+    # ----------------------------------------------------------------- set-up
+    def _speakers(self, speaker: SpeakerSpec | Sequence[SpeakerSpec]) -> list[Policy]:
+        specs = [speaker] * self.n if isinstance(speaker, (str, Policy)) else list(speaker)
+        if len(specs) != self.n:
+            raise NamingConfigError(f"{len(specs)} speakers given for {self.n} agents; give one or exactly n")
+        built: dict[str, Policy] = {}
+        out: list[Policy] = []
+        for spec in specs:
+            if isinstance(spec, Policy):
+                policy = spec
+            else:
+                try:
+                    policy = built.get(spec) or make_policy(spec, game="naming")
+                except PolicyError as exc:
+                    raise NamingConfigError(str(exc)) from None
+                built[spec] = policy
+            if policy.game != "naming":
+                raise NamingConfigError(f"policy {policy.spec()!r} plays the {policy.game} game, not naming")
+            out.append(policy)
+        return out
+
+    # ----------------------------------------------------------------- a round
+    def draw_pairs(self) -> list[tuple[NamingAgent, NamingAgent]]:
+        """This round's pairs, from the model's rng."""
+        if self.pairing == "one":
+            a, b = self.random.sample(self.players, 2)
+            return [(a, b)]
+        order = list(self.players)
+        self.random.shuffle(order)
+        return [(order[i], order[i + 1]) for i in range(0, len(order) - 1, 2)]
+
+    def speak(self, speakers: list[NamingAgent]) -> list[Utterance]:
+        """Every speaker's utterance: rule speakers at once, LLM speakers gathered together."""
+        results: list[Utterance | None] = [None] * len(speakers)
+        pending: list[tuple[int, Any]] = []
+        for i, agent in enumerate(speakers):
+            if agent.speaker.is_async:
+                pending.append((i, agent.speaker.adecide(agent.observe(), self.random)))
+            else:
+                results[i] = agent.speaker.decide(agent.observe(), self.random)
+        if pending:
+            from llm_mesa.llm.runtime import gather_sync
+            for (i, _), utterance in zip(pending, gather_sync([c for _, c in pending])):
+                results[i] = utterance
+        return [u for u in results if u is not None]
+
+    def step(self) -> None:
+        pairs = self.draw_pairs()
+        speakers = [agent for pair in pairs for agent in pair]
+        for agent in self.players:
+            agent.utterance = None
+            agent.partner = None
+        for agent, utterance in zip(speakers, self.speak(speakers)):
+            agent.utterance = utterance
+            agent.last_said = utterance.name
+        for a, b in pairs:
+            a.partner, b.partner = b, a
+            said_a, said_b = a.utterance.name, b.utterance.name
+            a.remember(said_b)
+            b.remember(said_a)
+            new_a = next_name(a.name, said_a, said_b, a.memory, self._adopts(said_a, said_b))
+            new_b = next_name(b.name, said_b, said_a, b.memory, self._adopts(said_b, said_a))
+            a.name, b.name = new_a, new_b
+        self.round_stats = metrics.round_stats(self, speakers, len(pairs))
+        self.datacollector.collect(self)
+        if self.steps >= self.max_rounds or (self.stop_at_consensus and self.round_stats["held_share"] == 1.0):
+            self.running = False
+
+    def _adopts(self, own: str | None, partner: str | None) -> bool:
+        if partner is None or (own is not None and own == partner):
+            return False
+        return self.random.random() < self.alpha
+
+    def run(self) -> "NamingModel":
+        """Play until the round limit (or consensus, when asked to stop there)."""
+        while self.running:
+            self.step()
+        return self
+
+    # ----------------------------------------------------------------- results
+    def rounds_frame(self):
+        """The tidy per-round table (one row per round)."""
+        return metrics.rounds_frame(self)
+
+    def summary(self) -> dict[str, Any]:
+        return metrics.summary(self)
+
+    def manifest(self) -> dict[str, Any]:
+        return metrics.manifest(self)
+
+    def parameters(self) -> dict[str, Any]:
+        speakers = sorted({a.speaker.spec() for a in self.players})
+        return {"n": self.n, "mode": self.mode, "memory": self.memory_size, "alpha": self.alpha,
+                "pairing": self.pairing, "lexicon_size": len(self.lexicon),
+                "max_rounds": self.max_rounds, "stop_at_consensus": self.stop_at_consensus,
+                "convergence_basis": self.convergence_basis, "speakers": speakers,
+                "speaker_counts": dict(Counter(a.speaker.spec() for a in self.players)),
+                "seed": self.seed}
+
+
+def _reporter(key: str):
+    return lambda model: model.round_stats[key]
+
+
+def default_memory(mode: str) -> int:
+    """K when none is given: 0 for NL (its definition), 5 otherwise (the study's smaller K)."""
+    return 0 if mode == "nl" else 5
+
+
+def validate(n: int, mode: str, memory: int | None, alpha: float, pairing: str,
+             max_rounds: int) -> tuple[int, str, float, str]:
+    """Check the parameters; raise ``NamingConfigError`` naming the fix."""
+    if int(n) != n or n < 2:
+        raise NamingConfigError(f"n={n}: the naming game needs at least 2 agents")
+    if mode not in MODES:
+        raise NamingConfigError(f"unknown mode {mode!r}; choose one of: {', '.join(MODES)}")
+    if not 0.0 <= float(alpha) <= 1.0:
+        raise NamingConfigError(f"alpha={alpha} must lie in [0, 1]")
+    if pairing not in PAIRINGS:
+        raise NamingConfigError(f"unknown pairing {pairing!r}; choose one of: {', '.join(PAIRINGS)}")
+    if int(max_rounds) < 1:
+        raise NamingConfigError(f"max rounds {max_rounds} must be at least 1")
+    if memory is not None:
+        if int(memory) != memory or memory < 0:
+            raise NamingConfigError(f"memory K={memory} must be a whole number >= 0 (0 = no memory)")
+        if mode == "nl" and memory > 0:
+            raise NamingConfigError(f"mode nl has no memory (K=0); use mode nl-sw for a window of K={memory}")
+        if mode == "nl-sw" and memory == 0:
+            raise NamingConfigError("mode nl-sw needs a memory window K > 0; use mode nl for K=0")
+    return int(n), mode, float(alpha), pairing
+
+
+__all__ = ["NamingAgent", "NamingModel", "NamingConfigError", "memory_majority", "next_name",
+           "OUTCOMES", "PAIRINGS", "validate"]
