@@ -15,10 +15,11 @@ and started afresh, lazily, in each process.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import os
 import threading
-from collections.abc import Awaitable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -27,6 +28,7 @@ _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
 _thread: threading.Thread | None = None
 _pid: int | None = None
+_shutdown_hooks: list[Callable[[], Coroutine[Any, Any, Any]]] = []
 
 
 def _serve(loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
@@ -108,3 +110,21 @@ def gather_sync(coros: Iterable[Awaitable[Any]], timeout: float | None = None,
                 return_exceptions: bool = False) -> list[Any]:
     """Run many coroutines together on the background loop; results in input order."""
     return run_sync(gather(*coros, return_exceptions=return_exceptions), timeout=timeout)
+
+
+def on_shutdown(hook: Callable[[], Coroutine[Any, Any, Any]]) -> None:
+    """Run ``hook()`` on the loop at interpreter exit (e.g. close HTTP sessions cleanly)."""
+    if hook not in _shutdown_hooks:
+        _shutdown_hooks.append(hook)
+
+
+@atexit.register
+def _shutdown() -> None:
+    loop = _loop
+    if loop is None or _pid != os.getpid() or _thread is None or not _thread.is_alive():
+        return
+    for hook in _shutdown_hooks:
+        try:
+            asyncio.run_coroutine_threadsafe(hook(), loop).result(2)
+        except Exception:  # exiting anyway: never mask the program's own exit status
+            pass

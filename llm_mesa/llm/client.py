@@ -1,0 +1,401 @@
+"""One call to an OpenAI-compatible endpoint: retries, dialects, recording, usage.
+
+``complete(endpoint, request)`` never raises for a failed call: after retries it
+returns an ``LLMResult`` whose ``error`` names the kind of failure, so a game of
+36 agents is not lost to one bad answer and every failure is counted.
+
+Design choices, and why:
+
+* One ``openai.AsyncOpenAI`` per base URL and key variable per event loop, built
+  with ``max_retries=0``: ours is the only retry layer (exponential backoff with
+  full jitter, honouring ``Retry-After``), so attempts are never multiplied.
+* The aiohttp transport when installed (about 1.5x faster than httpx here), and
+  the request goes through the client's generic ``post`` with the raw response
+  returned: the same auth, headers, errors and timeouts as ``chat.completions
+  .create``, without building pydantic models we would discard.
+* A per-endpoint ``asyncio.Semaphore(concurrency)`` bounds calls in flight; a
+  call holds its slot while it backs off, which is what a rate-limited server
+  wants.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import random
+import time
+import weakref
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import openai
+
+from llm_mesa.llm import dialects
+from llm_mesa.llm.endpoint import Endpoint, EndpointError
+from llm_mesa.llm.store import ResponseStore, request_identity, request_key
+from llm_mesa.llm.usage import Usage, as_ledgers
+
+try:  # httpx2 comes with openai 3; older openai used httpx
+    import httpx2 as _httpx
+except ImportError:  # pragma: no cover
+    import httpx as _httpx  # type: ignore[no-redef]
+
+#: backoff: the n-th retry sleeps uniform(0, min(cap, base * 2**(n-1))) seconds
+BACKOFF_BASE_S = 0.5
+BACKOFF_CAP_S = 30.0
+#: a Retry-After longer than this is cut to it (a server asking for an hour is misconfigured)
+RETRY_AFTER_CAP_S = 300.0
+RETRYABLE = frozenset({"rate_limit", "server", "timeout", "connection"})
+ERROR_KINDS = ("rate_limit", "server", "timeout", "connection", "bad_request", "auth", "not_found")
+
+_jitter = random.Random()  # never the model's rng: backoff must not change a game
+
+
+@dataclass(slots=True)
+class LLMRequest:
+    """One call: chat ``messages`` or a raw ``prompt``, and how to record it."""
+
+    messages: list[dict[str, str]] | None = None
+    prompt: str | None = None
+    #: JSON schema of the answer (structured output), or None for free text
+    schema: dict[str, Any] | None = None
+    #: distinct per agent, round and try, e.g. "g=ab12|agent=3|round=7|try=0"
+    sample_key: str = ""
+    #: hash of the prompt template, so an edited template never replays stale answers
+    template_hash: str = ""
+    #: free text for the record (e.g. "decide", "speak")
+    purpose: str = ""
+    schema_name: str = "answer"
+
+    def with_reminder(self, reminder: str, suffix: str = "|retry=1") -> "LLMRequest":
+        """The same request with ``reminder`` added (a user message, or appended to the prompt)."""
+        messages = prompt = None
+        if self.messages is not None:
+            messages = [*self.messages, {"role": "user", "content": reminder}]
+        if self.prompt is not None:
+            prompt = self.prompt + ("" if self.prompt.endswith("\n") else "\n") + reminder
+        return LLMRequest(messages=messages, prompt=prompt, schema=self.schema,
+                          sample_key=self.sample_key + suffix, template_hash=self.template_hash,
+                          purpose=self.purpose, schema_name=self.schema_name)
+
+
+@dataclass(slots=True)
+class LLMResult:
+    """What a call gave: text and usage, or the kind of failure (``error``)."""
+
+    text: str = ""
+    finish_reason: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    model: str | None = None
+    system_fingerprint: str | None = None
+    #: None, or one of ERROR_KINDS
+    error: str | None = None
+    error_message: str = ""
+    attempts: int = 0
+    replayed: bool = False
+    dialect: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_record(self) -> dict[str, Any]:
+        record = asdict(self)
+        del record["replayed"]
+        return record
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any], replayed: bool = False) -> "LLMResult":
+        return cls(**{**record, "replayed": replayed})
+
+
+# -- per-loop clients and semaphores ------------------------------------------------------
+
+class _LoopState:
+    __slots__ = ("clients", "semaphores")
+
+    def __init__(self) -> None:
+        self.clients: dict[tuple[str, str], openai.AsyncOpenAI] = {}
+        self.semaphores: dict[tuple[str, str, int], asyncio.Semaphore] = {}
+
+
+_states: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState]" = weakref.WeakKeyDictionary()
+_last: tuple[asyncio.AbstractEventLoop | None, _LoopState | None] = (None, None)
+
+
+def _loop_state() -> _LoopState:
+    global _last
+    loop = asyncio.get_running_loop()
+    if _last[0] is loop:
+        return _last[1]  # type: ignore[return-value]
+    state = _states.get(loop)
+    if state is None:
+        state = _states[loop] = _LoopState()
+    _last = (loop, state)
+    return state
+
+
+def _make_http_client() -> Any:
+    try:
+        return openai.DefaultAioHttpClient()
+    except (RuntimeError, AttributeError):  # aiohttp extra missing: httpx transport
+        return None
+
+
+def get_client(endpoint: Endpoint) -> openai.AsyncOpenAI:
+    """The shared async client for this endpoint's URL and key (call inside the loop)."""
+    state = _loop_state()
+    key = (endpoint.base_url, endpoint.api_key_env)
+    client = state.clients.get(key)
+    if client is None:
+        client = openai.AsyncOpenAI(api_key=endpoint.api_key(), base_url=endpoint.base_url,
+                                    max_retries=0, http_client=_make_http_client())
+        state.clients[key] = client
+    return client
+
+
+def _semaphore(endpoint: Endpoint) -> asyncio.Semaphore:
+    state = _loop_state()
+    key = (endpoint.base_url, endpoint.model, endpoint.concurrency)
+    sem = state.semaphores.get(key)
+    if sem is None:
+        sem = state.semaphores[key] = asyncio.Semaphore(endpoint.concurrency)
+    return sem
+
+
+async def aclose_clients() -> None:
+    """Close this loop's clients (end of a script that used its own loop)."""
+    state = _states.pop(asyncio.get_running_loop(), None)
+    global _last
+    _last = (None, None)
+    if state is not None:
+        for client in state.clients.values():
+            await client.close()
+
+
+def _register_shutdown() -> None:
+    from llm_mesa.llm.runtime import on_shutdown
+    on_shutdown(aclose_clients)
+
+
+_register_shutdown()
+
+
+# -- the call --------------------------------------------------------------------------------
+
+def _retry_after_s(headers: Any) -> float | None:
+    """Seconds a server asked us to wait (Retry-After seconds or HTTP date, or retry-after-ms)."""
+    if headers is None:
+        return None
+    value = headers.get("retry-after-ms")
+    if value:
+        try:
+            return max(0.0, float(value) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _kind_of_status(status: int) -> str:
+    if status == 429:
+        return "rate_limit"
+    if status >= 500:
+        return "server"
+    if status == 408:
+        return "timeout"
+    if status in (401, 403):
+        return "auth"
+    if status == 404:
+        return "not_found"
+    return "bad_request"
+
+
+def _backoff_s(retry: int, retry_after: float | None) -> float:
+    sleep = _jitter.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (retry - 1)))
+    if retry_after is not None:
+        sleep = max(sleep, min(retry_after, RETRY_AFTER_CAP_S))
+    return sleep
+
+
+def _body(endpoint: Endpoint, request: LLMRequest, dialect: str) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": endpoint.model}
+    if endpoint.prompt_mode == "completion":
+        if request.prompt is None:
+            raise EndpointError("completion prompt mode needs LLMRequest(prompt=...), got messages only")
+        body["prompt"] = request.prompt
+    else:
+        if request.messages is None:
+            raise EndpointError("chat prompt mode needs LLMRequest(messages=...); "
+                                "use --prompt-mode completion for raw prompts")
+        body["messages"] = request.messages
+    body.update(endpoint._sampling_params)
+    fmt = dialects.response_format(dialect, request.schema, request.schema_name)
+    if fmt is not None:
+        body["response_format"] = fmt
+    return body
+
+
+def _parse_success(data: Any, chat: bool) -> tuple[str, str | None, int, int, str | None, str | None]:
+    choice = data["choices"][0]
+    if chat:
+        text = (choice.get("message") or {}).get("content") or ""
+    else:
+        text = choice.get("text") or ""
+    usage = data.get("usage") or {}
+    return (text, choice.get("finish_reason"), int(usage.get("prompt_tokens") or 0),
+            int(usage.get("completion_tokens") or 0), data.get("model"), data.get("system_fingerprint"))
+
+
+async def _call(endpoint: Endpoint, request: LLMRequest) -> LLMResult:
+    """Send one request with retries; never raises for a failed call."""
+    client = get_client(endpoint)
+    chat = endpoint.prompt_mode == "chat"
+    path = "/chat/completions" if chat else "/completions"
+    dialect = dialects.starting_dialect(endpoint, request.schema is not None and chat)
+    body = _body(endpoint, request, dialect)
+    options = {"timeout": endpoint.timeout}
+    attempts = retries = 0
+    started = time.perf_counter()
+    async with _semaphore(endpoint):
+        while True:
+            attempts += 1
+            retry_after = None
+            try:
+                response = await client.post(path, body=body, cast_to=_httpx.Response, options=options)
+                try:
+                    text, finish, pt, ct, model, fingerprint = _parse_success(json.loads(response.content), chat)
+                except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+                    kind, message = "server", f"malformed response body: {type(exc).__name__}"
+                else:
+                    dialects.remember_success(endpoint, dialect)
+                    return LLMResult(text, finish, pt, ct, time.perf_counter() - started, model,
+                                     fingerprint, None, "", attempts, False, dialect)
+            except openai.APIStatusError as exc:
+                status = exc.status_code
+                body_text = _error_text(exc)
+                if request.schema is not None and dialects.is_response_format_refusal(status, body_text):
+                    following = dialects.next_dialect(endpoint, dialect)
+                    if following is not None:  # a refusal, not a fault: switch at once
+                        dialect = following
+                        body = _body(endpoint, request, dialect)
+                        continue
+                kind, message = _kind_of_status(status), f"HTTP {status}: {body_text[:300]}"
+                retry_after = _retry_after_s(exc.response.headers)
+            except openai.APITimeoutError:
+                kind, message = "timeout", f"no answer within {endpoint.timeout} s"
+            except openai.APIConnectionError as exc:
+                kind, message = "connection", f"{type(exc.__cause__ or exc).__name__}: {str(exc.__cause__ or exc)[:200]}"
+            if kind not in RETRYABLE or retries + 1 >= endpoint.max_attempts:
+                return LLMResult(latency_s=time.perf_counter() - started, error=kind, error_message=message,
+                                 attempts=attempts, dialect=dialect)
+            retries += 1
+            await asyncio.sleep(_backoff_s(retries, retry_after))
+
+
+def _error_text(exc: openai.APIStatusError) -> str:
+    try:
+        return exc.response.text
+    except Exception:  # a streamed or unreadable body
+        return str(exc.message)
+
+
+async def complete(endpoint: Endpoint, request: LLMRequest, *, store: ResponseStore | None = None,
+                   usage: Usage | Iterable[Usage] | None = None) -> LLMResult:
+    """One answer for ``request``: replayed from ``store``, or called (and recorded).
+
+    Never raises for a failed call (see ``LLMResult.error``); raises ``ReplayMiss``
+    in strict replay when the call was never recorded.
+    """
+    if store is not None and store.mode != "off":
+        identity = request_identity(endpoint, request)
+        key = request_key(identity)
+        result = store.get(key) if store.replays else None
+        if result is None:
+            if store.mode == "replay":
+                raise store.miss(key, request.sample_key)
+            result = await _call(endpoint, request)
+            store.put(key, identity, result)
+    else:
+        result = await _call(endpoint, request)
+    for ledger in as_ledgers(usage):
+        ledger.add_result(result, endpoint)
+    return result
+
+
+# -- preflight --------------------------------------------------------------------------------
+
+async def apreflight(endpoint: Endpoint, store: ResponseStore | None = None) -> list[str]:
+    """Check that the endpoint answers and serves the model; returns the models it lists.
+
+    Raises ``EndpointError`` with one line naming the fix. Skipped (returns []) in
+    strict replay, which makes no calls.
+    """
+    if store is not None and store.mode == "replay":
+        return []
+    client = get_client(endpoint)  # raises for a missing key on a remote URL
+    options = {"timeout": min(endpoint.timeout, 15.0)}
+    try:
+        response = await client.get("/models", cast_to=_httpx.Response, options=options)
+        listed = [m.get("id") for m in json.loads(response.content).get("data", []) if isinstance(m, dict)]
+    except openai.APIConnectionError as exc:
+        raise _unreachable(endpoint, exc) from None
+    except openai.APIStatusError as exc:
+        if exc.status_code in (401, 403):
+            raise _auth_refused(endpoint, exc.status_code) from None
+        listed = None  # /models unsupported: try one token instead
+    except (ValueError, AttributeError):
+        listed = None
+    if listed:
+        if endpoint.model not in listed:
+            raise EndpointError(f"model {endpoint.model!r} is not served by {endpoint.base_url}; "
+                                f"it offers: {', '.join(map(str, listed[:20]))} (pass one with --model)")
+        return listed
+    chat = endpoint.prompt_mode == "chat"
+    probe = {"model": endpoint.model, "max_tokens": 1}
+    probe.update({"messages": [{"role": "user", "content": "ping"}]} if chat else {"prompt": "ping"})
+    try:
+        await client.post("/chat/completions" if chat else "/completions", body=probe,
+                          cast_to=_httpx.Response, options=options)
+    except openai.APIConnectionError as exc:
+        raise _unreachable(endpoint, exc) from None
+    except openai.APIStatusError as exc:
+        if exc.status_code in (401, 403):
+            raise _auth_refused(endpoint, exc.status_code) from None
+        if exc.status_code == 404:
+            raise EndpointError(f"{endpoint.base_url} does not know model {endpoint.model!r} "
+                                "(HTTP 404); check --model and --base-url (it usually ends in /v1)") from None
+        raise EndpointError(f"{endpoint.base_url} refused a 1-token test call to {endpoint.model!r} "
+                            f"(HTTP {exc.status_code}): {_error_text(exc)[:150]}") from None
+    return []
+
+
+def _unreachable(endpoint: Endpoint, exc: Exception) -> EndpointError:
+    hint = "start one with `llm-mesa serve`" if endpoint.is_loopback else "check the URL and that the server is up"
+    return EndpointError(f"cannot reach the LLM endpoint {endpoint.base_url} "
+                         f"({type(exc).__name__}); {hint}")
+
+
+def _auth_refused(endpoint: Endpoint, status: int) -> EndpointError:
+    return EndpointError(f"{endpoint.base_url} refused the API key (HTTP {status}); "
+                         f"put a valid key in the environment variable {endpoint.api_key_env}")
+
+
+def preflight(endpoint: Endpoint, store: ResponseStore | None = None) -> list[str]:
+    """Blocking ``apreflight`` on the shared loop (for CLIs and model constructors)."""
+    from llm_mesa.llm.runtime import run_sync
+    return run_sync(apreflight(endpoint, store))

@@ -1,0 +1,84 @@
+"""How to ask a server for JSON: the structured-output dialects and their negotiation.
+
+Servers disagree: OpenAI and vLLM take ``response_format`` of type
+``json_schema``; llama-cpp-python's server refuses that (HTTP 500, "Input should
+be 'text' or 'json_object'") and takes ``{"type": "json_object", "schema": ...}``;
+others take neither. In ``auto`` we try them in that order, switch at once when a
+server names ``response_format`` in its refusal (a refusal is not a fault worth
+retrying), and remember the dialect that worked per endpoint for the whole
+process, so only the first call pays for the discovery. The prompt always
+describes the schema as well ("instructions"), so the last dialect still works.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from llm_mesa.llm.endpoint import Endpoint
+
+#: the order ``auto`` tries
+FALLBACK_ORDER = ("json_schema", "json_object", "instructions")
+#: dialect recorded for a request without a schema
+PLAIN_TEXT = "text"
+
+_negotiated: dict[tuple[str, str], str] = {}
+
+
+def _key(endpoint: "Endpoint") -> tuple[str, str]:
+    return (endpoint.base_url, endpoint.model)
+
+
+def negotiated_dialect(endpoint: "Endpoint") -> str | None:
+    """The dialect in use for schema requests (forced, or found by ``auto``; None before the first call)."""
+    if endpoint.prompt_mode == "completion":
+        return "instructions"
+    if endpoint.dialect != "auto":
+        return endpoint.dialect
+    return _negotiated.get(_key(endpoint))
+
+
+def starting_dialect(endpoint: "Endpoint", has_schema: bool) -> str:
+    """The dialect to try first for a request."""
+    if not has_schema:
+        return PLAIN_TEXT
+    return negotiated_dialect(endpoint) or FALLBACK_ORDER[0]
+
+
+def next_dialect(endpoint: "Endpoint", refused: str) -> str | None:
+    """After ``refused`` was rejected: the next one to try (None when forced or exhausted)."""
+    if endpoint.dialect != "auto" or refused not in FALLBACK_ORDER[:-1]:
+        return None
+    following = FALLBACK_ORDER[FALLBACK_ORDER.index(refused) + 1]
+    _negotiated[_key(endpoint)] = following
+    return following
+
+
+def remember_success(endpoint: "Endpoint", dialect: str) -> None:
+    """Record that ``dialect`` worked (cheap: a dict write only when it changes)."""
+    if dialect != PLAIN_TEXT and endpoint.dialect == "auto" and _negotiated.get(_key(endpoint)) != dialect:
+        _negotiated[_key(endpoint)] = dialect
+
+
+def forget_negotiations() -> None:
+    """Drop every cached dialect (tests; a server restarted with other options)."""
+    _negotiated.clear()
+
+
+def response_format(dialect: str, schema: dict[str, Any] | None, name: str = "answer") -> dict[str, Any] | None:
+    """The ``response_format`` body field for ``dialect`` (None: send none)."""
+    if schema is None or dialect in (PLAIN_TEXT, "instructions"):
+        return None
+    if dialect == "json_schema":
+        return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": False}}
+    if dialect == "json_object":
+        return {"type": "json_object", "schema": schema}
+    raise ValueError(f"unknown dialect {dialect!r}")
+
+
+def is_response_format_refusal(status: int, body_text: str) -> bool:
+    """A server saying it does not understand our ``response_format`` (not a transient fault)."""
+    if status not in (400, 422, 500, 501):
+        return False
+    text = body_text.lower()
+    return "response_format" in text or "json_schema" in text or "'json_object'" in text

@@ -1,0 +1,229 @@
+"""Where LLM calls go and how they are sampled: one frozen, recordable value.
+
+An ``Endpoint`` names an OpenAI-compatible server (OpenAI, vLLM, Ollama,
+llama.cpp, LM Studio, or the loopback stand-in), a model, and every sampling
+parameter explicitly, so that a run's manifest says exactly what was asked.
+The API key is never held here: only the *name* of the environment variable
+that holds it, read when a client is built, so it cannot leak into a repr, a
+manifest or the response store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import math
+import os
+from dataclasses import dataclass, field, fields
+from functools import cached_property
+from typing import Any
+from urllib.parse import urlparse
+
+DIALECTS = ("auto", "json_schema", "json_object", "instructions")
+PROMPT_MODES = ("chat", "completion")
+#: a stand-in key for servers on this machine, which ask for none
+LOOPBACK_DUMMY_KEY = "loopback-no-key"
+
+
+class EndpointError(ValueError):
+    """A bad or unreachable endpoint; the message is one line that names the fix."""
+
+
+def is_loopback_url(url: str) -> bool:
+    """True for http(s) URLs on this machine (localhost, 127.0.0.0/8, ::1)."""
+    host = (urlparse(url).hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """An OpenAI-compatible endpoint, model and sampling parameters (None = not sent)."""
+
+    base_url: str
+    model: str
+    api_key_env: str = "OPENAI_API_KEY"
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    max_completion_tokens: int | None = None
+    seed: int | None = None
+    extra_body: dict[str, Any] | None = field(default=None, hash=False)
+    dialect: str = "auto"
+    prompt_mode: str = "chat"
+    concurrency: int = 64
+    timeout: float = 120.0
+    max_attempts: int = 5
+    #: (prompt, completion) price per 1M tokens, for cost accounting
+    price: tuple[float, float] | None = None
+
+    def __post_init__(self) -> None:
+        url = (self.base_url or "").strip().rstrip("/")
+        if urlparse(url).scheme not in ("http", "https") or not urlparse(url).hostname:
+            raise EndpointError(f"base URL {self.base_url!r} is not an http(s) URL; "
+                                "pass e.g. --base-url http://127.0.0.1:8000/v1")
+        object.__setattr__(self, "base_url", url)
+        if not self.model or not str(self.model).strip():
+            raise EndpointError("no model name given; pass --model NAME (as the server lists it under /models)")
+        if not self.api_key_env or not str(self.api_key_env).replace("_", "").isalnum():
+            raise EndpointError(f"--api-key-env {self.api_key_env!r} must be the NAME of an environment "
+                                "variable (e.g. OPENAI_API_KEY), not the key itself")
+        if self.dialect not in DIALECTS:
+            raise EndpointError(f"unknown dialect {self.dialect!r}; choose one of: {', '.join(DIALECTS)}")
+        if self.prompt_mode not in PROMPT_MODES:
+            raise EndpointError(f"unknown prompt mode {self.prompt_mode!r}; choose one of: {', '.join(PROMPT_MODES)}")
+        if self.prompt_mode == "completion" and self.dialect in ("json_schema", "json_object"):
+            raise EndpointError(f"dialect {self.dialect!r} needs chat prompts; use --dialect instructions "
+                                "(or auto) with --prompt-mode completion")
+        if self.max_tokens is not None and self.max_completion_tokens is not None:
+            raise EndpointError("--max-tokens-per-call and --max-completion-tokens exclude each other; "
+                                "use --max-completion-tokens for reasoning models, else --max-tokens-per-call")
+        for name in ("max_tokens", "max_completion_tokens"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise EndpointError(f"{name} must be a positive integer, got {value!r}")
+        if self.temperature is not None and not 0 <= self.temperature <= 2:
+            raise EndpointError(f"temperature {self.temperature} is outside [0, 2]")
+        if self.top_p is not None and not 0 < self.top_p <= 1:
+            raise EndpointError(f"top-p {self.top_p} is outside (0, 1]")
+        if not isinstance(self.concurrency, int) or self.concurrency < 1:
+            raise EndpointError(f"concurrency must be a positive integer, got {self.concurrency!r}")
+        if not (isinstance(self.timeout, (int, float)) and math.isfinite(self.timeout) and self.timeout > 0):
+            raise EndpointError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
+        if not isinstance(self.max_attempts, int) or self.max_attempts < 1:
+            raise EndpointError(f"max_attempts must be a positive integer, got {self.max_attempts!r}")
+        if self.extra_body is not None:
+            if not isinstance(self.extra_body, dict):
+                raise EndpointError("extra body must be a JSON object, e.g. --extra-body '{\"repetition_penalty\": 1.1}'")
+            try:
+                json.dumps(self.extra_body, sort_keys=True)
+            except (TypeError, ValueError):
+                raise EndpointError("extra body must be JSON-serialisable") from None
+        if self.price is not None:
+            try:
+                prompt_price, completion_price = (float(p) for p in self.price)
+            except (TypeError, ValueError):
+                raise EndpointError("price must be two numbers: prompt and completion price per 1M tokens") from None
+            object.__setattr__(self, "price", (prompt_price, completion_price))
+
+    # -- what is sent -----------------------------------------------------------------
+    @property
+    def is_loopback(self) -> bool:
+        return is_loopback_url(self.base_url)
+
+    def sampling_params(self) -> dict[str, Any]:
+        """Exactly the sampling fields sent with every call (extra body merged in)."""
+        return dict(self._sampling_params)
+
+    @cached_property
+    def _sampling_params(self) -> dict[str, Any]:
+        params = {name: getattr(self, name)
+                  for name in ("temperature", "top_p", "max_tokens", "max_completion_tokens", "seed")
+                  if getattr(self, name) is not None}
+        if self.extra_body:
+            params.update(self.extra_body)
+        return params
+
+    def api_key(self) -> str:
+        """The key from the environment; a dummy for loopback; else an error naming the variable."""
+        key = os.environ.get(self.api_key_env)
+        if key:
+            return key
+        if self.is_loopback:
+            return LOOPBACK_DUMMY_KEY
+        raise EndpointError(f"environment variable {self.api_key_env} holds no API key for {self.base_url}; "
+                            f"export {self.api_key_env}=... (or name another with --api-key-env)")
+
+    def manifest(self) -> dict[str, Any]:
+        """JSON-able description for run manifests (the key's variable name, never the key)."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            out[f.name] = list(value) if isinstance(value, tuple) else value
+        out["sampling_params"] = self.sampling_params()
+        from llm_mesa.llm.dialects import negotiated_dialect
+        out["negotiated_dialect"] = negotiated_dialect(self)
+        return out
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """Money for these tokens under ``price`` (0 when no price is set)."""
+        if self.price is None:
+            return 0.0
+        return (prompt_tokens * self.price[0] + completion_tokens * self.price[1]) / 1e6
+
+    @classmethod
+    def from_url_and_env(cls, base_url: str | None = None, model: str | None = None, **options: Any) -> "Endpoint":
+        """Build from arguments, falling back to ``OPENAI_BASE_URL`` and ``LLM_MESA_MODEL``."""
+        base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+        model = model or os.environ.get("LLM_MESA_MODEL")
+        if not base_url:
+            raise EndpointError("no endpoint given; pass --base-url (e.g. http://127.0.0.1:8000/v1 "
+                                "from `llm-mesa serve`) or set OPENAI_BASE_URL")
+        if not model:
+            raise EndpointError("no model given; pass --model NAME or set LLM_MESA_MODEL")
+        return cls(base_url=base_url, model=model, **options)
+
+
+# -- command line -----------------------------------------------------------------------
+
+def add_endpoint_arguments(parser: argparse.ArgumentParser, **defaults: Any) -> argparse._ArgumentGroup:
+    """Add the shared endpoint options; ``defaults`` overrides per game (e.g. temperature=0.7)."""
+    g = parser.add_argument_group("LLM endpoint")
+    d = defaults.get
+    g.add_argument("--base-url", default=d("base_url"), help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (env OPENAI_BASE_URL)")
+    g.add_argument("--model", default=d("model"), help="model name as the server lists it (env LLM_MESA_MODEL)")
+    g.add_argument("--api-key-env", default=d("api_key_env", "OPENAI_API_KEY"), help="NAME of the environment variable holding the API key (default %(default)s; not needed on loopback)")
+    g.add_argument("--temperature", type=float, default=d("temperature"), help="sampling temperature (unset: not sent)")
+    g.add_argument("--top-p", type=float, default=d("top_p"), help="nucleus sampling top-p (unset: not sent)")
+    g.add_argument("--max-tokens-per-call", type=int, default=d("max_tokens"), help="max_tokens of each call (unset: not sent)")
+    g.add_argument("--max-completion-tokens", type=int, default=d("max_completion_tokens"), help="max_completion_tokens, for reasoning models (excludes --max-tokens-per-call)")
+    g.add_argument("--llm-seed", type=int, default=d("seed"), help="seed sent to the server (does not make serving reproducible; recording does)")
+    g.add_argument("--extra-body", default=d("extra_body"), help="JSON object merged into each request body, e.g. '{\"repetition_penalty\": 1.1}'")
+    g.add_argument("--dialect", choices=DIALECTS, default=d("dialect", "auto"), help="structured-output dialect (default %(default)s: json_schema, then json_object, then instructions)")
+    g.add_argument("--prompt-mode", choices=PROMPT_MODES, default=d("prompt_mode", "chat"), help="chat messages or a raw /completions prompt (default %(default)s)")
+    g.add_argument("--concurrency", type=int, default=d("concurrency", 64), help="calls in flight per endpoint (default %(default)s)")
+    g.add_argument("--timeout", type=float, default=d("timeout", 120.0), help="seconds per call before it is retried (default %(default)s)")
+    g.add_argument("--max-attempts", type=int, default=d("max_attempts", 5), help="attempts per call for 429/5xx/timeouts (default %(default)s)")
+    g.add_argument("--price", default=d("price"), help="PROMPT,COMPLETION price per 1M tokens, for cost in the usage report")
+    return g
+
+
+def _parse_json_object(text: Any, option: str) -> dict[str, Any] | None:
+    if text is None or isinstance(text, dict):
+        return text
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise EndpointError(f"{option} is not valid JSON ({exc.msg} at column {exc.colno}); "
+                            "quote it, e.g. '{\"repetition_penalty\": 1.1}'") from None
+    if not isinstance(value, dict):
+        raise EndpointError(f"{option} must be a JSON object, e.g. '{{\"repetition_penalty\": 1.1}}'")
+    return value
+
+
+def _parse_price(text: Any) -> tuple[float, float] | None:
+    if text is None or isinstance(text, tuple):
+        return text
+    parts = str(text).split(",")
+    try:
+        if len(parts) != 2:
+            raise ValueError
+        return float(parts[0]), float(parts[1])
+    except ValueError:
+        raise EndpointError(f"--price {text!r} needs the form PROMPT,COMPLETION (per 1M tokens), e.g. 0.15,0.6") from None
+
+
+def endpoint_from_args(args: argparse.Namespace) -> Endpoint:
+    """The ``Endpoint`` described by options added with ``add_endpoint_arguments``."""
+    return Endpoint.from_url_and_env(
+        args.base_url, args.model,
+        api_key_env=args.api_key_env, temperature=args.temperature, top_p=args.top_p,
+        max_tokens=args.max_tokens_per_call, max_completion_tokens=args.max_completion_tokens,
+        seed=args.llm_seed, extra_body=_parse_json_object(args.extra_body, "--extra-body"),
+        dialect=args.dialect, prompt_mode=args.prompt_mode, concurrency=args.concurrency,
+        timeout=args.timeout, max_attempts=args.max_attempts, price=_parse_price(args.price))

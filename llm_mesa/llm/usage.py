@@ -1,0 +1,129 @@
+"""Token, latency, failure and cost ledgers for LLM calls.
+
+A ``Usage`` sums what its calls cost. Ledgers nest: ``usage.child("round=3")``
+returns a sub-ledger whose records also count in every ancestor, so one record
+lands in the round, the game and the sweep at once. To count a call in two
+unrelated hierarchies (per agent and per round), pass both ledgers:
+``complete(..., usage=(agent_ledger, round_ledger))``; do not pass two ledgers
+that share an ancestor, or that ancestor counts the call twice.
+
+Tokens of replayed calls are counted (the game used them; tokens-to-convergence
+needs them); ``cost`` counts only live calls (money spent by this run).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from llm_mesa.llm.client import LLMResult
+    from llm_mesa.llm.endpoint import Endpoint
+
+PARSE_OUTCOMES = ("ok", "retry_ok", "truncated", "parse_failure", "call_failure")
+
+
+class Usage:
+    """A ledger of calls: counts, tokens, latency, failures by kind, parse outcomes, cost."""
+
+    __slots__ = ("name", "parent", "children", "calls", "prompt_tokens", "completion_tokens",
+                 "latency_s", "attempts", "replayed", "cost", "failures", "outcomes")
+
+    def __init__(self, name: str = "total", parent: "Usage | None" = None) -> None:
+        self.name = name
+        self.parent = parent
+        self.children: dict[str, Usage] = {}
+        self.calls = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.latency_s = 0.0
+        self.attempts = 0
+        self.replayed = 0
+        self.cost = 0.0
+        self.failures: dict[str, int] = {}
+        self.outcomes: dict[str, int] = {}
+
+    def child(self, key: str) -> "Usage":
+        """The sub-ledger named ``key`` (created on first use); its records count here too."""
+        sub = self.children.get(key)
+        if sub is None:
+            sub = self.children[key] = Usage(key, self)
+        return sub
+
+    def _chain(self) -> Iterator["Usage"]:
+        ledger: Usage | None = self
+        while ledger is not None:
+            yield ledger
+            ledger = ledger.parent
+
+    def add_result(self, result: "LLMResult", endpoint: "Endpoint | None" = None) -> None:
+        """Count one call (live or replayed) here and in every ancestor."""
+        cost = 0.0
+        if endpoint is not None and endpoint.price is not None and not result.replayed:
+            cost = endpoint.cost(result.prompt_tokens, result.completion_tokens)
+        for ledger in self._chain():
+            ledger.calls += 1
+            ledger.prompt_tokens += result.prompt_tokens
+            ledger.completion_tokens += result.completion_tokens
+            ledger.latency_s += result.latency_s
+            ledger.attempts += result.attempts
+            ledger.cost += cost
+            if result.replayed:
+                ledger.replayed += 1
+            if result.error is not None:
+                ledger.failures[result.error] = ledger.failures.get(result.error, 0) + 1
+
+    def add_outcome(self, outcome: str) -> None:
+        """Count one parse outcome of a structured answer here and in every ancestor."""
+        for ledger in self._chain():
+            ledger.outcomes[outcome] = ledger.outcomes.get(outcome, 0) + 1
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def failed_calls(self) -> int:
+        return sum(self.failures.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        """This ledger's totals, JSON-able (no children)."""
+        return {
+            "calls": self.calls, "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens, "total_tokens": self.total_tokens,
+            "latency_s": round(self.latency_s, 6), "attempts": self.attempts,
+            "replayed": self.replayed, "cost": self.cost, "failed_calls": self.failed_calls,
+            "failures": dict(self.failures),
+            "outcomes": {k: self.outcomes.get(k, 0) for k in PARSE_OUTCOMES},
+        }
+
+    def rows(self, path: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+        """Flat rows, this ledger then its descendants, for a DataFrame (``ledger`` = path)."""
+        here = path + (self.name,)
+        flat = self.as_dict()
+        failures, outcomes = flat.pop("failures"), flat.pop("outcomes")
+        row = {"ledger": "/".join(here), **flat,
+               **{f"failures_{k}": v for k, v in failures.items()},
+               **{f"outcome_{k}": v for k, v in outcomes.items()}}
+        out = [row]
+        for sub in self.children.values():
+            out.extend(sub.rows(here))
+        return out
+
+    def to_frame(self):
+        """The ledger tree as a pandas DataFrame (one row per ledger)."""
+        import pandas as pd
+        return pd.DataFrame(self.rows()).fillna(0)
+
+    def __repr__(self) -> str:
+        return (f"<Usage {self.name}: {self.calls} calls, {self.prompt_tokens}+{self.completion_tokens} tokens, "
+                f"{self.failed_calls} failed>")
+
+
+def as_ledgers(usage: "Usage | Iterable[Usage] | None") -> tuple[Usage, ...]:
+    """Normalise the ``usage=`` argument of ``complete``/``ask`` to a tuple of ledgers."""
+    if usage is None:
+        return ()
+    if isinstance(usage, Usage):
+        return (usage,)
+    return tuple(usage)
