@@ -192,10 +192,11 @@ def read_consensus_prompt(prompt: PromptView) -> ConsensusObservation:
     )
 
 
+#: malformed consensus answers: none of them parses as JSON
 _CONSENSUS_MALFORMED = (
     '{"colour": "{c}", "reason": "I think',
     "I will choose {c} this round.",
-    '{"color_choice": "purple"}',
+    '{"colour": purple}',
     "colour={c}",
 )
 
