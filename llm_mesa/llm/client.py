@@ -294,10 +294,18 @@ async def _call(endpoint: Endpoint, request: LLMRequest) -> LLMResult:
                         dialect = following
                         body = _body(endpoint, request, dialect)
                         continue
+                    # a forced dialect the server refuses: retrying cannot help
+                    return LLMResult(latency_s=time.perf_counter() - started, error="bad_request",
+                                     error_message=f"server refuses dialect {dialect!r} (HTTP {status}); "
+                                                   "use --dialect auto", attempts=attempts, dialect=dialect)
                 kind, message = _kind_of_status(status), f"HTTP {status}: {body_text[:300]}"
                 retry_after = _retry_after_s(exc.response.headers)
-            except openai.APITimeoutError:
-                kind, message = "timeout", f"no answer within {endpoint.timeout} s"
+            except openai.APITimeoutError as exc:
+                refused = _refused_connection(exc)
+                if refused is None:
+                    kind, message = "timeout", f"no answer within {endpoint.timeout} s"
+                else:  # the aiohttp transport reports a refused connection as a connect timeout
+                    kind, message = "connection", f"{type(refused).__name__}: {str(refused)[:200]}"
             except openai.APIConnectionError as exc:
                 kind, message = "connection", f"{type(exc.__cause__ or exc).__name__}: {str(exc.__cause__ or exc)[:200]}"
             if kind not in RETRYABLE or retries + 1 >= endpoint.max_attempts:
@@ -305,6 +313,18 @@ async def _call(endpoint: Endpoint, request: LLMRequest) -> LLMResult:
                                  attempts=attempts, dialect=dialect)
             retries += 1
             await asyncio.sleep(_backoff_s(retries, retry_after))
+
+
+def _refused_connection(exc: BaseException) -> BaseException | None:
+    """The refused/reset connection behind a reported timeout, if that is what it was."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        seen = seen.__cause__ or seen.__context__ if seen is not None else None
+        if seen is None:
+            return None
+        if isinstance(seen, (ConnectionError, OSError)) and not isinstance(seen, TimeoutError):
+            return seen
+    return None
 
 
 def _error_text(exc: openai.APIStatusError) -> str:

@@ -53,10 +53,11 @@ class ScriptedServer:
     """
 
     def __init__(self, *, models: tuple[str, ...] = ("scripted",), delay_s: float = 0.0,
-                 reject_json_schema: bool = False, serve_models: bool = True, port: int | None = None) -> None:
+                 reject_json_schema: bool = False, reject_response_format: bool = False, serve_models: bool = True, port: int | None = None) -> None:
         self.models = models
         self.delay_s = delay_s
         self.reject_json_schema = reject_json_schema
+        self.reject_response_format = reject_response_format
         self.serve_models = serve_models
         self.port = port or free_port()
         self.script: collections.deque[dict[str, Any]] = collections.deque()
@@ -113,6 +114,8 @@ class ScriptedServer:
                 # what llama-cpp-python's server answers to a json_schema response_format
                 return web.json_response({"detail": [{"type": "literal_error", "loc": ["body", "response_format", "type"],
                                                       "msg": "Input should be 'text' or 'json_object'"}]}, status=500)
+            if self.reject_response_format and fmt:
+                return web.json_response({"error": {"message": "response_format is not supported"}}, status=400)
             step = self.script.popleft() if self.script else {}
             if "sleep" in step:
                 await asyncio.sleep(step["sleep"])

@@ -1,0 +1,365 @@
+"""The LLM transport over real HTTP on loopback, with the real ``openai`` async client.
+
+Each test scripts the faults a server injects (rate limits with Retry-After,
+500s, stalls, dropped connections, malformed or truncated answers, a server that
+refuses ``json_schema`` like llama-cpp-python) and checks what the client did:
+how many requests reached the server, how long it waited, what it returned and
+what it counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import email.utils
+import json
+import threading
+import time
+
+import pytest
+
+from llm_mesa.llm import (Endpoint, EndpointError, LLMRequest, Usage, add_endpoint_arguments, ask, complete,
+                          endpoint_from_args, gather_sync, negotiated_dialect, parse_json_answer, preflight,
+                          run_sync)
+from llm_mesa.llm import client as client_module
+from llm_mesa.llm import dialects, runtime
+from llm_mesa.llm.scripted_server import ScriptedServer, free_port
+
+SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+HELLO = [{"role": "user", "content": "Answer in JSON."}]
+
+
+@pytest.fixture(autouse=True)
+def fast_backoff(monkeypatch):
+    """Backoff without the seconds (Retry-After still honoured in full)."""
+    monkeypatch.setattr(client_module, "BACKOFF_BASE_S", 0.01)
+    dialects.forget_negotiations()
+    yield
+    dialects.forget_negotiations()
+
+
+@pytest.fixture
+def server():
+    with ScriptedServer() as s:
+        yield s
+
+
+def call(endpoint, request=None, **kwargs):
+    return run_sync(complete(endpoint, request or LLMRequest(messages=HELLO), **kwargs))
+
+
+def answer_of(text):
+    parsed = parse_json_answer(text)
+    return parsed.get("answer") if parsed else None
+
+
+# -- runtime ------------------------------------------------------------------------------
+
+async def doubled(x, delay=0.01):
+    await asyncio.sleep(delay)
+    return 2 * x
+
+
+def test_run_sync_works_from_a_script_a_thread_and_a_running_loop():
+    assert run_sync(doubled(3)) == 6
+    from_thread = []
+    t = threading.Thread(target=lambda: from_thread.append(run_sync(doubled(4))))
+    t.start()
+    t.join()
+    assert from_thread == [8]
+
+    async def jupyter_cell():  # a loop already runs in this thread, as in Jupyter
+        return run_sync(doubled(5))
+
+    assert asyncio.run(jupyter_cell()) == 10
+
+
+def test_gather_sync_keeps_input_order_and_runs_together():
+    delays = [0.2, 0.0, 0.1, 0.05]
+    results = gather_sync([doubled(i, d) for i, d in enumerate(delays)])
+    assert results == [0, 2, 4, 6]
+    assert run_sync(runtime.gather(doubled(1), doubled(2))) == [2, 4]
+
+
+def test_run_sync_refuses_a_foreign_gather_and_times_out():
+    other_loop = asyncio.new_event_loop()  # what asyncio.gather(...) outside a loop is bound to
+    try:
+        foreign = other_loop.create_future()
+        with pytest.raises(TypeError, match="gather_sync"):
+            run_sync(foreign)
+    finally:
+        other_loop.close()
+    with pytest.raises(TimeoutError):
+        run_sync(asyncio.sleep(5), timeout=0.05)
+
+
+def test_a_new_process_gets_a_new_loop(monkeypatch):
+    first = runtime.get_loop()
+    monkeypatch.setattr(runtime, "_pid", -1)  # as after a fork: the thread is not ours
+    second = runtime.get_loop()
+    assert second is not first and second.is_running()
+    assert run_sync(doubled(21)) == 42
+
+
+# -- endpoint ------------------------------------------------------------------------------
+
+def test_only_set_sampling_parameters_are_sent(server):
+    ep = Endpoint(server.base_url, "scripted", temperature=0.7, extra_body={"repetition_penalty": 1.1})
+    assert ep.sampling_params() == {"temperature": 0.7, "repetition_penalty": 1.1}
+    call(ep)
+    sent = server.requests[-1]
+    assert sent["temperature"] == 0.7 and sent["repetition_penalty"] == 1.1
+    for unset in ("top_p", "max_tokens", "max_completion_tokens", "seed", "response_format"):
+        assert unset not in sent
+
+
+@pytest.mark.parametrize("kwargs, fix", [
+    ({"max_tokens": 5, "max_completion_tokens": 5}, "exclude each other"),
+    ({"dialect": "yaml"}, "choose one of"),
+    ({"temperature": 3.0}, "outside"),
+    ({"concurrency": 0}, "positive"),
+    ({"api_key_env": "sk-live-abc"}, "NAME of an environment variable"),
+    ({"prompt_mode": "completion", "dialect": "json_schema"}, "--dialect instructions"),
+])
+def test_bad_endpoints_get_one_line_naming_the_fix(kwargs, fix):
+    with pytest.raises(EndpointError, match=fix) as info:
+        Endpoint("http://127.0.0.1:9/v1", "m", **kwargs)
+    assert "\n" not in str(info.value)
+
+
+def test_cli_options_build_the_endpoint():
+    parser = argparse.ArgumentParser()
+    add_endpoint_arguments(parser, temperature=0.7, prompt_mode="completion")
+    args = parser.parse_args(["--base-url", "http://127.0.0.1:8000/v1/", "--model", "m", "--top-p", "0.9",
+                              "--max-tokens-per-call", "32", "--llm-seed", "3",
+                              "--extra-body", '{"repetition_penalty": 1.1}', "--price", "0.1,0.4"])
+    ep = endpoint_from_args(args)
+    assert ep.base_url == "http://127.0.0.1:8000/v1"
+    assert ep.sampling_params() == {"temperature": 0.7, "top_p": 0.9, "max_tokens": 32, "seed": 3,
+                                    "repetition_penalty": 1.1}
+    assert ep.prompt_mode == "completion" and ep.price == (0.1, 0.4)
+    bad = parser.parse_args(["--base-url", "http://127.0.0.1:8000/v1", "--model", "m", "--extra-body", "{oops"])
+    with pytest.raises(EndpointError, match="--extra-body is not valid JSON"):
+        endpoint_from_args(bad)
+
+
+def test_the_api_key_is_sent_but_never_shown(server, monkeypatch):
+    monkeypatch.setenv("TRANSPORT_TEST_KEY", "sk-very-secret-1234")
+    ep = Endpoint(server.base_url, "scripted", api_key_env="TRANSPORT_TEST_KEY")
+    assert call(ep).ok
+    assert server.headers[-1]["Authorization"] == "Bearer sk-very-secret-1234"
+    shown = repr(ep) + json.dumps(ep.manifest()) + str(ep)
+    assert "sk-very-secret" not in shown and "TRANSPORT_TEST_KEY" in shown
+
+
+# -- the call: concurrency, retries, failures -------------------------------------------------
+
+def test_in_flight_calls_never_exceed_the_endpoint_limit():
+    with ScriptedServer(delay_s=0.05) as s:
+        ep = Endpoint(s.base_url, "scripted", concurrency=3)
+        results = gather_sync([complete(ep, LLMRequest(messages=HELLO)) for _ in range(12)])
+        assert all(r.ok for r in results)
+        assert s.hits == 12 and s.max_in_flight == 3
+
+
+def test_rate_limit_waits_at_least_retry_after(server):
+    server.then({"status": 429, "headers": {"Retry-After": "1"}})
+    usage = Usage()
+    started = time.perf_counter()
+    result = call(Endpoint(server.base_url, "scripted"), usage=usage)
+    waited = time.perf_counter() - started
+    assert result.ok and result.attempts == 2 and server.hits == 2
+    assert waited >= 1.0 and result.latency_s >= 1.0
+    assert usage.failures == {} and usage.attempts == 2
+
+
+def test_retry_after_as_http_date_and_in_milliseconds():
+    future = email.utils.formatdate(time.time() + 30, usegmt=True)
+    assert 25 <= client_module._retry_after_s({"retry-after": future}) <= 30
+    assert client_module._retry_after_s({"retry-after-ms": "1500"}) == 1.5
+    assert client_module._retry_after_s({"retry-after": "soon"}) is None
+    assert client_module._backoff_s(1, 2.0) >= 2.0
+
+
+@pytest.mark.parametrize("fault", [{"status": 500}, {"status": 503}, {"drop": True}])
+def test_a_transient_fault_then_success(server, fault):
+    server.then(fault)
+    result = call(Endpoint(server.base_url, "scripted"))
+    assert result.ok and result.text == '{"answer": "red"}'
+    assert result.attempts == 2 and server.hits == 2
+
+
+def test_a_stalled_call_times_out_then_succeeds(server):
+    server.then({"sleep": 2.0})
+    result = call(Endpoint(server.base_url, "scripted", timeout=0.3))
+    assert result.ok and result.attempts == 2 and server.hits == 2
+
+
+def test_a_permanent_failure_returns_an_error_result_and_is_counted(server):
+    server.then(*[{"status": 503}] * 3)
+    usage = Usage()
+    result = call(Endpoint(server.base_url, "scripted", max_attempts=3), usage=usage)
+    assert not result.ok and result.error == "server" and result.attempts == 3 and server.hits == 3
+    assert "503" in result.error_message
+    assert usage.failures == {"server": 1} and usage.calls == 1
+
+
+@pytest.mark.parametrize("status, kind", [(401, "auth"), (404, "not_found"), (400, "bad_request")])
+def test_client_errors_are_not_retried(server, status, kind):
+    server.then({"status": status})
+    result = call(Endpoint(server.base_url, "scripted"))
+    assert result.error == kind and result.attempts == 1 and server.hits == 1
+
+
+def test_an_unreachable_server_is_a_connection_failure():
+    result = call(Endpoint(f"http://127.0.0.1:{free_port()}/v1", "m", max_attempts=2))
+    assert result.error == "connection" and result.attempts == 2
+
+
+def test_completion_mode_posts_a_raw_prompt(server):
+    ep = Endpoint(server.base_url, "scripted", prompt_mode="completion", max_tokens=32)
+    result = call(ep, LLMRequest(prompt="You are agent 1 in round 0.\n", schema=SCHEMA))
+    assert result.ok and result.text == '{"answer": "red"}'
+    sent = server.requests[-1]
+    assert sent["prompt"].startswith("You are agent 1") and "response_format" not in sent
+    assert result.dialect == "text" or result.dialect == "instructions"
+
+
+# -- structured answers -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, expected", [
+    ('{"answer": "red"}', {"answer": "red"}),
+    ('Sure! Here it is:\n```json\n{"answer": "blue", "why": "a {brace} in text"}\n```\nThanks.',
+     {"answer": "blue", "why": "a {brace} in text"}),
+    ('My choice: {"answer": "red", "n": [1, 2,],} as asked', {"answer": "red", "n": [1, 2]}),
+    ("{'answer': 'red', 'keep': True}", {"answer": "red", "keep": True}),
+    ("{'answer': \"it's red\"}", {"answer": "it's red"}),
+    ("I'd say {\"answer\": \"red\"}", {"answer": "red"}),
+    ("no json here", None),
+    ('[1, 2]', None),
+    ('{"answer": "re', None),
+])
+def test_parse_json_answer_is_tolerant(text, expected):
+    assert parse_json_answer(text) == expected
+
+
+def test_a_malformed_answer_gets_one_reminder_and_then_succeeds(server):
+    server.then({"text": "I pick red because it is nice."}, {"text": '{"answer": "blue"}'})
+    usage = Usage()
+    request = LLMRequest(messages=HELLO, schema=SCHEMA, sample_key="agent=1|round=0")
+    ans = run_sync(ask(Endpoint(server.base_url, "scripted"), request, answer_of,
+                       "Reply with JSON only.", usage=usage))
+    assert ans.outcome == "retry_ok" and ans.value == "blue"
+    assert server.requests[-1]["messages"][-1] == {"role": "user", "content": "Reply with JSON only."}
+    assert ans.prompt_tokens == 20 and ans.completion_tokens == 10
+    assert usage.calls == 2 and usage.outcomes == {"retry_ok": 1}
+
+
+def test_a_second_malformed_answer_is_a_parse_failure(server):
+    server.then({"text": "red"}, {"text": "still red"})
+    usage = Usage()
+    ans = run_sync(ask(Endpoint(server.base_url, "scripted"), LLMRequest(messages=HELLO), answer_of,
+                       "JSON!", usage=usage))
+    assert ans.outcome == "parse_failure" and ans.value is None and server.hits == 2
+    assert usage.outcomes == {"parse_failure": 1}
+
+
+def test_a_truncated_answer_is_counted_as_truncated(server):
+    server.then({"text": '{"answer": "re', "finish_reason": "length"})
+    usage = Usage()
+    ans = run_sync(ask(Endpoint(server.base_url, "scripted", max_tokens=4), LLMRequest(messages=HELLO),
+                       answer_of, "JSON!", usage=usage))
+    assert ans.outcome == "truncated" and server.hits == 1
+    assert usage.outcomes == {"truncated": 1}
+
+
+def test_a_failed_call_is_a_call_failure(server):
+    server.then({"status": 401})
+    usage = Usage()
+    ans = run_sync(ask(Endpoint(server.base_url, "scripted"), LLMRequest(messages=HELLO), answer_of,
+                       "JSON!", usage=usage))
+    assert ans.outcome == "call_failure" and ans.value is None
+    assert usage.outcomes == {"call_failure": 1} and usage.failures == {"auth": 1}
+
+
+def test_the_completion_reminder_is_appended_to_the_prompt(server):
+    server.then({"text": "hmm"})
+    ep = Endpoint(server.base_url, "scripted", prompt_mode="completion")
+    ans = run_sync(ask(ep, LLMRequest(prompt="Say it.\n"), answer_of, "Follow EXACTLY: {\"answer\": ...}"))
+    assert ans.outcome == "retry_ok"
+    assert server.requests[-1]["prompt"] == 'Say it.\nFollow EXACTLY: {"answer": ...}'
+
+
+# -- dialects --------------------------------------------------------------------------------------
+
+def test_auto_falls_back_from_json_schema_to_json_object_like_llama_cpp_python():
+    with ScriptedServer(reject_json_schema=True) as s:
+        ep = Endpoint(s.base_url, "scripted")
+        usage = Usage()
+        first = call(ep, LLMRequest(messages=HELLO, schema=SCHEMA), usage=usage)
+        assert first.ok and first.dialect == "json_object" and s.hits == 2
+        assert [r["response_format"]["type"] for r in s.requests] == ["json_schema", "json_object"]
+        assert s.requests[1]["response_format"]["schema"] == SCHEMA
+        assert usage.failures == {}  # a refusal is not a server failure
+        assert negotiated_dialect(ep) == "json_object" and ep.manifest()["negotiated_dialect"] == "json_object"
+        second = call(ep, LLMRequest(messages=HELLO, schema=SCHEMA))  # cached: straight to json_object
+        assert second.ok and s.hits == 3 and s.requests[-1]["response_format"]["type"] == "json_object"
+
+
+def test_auto_ends_at_instructions_when_no_response_format_is_accepted():
+    with ScriptedServer(reject_response_format=True) as s:
+        ep = Endpoint(s.base_url, "scripted")
+        result = call(ep, LLMRequest(messages=HELLO, schema=SCHEMA))
+        assert result.ok and result.dialect == "instructions" and s.hits == 3
+        assert "response_format" not in s.requests[-1]
+        assert negotiated_dialect(ep) == "instructions"
+
+
+def test_a_forced_dialect_that_is_refused_fails_at_once():
+    with ScriptedServer(reject_json_schema=True) as s:
+        result = call(Endpoint(s.base_url, "scripted", dialect="json_schema"),
+                      LLMRequest(messages=HELLO, schema=SCHEMA))
+        assert result.error == "bad_request" and "--dialect auto" in result.error_message and s.hits == 1
+
+
+# -- preflight ---------------------------------------------------------------------------------------
+
+def test_preflight_accepts_a_served_model_and_names_what_is_offered(server):
+    assert preflight(Endpoint(server.base_url, "scripted")) == ["scripted"]
+    with pytest.raises(EndpointError, match="it offers: scripted"):
+        preflight(Endpoint(server.base_url, "gpt-imaginary"))
+
+
+def test_preflight_names_an_unreachable_url_and_the_fix():
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    with pytest.raises(EndpointError, match="llm-mesa serve") as info:
+        preflight(Endpoint(url, "m"))
+    assert url in str(info.value)
+
+
+def test_preflight_names_the_missing_key_variable(monkeypatch):
+    monkeypatch.delenv("REMOTE_TEST_KEY", raising=False)
+    with pytest.raises(EndpointError, match="REMOTE_TEST_KEY"):
+        preflight(Endpoint("https://llm.example.invalid/v1", "m", api_key_env="REMOTE_TEST_KEY"))
+
+
+def test_preflight_probes_with_one_token_when_models_is_unsupported():
+    with ScriptedServer(serve_models=False) as s:
+        assert preflight(Endpoint(s.base_url, "anything")) == []
+        assert s.hits == 1 and s.requests[-1]["max_tokens"] == 1
+
+
+# -- usage ---------------------------------------------------------------------------------------------
+
+def test_usage_nests_and_prices_live_calls(server):
+    ep = Endpoint(server.base_url, "scripted", price=(1.0, 2.0))
+    game = Usage("game")
+    for rnd in range(2):
+        for agent in range(3):
+            call(ep, usage=game.child(f"round={rnd}"))
+    assert game.calls == 6 and game.prompt_tokens == 60 and game.completion_tokens == 30
+    assert game.children["round=1"].calls == 3
+    assert game.cost == pytest.approx((60 * 1.0 + 30 * 2.0) / 1e6)
+    frame = game.to_frame()
+    assert list(frame["ledger"]) == ["game", "game/round=0", "game/round=1"]
+    assert list(frame["calls"]) == [6, 3, 3]
