@@ -1,0 +1,136 @@
+"""Record and replay: a recorded run replays exactly with zero calls, a miss is loud,
+a crashed run resumes paying only for what is missing, and no secret is stored."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from llm_mesa.llm import (Endpoint, LLMRequest, ReplayMiss, ResponseStore, StoreError, Usage, ask, complete,
+                          gather_sync, parse_json_answer, run_sync)
+from llm_mesa.llm import client as client_module
+from llm_mesa.llm.scripted_server import ScriptedServer
+from llm_mesa.llm.store import request_identity, request_key
+
+SECRET = "sk-record-replay-secret-987"
+
+
+@pytest.fixture(autouse=True)
+def fast_backoff(monkeypatch):
+    monkeypatch.setattr(client_module, "BACKOFF_BASE_S", 0.01)
+
+
+def request(agent: int, rnd: int = 0, template: str = "t1") -> LLMRequest:
+    # identical prompts: only the sample key tells the agents' calls apart
+    return LLMRequest(messages=[{"role": "user", "content": "Pick a colour as JSON."}],
+                      sample_key=f"g=1|agent={agent}|round={rnd}|try=0", template_hash=template)
+
+
+def run_game(endpoint, store, agents=range(4), usage=None):
+    return gather_sync([complete(endpoint, request(a), store=store, usage=usage) for a in agents])
+
+
+def test_strict_replay_returns_identical_results_with_zero_calls(tmp_path):
+    path = tmp_path / "calls.sqlite"
+    with ScriptedServer() as s:
+        ep = Endpoint(s.base_url, "scripted", temperature=0.7)
+        s.then({"text": '{"c": "red"}'}, {"text": '{"c": "blue"}'}, {"status": 400}, {"text": '{"c": "blue"}'})
+        recorded = run_game(ep, ResponseStore(path))
+        assert s.hits == 4
+    # the server is gone: a replay cannot call anything
+    usage = Usage()
+    replayed = run_game(ep, ResponseStore(path, "replay"), usage=usage)
+    assert sorted(r.text for r in replayed) == sorted(r.text for r in recorded)
+    for old, new in zip(recorded, replayed):
+        assert new.replayed and not old.replayed
+        assert (new.text, new.finish_reason, new.prompt_tokens, new.completion_tokens, new.model,
+                new.system_fingerprint, new.error, new.attempts) == \
+               (old.text, old.finish_reason, old.prompt_tokens, old.completion_tokens, old.model,
+                old.system_fingerprint, old.error, old.attempts)
+    assert sum(r.error == "bad_request" for r in replayed) == 1  # the failure replays too
+    assert usage.replayed == 4 and usage.failures == {"bad_request": 1}
+
+
+def test_a_replay_miss_names_the_sample_key_and_replay_fill(tmp_path):
+    path = tmp_path / "calls.sqlite"
+    with ScriptedServer() as s:
+        ep = Endpoint(s.base_url, "scripted")
+        run_game(ep, ResponseStore(path), agents=[0])
+        store = ResponseStore(path, "replay")
+        with pytest.raises(ReplayMiss, match=r"agent=1\|round=0.*replay-fill"):
+            run_sync(complete(ep, request(1), store=store))
+        edited = request(0, template="t2")  # an edited prompt template never replays stale answers
+        with pytest.raises(ReplayMiss):
+            run_sync(complete(ep, edited, store=store))
+        assert s.hits == 1
+    with pytest.raises(StoreError, match="record a run first"):
+        ResponseStore(tmp_path / "missing.sqlite", "replay")
+
+
+def test_replay_fill_calls_only_for_the_missing_answers(tmp_path):
+    path = tmp_path / "calls.sqlite"
+    with ScriptedServer() as s:
+        ep = Endpoint(s.base_url, "scripted")
+        first = run_game(ep, ResponseStore(path), agents=range(3))  # a run that crashed after 3 calls
+        assert s.hits == 3
+        usage = Usage()
+        resumed = run_game(ep, ResponseStore(path, "replay-fill"), agents=range(5), usage=usage)
+        assert s.hits == 5 and usage.replayed == 3
+        assert [r.replayed for r in resumed] == [True, True, True, False, False]
+        assert [r.text for r in resumed[:3]] == [r.text for r in first]
+        assert len(ResponseStore(path, "replay")) == 5
+
+
+def test_sample_key_sampling_and_template_change_the_key():
+    ep = Endpoint("http://127.0.0.1:9/v1", "m", temperature=0.7)
+    base = request_key(request_identity(ep, request(0)))
+    assert base == request_key(request_identity(ep, request(0)))
+    assert base != request_key(request_identity(ep, request(1)))
+    assert base != request_key(request_identity(ep, request(0, template="t2")))
+    assert base != request_key(request_identity(Endpoint(ep.base_url, "m", temperature=0.8), request(0)))
+    assert base != request_key(request_identity(Endpoint(ep.base_url, "m2", temperature=0.7), request(0)))
+
+
+def test_a_reminder_retry_is_recorded_apart_and_replays_its_outcome(tmp_path):
+    path = tmp_path / "calls.sqlite"
+
+    def decode(text):
+        parsed = parse_json_answer(text)
+        return parsed and parsed.get("c")
+
+    with ScriptedServer() as s:
+        ep = Endpoint(s.base_url, "scripted")
+        s.then({"text": "red, I think"}, {"text": '{"c": "red"}'})
+        live = run_sync(ask(ep, request(0), decode, "JSON only.", store=ResponseStore(path)))
+        assert live.outcome == "retry_ok" and s.hits == 2
+        keys = [row["request"]["sample_key"] for row in ResponseStore(path).rows()]
+        assert keys == ["g=1|agent=0|round=0|try=0", "g=1|agent=0|round=0|try=0|retry=1"]
+        again = run_sync(ask(ep, request(0), decode, "JSON only.", store=ResponseStore(path, "replay")))
+        assert again.outcome == "retry_ok" and again.value == "red" and s.hits == 2
+
+
+def test_the_api_key_is_never_stored(tmp_path, monkeypatch):
+    monkeypatch.setenv("REPLAY_TEST_KEY", SECRET)
+    path = tmp_path / "calls.sqlite"
+    with ScriptedServer() as s:
+        ep = Endpoint(s.base_url, "scripted", api_key_env="REPLAY_TEST_KEY")
+        store = ResponseStore(path)
+        run_game(ep, store)
+        assert s.headers[-1]["Authorization"] == f"Bearer {SECRET}"  # it was used
+        stored_rows = json.dumps(store.rows())
+        store.close()
+    raw = b"".join(p.read_bytes() for p in tmp_path.iterdir())  # database, WAL and shared memory
+    assert SECRET.encode() not in raw and SECRET not in stored_rows
+    assert SECRET not in json.dumps(ep.manifest()) + json.dumps(store.manifest())
+    assert "Pick a colour" in stored_rows  # the request itself is there
+
+
+def test_off_mode_neither_reads_nor_writes(tmp_path):
+    with ScriptedServer() as s:
+        ep = Endpoint(s.base_url, "scripted")
+        store = ResponseStore(tmp_path / "off.sqlite", "off")
+        run_game(ep, store, agents=[0, 0])
+        assert s.hits == 2 and not (tmp_path / "off.sqlite").exists()
+    with pytest.raises(StoreError, match="choose one of"):
+        ResponseStore(tmp_path / "x.sqlite", "replay-strict")
