@@ -25,11 +25,15 @@ class UsageError(ValueError):
     """Bad input; the message is one line that names the fix."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; only the chosen subcommand's module is imported (fast start-up)."""
     parser = argparse.ArgumentParser(
         prog="llm-mesa", description="Networks of LLM and rule agents on Mesa.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, help_text) in SUBCOMMANDS.items():
+        if command is not None and name != command:
+            sub.add_parser(name, help=help_text)
+            continue
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
@@ -44,7 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    command = argv[0] if argv and argv[0] in SUBCOMMANDS else None
+    parser = build_parser(command)
     args = parser.parse_args(argv)
     try:
         return int(args._run(args) or 0)

@@ -14,6 +14,7 @@ consensus game with a clear message.
 
 from __future__ import annotations
 
+import importlib
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -79,10 +80,26 @@ def register_policy(name: str, game: str, summary: str = ""):
     return wrap
 
 
+# Policies whose modules are heavy (the LLM policy imports openai) are listed
+# here by name and imported only when asked for.
+_LAZY: dict[str, tuple[str, str, str]] = {
+    "llm": ("llm_mesa.llm.consensus_policy", "consensus",
+            "an LLM agent behind any OpenAI-compatible endpoint"),
+}
+# Modules registering each game's built-in policies.
+_GAME_MODULES: dict[str, str] = {
+    "consensus": "llm_mesa.rule_policies",
+    "naming": "llm_mesa.models.naming.speakers",
+}
+
+
 def available_policies(game: str | None = None) -> dict[str, str]:
     """Registered policy names (for one game, or all) with their one-line summary."""
-    _load_builtin_policies()
-    return {n: e.summary for n, e in sorted(_REGISTRY.items()) if game in (None, e.game)}
+    for g in ([game] if game else list(_GAME_MODULES)):
+        _load_game(g)
+    names = {n: e.summary for n, e in _REGISTRY.items() if game in (None, e.game)}
+    names.update({n: summary for n, (_, g, summary) in _LAZY.items() if game in (None, g) and n not in names})
+    return dict(sorted(names.items()))
 
 
 def _parse_value(text: str) -> Any:
@@ -114,9 +131,11 @@ def make_policy(spec: str | Policy, game: str = "consensus", **overrides: Any) -
     """Build a policy from a registry spec string (or pass a policy through)."""
     if isinstance(spec, Policy):
         return spec
-    _load_builtin_policies()
     name, kwargs = parse_policy_spec(spec)
     kwargs.update(overrides)
+    _load_game(game)
+    if name in _LAZY and name not in _REGISTRY:
+        importlib.import_module(_LAZY[name][0])
     entry = _REGISTRY.get(name)
     if entry is None or entry.game != game:
         known = ", ".join(available_policies(game))
@@ -127,14 +146,7 @@ def make_policy(spec: str | Policy, game: str = "consensus", **overrides: Any) -
         raise PolicyError(f"bad parameters for policy {name!r}: {exc}") from None
 
 
-def _load_builtin_policies() -> None:
-    # Importing registers them; kept lazy so this module has no import cycle.
-    from llm_mesa import rule_policies  # noqa: F401
-    try:
-        from llm_mesa.llm import consensus_policy  # noqa: F401
-    except ImportError:
-        pass
-    try:
-        from llm_mesa.models.naming import speakers  # noqa: F401
-    except ImportError:
-        pass
+def _load_game(game: str) -> None:
+    module = _GAME_MODULES.get(game)
+    if module:
+        importlib.import_module(module)

@@ -1,0 +1,85 @@
+"""Writing a run: its tables, summary and manifest, all or nothing.
+
+A run directory is staged next to its destination and renamed into place in one
+step, so an interrupted or failed run never leaves a half-written result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+VERSIONED_PACKAGES = ("llm-mesa", "mesa", "networkx", "numpy", "pandas", "scipy", "openai")
+
+
+class OutputError(ValueError):
+    """A run cannot be written where asked; the message names the fix."""
+
+
+def package_versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for name in VERSIONED_PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def build_manifest(kind: str, parameters: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """What a run needs to be understood and repeated: versions, parameters, seeds."""
+    return {
+        "kind": kind,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": sys.argv,
+        "versions": package_versions(),
+        "parameters": parameters,
+        **extra,
+    }
+
+
+def check_output_dir(path: str | Path) -> Path:
+    """Refuse, before a run starts, a destination that would be overwritten."""
+    path = Path(path)
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise OutputError(f"{str(path)!r} already exists and is not empty; choose a new --out directory")
+    if not path.parent.exists():
+        raise OutputError(f"parent folder of {str(path)!r} does not exist; create it first")
+    return path
+
+
+def _to_parquet_safe(df: pd.DataFrame) -> pd.DataFrame:
+    df = df.copy()
+    for col in df.columns:
+        if df[col].dtype == object and df[col].map(lambda v: isinstance(v, (list, dict, tuple))).any():
+            df[col] = df[col].map(lambda v: json.dumps(v, default=str))
+    return df
+
+
+def write_run(path: str | Path, tables: dict[str, pd.DataFrame], summary: dict[str, Any],
+              manifest: dict[str, Any]) -> Path:
+    """Write tables (Parquet), summary.json and manifest.json into ``path`` atomically."""
+    path = check_output_dir(path)
+    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    try:
+        for name, df in tables.items():
+            _to_parquet_safe(df).to_parquet(staging / f"{name}.parquet", index=False)
+        (staging / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+        (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n")
+        if path.exists():
+            path.rmdir()  # empty, checked above
+        os.replace(staging, path)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return path

@@ -1,0 +1,92 @@
+"""The consensus model as a Mesa model: reproducibility, topologies, batch_run, bad input."""
+
+import networkx as nx
+import pandas as pd
+import pytest
+from mesa import batch_run
+
+from llm_mesa.models.consensus import ConsensusConfigError, ConsensusModel
+from llm_mesa.networks import NetworkError, build_topology, caveman_shape
+from llm_mesa.policy import PolicyError
+
+
+def tables(seed, **kw):
+    m = ConsensusModel(36, "ws", policy="voter", rng=seed, **kw).run()
+    return m.rounds_table(), m.agents_table(), m.summary()
+
+
+def test_same_seed_same_run_different_seed_different_run():
+    r1, a1, s1 = tables(7)
+    r2, a2, s2 = tables(7)
+    pd.testing.assert_frame_equal(r1, r2)
+    pd.testing.assert_frame_equal(a1, a2)
+    assert s1 == s2
+    r3, a3, _ = tables(8)
+    assert not (len(a1) == len(a3) and a1.equals(a3))
+
+
+@pytest.mark.parametrize("topology", ["er", "ba", "ws", "caveman"])
+def test_topologies_at_the_study_size(topology):
+    import random
+    g = build_topology(topology, 36, random.Random(0))
+    assert g.number_of_nodes() == 36 and nx.is_connected(g)
+    if topology == "ba":
+        assert g.number_of_edges() == 2 * (36 - 2)
+    if topology == "ws":
+        assert g.number_of_edges() == 36 * 4 // 2
+    if topology == "caveman":
+        assert g.number_of_edges() == 9 * 6 and sorted(set(dict(g.degree).values())) == [2, 3, 4]
+
+
+def test_caveman_generalises_in_cliques_of_four():
+    assert caveman_shape(36) == (9, 4) and caveman_shape(20) == (5, 4)
+    with pytest.raises(NetworkError, match="multiple"):
+        caveman_shape(30)
+
+
+def test_graph_is_drawn_from_the_seed():
+    a, b, c = (ConsensusModel(36, "er", rng=s).graph for s in (1, 1, 2))
+    assert sorted(a.edges) == sorted(b.edges) and sorted(a.edges) != sorted(c.edges)
+
+
+def test_rounds_table_records_every_round():
+    m = ConsensusModel(36, "ba", rng=1, max_rounds=7).run()
+    r = m.rounds_table()
+    assert r["round"].tolist() == list(range(m.round + 1))
+    assert set(["blue_share", "largest_component", "local_agreement", "stubborn_moves"]) <= set(r.columns)
+    a = m.agents_table()
+    assert len(a) == 36 * (m.round + 1)
+    assert a.groupby("round")["stubborn_move"].sum().iloc[1:].tolist() == r["stubborn_moves"].iloc[1:].tolist()
+
+
+def test_stubbornness_is_pooled_ratio():
+    s = ConsensusModel(36, "ba", rng=4).run().summary()
+    assert s["opportunities"] > 0
+    assert s["stubbornness"] == pytest.approx(s["stubborn_moves"] / s["opportunities"])
+
+
+def test_batch_run_works_unchanged():
+    results = batch_run(ConsensusModel, parameters={"topology": ["ba", "caveman"], "policy": ["majority-inertia"]},
+                        rng=[1, 2], max_steps=50, number_processes=1, data_collection_period=-1,
+                        display_progress=False)
+    df = pd.DataFrame(results)
+    assert df["RunId"].nunique() == 4 and len(df) == 4 * 36  # one row per agent at the last step
+    assert {"blue_share", "largest_component", "consensus", "colour"} <= set(df.columns)
+    final = df.groupby("RunId").first()
+    assert ((final["blue_share"] == 1) | (final["blue_share"] == 0)).eq(final["consensus"]).all()
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"topology": "square"}, NetworkError, "choose one of"),
+    ({"topology": "ba", "n": 2}, NetworkError, "larger --n"),
+    ({"preferences": "minority", "minority": 37}, NetworkError, "impossible"),
+    ({"policy": "nope"}, PolicyError, "unknown consensus policy"),
+    ({"policy": "majority-inertia:inertia=2"}, PolicyError, "must lie in"),
+    ({"communication": "telepathy"}, ConsensusConfigError, "choose one of"),
+    ({"assign": {"hubs:99": "stubborn"}}, ConsensusConfigError, "asks for 99"),
+    ({"assign": {"corner": "stubborn"}}, ConsensusConfigError, "bad agent selector"),
+])
+def test_bad_input_is_named(kwargs, error, match):
+    kwargs = {"n": 36, "topology": "ba", **kwargs}
+    with pytest.raises(error, match=match):
+        ConsensusModel(rng=1, **kwargs)
