@@ -79,7 +79,7 @@ class NamingAgent(mesa.Agent):
     def observe(self) -> NamingObservation:
         model = self.model
         return NamingObservation(self.unique_id, model.steps, self.name, model.mode,
-                                 model.lexicon, tuple(self.memory))
+                                 model.lexicon, tuple(self.memory), game_key=model.game_key)
 
     def remember(self, heard: str | None) -> None:
         """Record a partner's decoded name; K = 0 keeps nothing, None is never kept."""
@@ -116,6 +116,8 @@ class NamingModel(mesa.Model):
         self.convergence_basis = convergence_basis or ("said" if pairing == "all" else "latest")
         if self.convergence_basis not in ("said", "latest", "held"):
             raise NamingConfigError(f"convergence basis {self.convergence_basis!r} must be said, latest or held")
+        self.game_key = (f"naming|n={self.n}|mode={self.mode}|k={self.memory_size}|alpha={self.alpha}"
+                         f"|pairing={self.pairing}|m={lexicon_size}|seed={rng}")
         speakers = self._speakers(speaker)
         for index in range(self.n):
             NamingAgent(self, self.random.choice(self.lexicon), speakers[index], self.memory_size)

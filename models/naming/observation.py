@@ -58,6 +58,8 @@ class NamingObservation:
     lexicon: tuple[str, ...]
     memory: tuple[str, ...] = ()
     attempt: int = 0
+    #: identifies the game (parameters and seed) in record/replay sample keys
+    game_key: str = ""
 
 
 @dataclass(slots=True)

@@ -40,7 +40,8 @@ class RuleSpeaker(Policy):
 
 def _retry_of(observation: NamingObservation) -> NamingObservation:
     return NamingObservation(observation.agent_id, observation.round, observation.name,
-                             observation.mode, observation.lexicon, observation.memory, attempt=1)
+                             observation.mode, observation.lexicon, observation.memory, attempt=1,
+                             game_key=observation.game_key)
 
 
 @register_policy("echo", "naming", "say the current name, always well formed")
@@ -95,3 +96,7 @@ class MinimalSpeaker(RuleSpeaker):
     def compose(self, observation: NamingObservation, rng: random.Random) -> str:
         inventory = sorted({observation.name, *observation.memory}, key=lambda n: int(n[1:]))
         return say(inventory[int(rng.random() * len(inventory))], observation.mode, "from my inventory")
+
+
+# Registers the "llm" speaker beside the rule speakers (one registry for CLI, sweeps, explorer).
+from . import llm_speaker  # noqa: E402,F401
