@@ -25,6 +25,7 @@ is not any real model's tokenizer.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import re
@@ -46,6 +47,10 @@ _TOKEN_PIECE = re.compile(r"\w+|[^\w\s]")
 def count_tokens(text: str) -> int:
     """Word-piece count: runs of word characters, plus each punctuation mark."""
     return len(_TOKEN_PIECE.findall(text))
+
+
+#: the same count, remembered for texts that recur (rules sent with every request)
+count_tokens_cached = functools.lru_cache(maxsize=4096)(count_tokens)
 
 
 def cut_to_tokens(text: str, limit: int) -> tuple[str, bool]:
@@ -136,14 +141,16 @@ def _refuse_leftovers(params: dict[str, str], where: str, known: str) -> None:
 
 # ---- consensus game
 
-_PREFERRED = re.compile(r"Your preferred colou?r\s*:\s*(red|blue)\b", re.I)
-_CURRENT = re.compile(r"Your current colou?r\s*:\s*(red|blue)\b", re.I)
-_NEIGHBOURS = re.compile(r"Your neighbou?rs?['\u2019]?s? current colou?rs?\s*:[ \t]*([^\n]*)", re.I)
-_NEIGHBOUR_PAIR = re.compile(r"(\d+)\s*:\s*(red|blue)\b", re.I)
-_ROUND = re.compile(r"Round\s*:\s*(\d+)\s*of\s*(\d+)", re.I)
-_COMMUNICATION = re.compile(r"Communication\s*:\s*(none|local|global)\b", re.I)
-_PRIVATE = re.compile(r"Private messages\s*:\s*allowed\b", re.I)
-_AGENT_ID = re.compile(r"You are (?:agent|node|player)\s+(\d+)", re.I)
+# Matched against lower-cased text: case-sensitive patterns keep the regex engine's
+# fast literal-prefix search, which re.IGNORECASE would disable.
+_PREFERRED = re.compile(r"your preferred colou?r\s*:\s*(red|blue)\b")
+_CURRENT = re.compile(r"your current colou?r\s*:\s*(red|blue)\b")
+_NEIGHBOURS = re.compile(r"your neighbou?rs?['\u2019]?s? current colou?rs?\s*:[ \t]*([^\n]*)")
+_NEIGHBOUR_PAIR = re.compile(r"(\d+)\s*:\s*(red|blue)\b")
+_ROUND = re.compile(r"round\s*:\s*(\d+)\s*of\s*(\d+)")
+_COMMUNICATION = re.compile(r"communication\s*:\s*(none|local|global)\b")
+_PRIVATE = re.compile(r"private messages\s*:\s*allowed\b")
+_AGENT_ID = re.compile(r"you are (?:agent|node|player)\s+(\d+)")
 
 
 def _last(pattern: re.Pattern[str], *texts: str) -> re.Match[str] | None:
@@ -159,7 +166,7 @@ def _last(pattern: re.Pattern[str], *texts: str) -> re.Match[str] | None:
 
 def read_consensus_prompt(prompt: PromptView) -> ConsensusObservation:
     """Rebuild the observation a consensus prompt shows (regexes, tolerant of extra text)."""
-    texts = (prompt.last_user, prompt.full)
+    texts = (prompt.last_user.lower(), prompt.full.lower())
     preferred = _last(_PREFERRED, *texts)
     current = _last(_CURRENT, *texts)
     if preferred is None or current is None:
@@ -174,19 +181,19 @@ def read_consensus_prompt(prompt: PromptView) -> ConsensusObservation:
     if neighbours is not None:
         for node, colour in _NEIGHBOUR_PAIR.findall(neighbours.group(1)):
             ids.append(int(node))
-            colours.append(colour.lower())
+            colours.append(colour)
     round_match = _last(_ROUND, *texts)
     round_now, round_limit = (int(round_match.group(1)), int(round_match.group(2))) if round_match else (0, 0)
     communication = _last(_COMMUNICATION, *texts)
-    agent = _last(_AGENT_ID, *texts)
+    agent = _last(_AGENT_ID, texts[0])
     return ConsensusObservation(
         agent_id=int(agent.group(1)) if agent else -1,
         round=round_now,
-        preference=preferred.group(1).lower(),  # type: ignore[arg-type]
-        colour=current.group(1).lower(),  # type: ignore[arg-type]
+        preference=preferred.group(1),  # type: ignore[arg-type]
+        colour=current.group(1),  # type: ignore[arg-type]
         neighbour_ids=tuple(ids),
         neighbour_colours=tuple(colours),  # type: ignore[arg-type]
-        communication=communication.group(1).lower() if communication else "none",
+        communication=communication.group(1) if communication else "none",
         direct_messages=_last(_PRIVATE, *texts) is not None,
         rounds_left=max(round_limit - round_now, 0),
     )

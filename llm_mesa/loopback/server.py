@@ -41,6 +41,7 @@ from llm_mesa.loopback.behaviours import (
     ScriptExhausted,
     build_behaviour,
     count_tokens,
+    count_tokens_cached,
     cut_to_tokens,
     listed_behaviours,
 )
@@ -135,13 +136,17 @@ def _content_text(content: Any) -> str:
     raise _BadRequest("message content must be a string or a list of text parts", "messages")
 
 
-def _read_prompt(body: dict[str, Any], chat: bool) -> tuple[PromptView, str]:
-    """The prompt as behaviours see it, and as one text (hashed, token-counted)."""
+def _read_prompt(body: dict[str, Any], chat: bool) -> tuple[PromptView, str, int]:
+    """The prompt as behaviours see it, as one text (hashed), and its token count.
+
+    A chat prompt is counted message by message (the role is one more piece),
+    which equals counting the joined text; recurring messages are counted once.
+    """
     if chat:
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
             raise _BadRequest("'messages' must be a non-empty list of {role, content}", "messages")
-        parts, last_user = [], ""
+        parts, last_user, tokens = [], "", 0
         for message in messages:
             if not isinstance(message, dict):
                 raise _BadRequest("each message must be an object with role and content", "messages")
@@ -150,15 +155,16 @@ def _read_prompt(body: dict[str, Any], chat: bool) -> tuple[PromptView, str]:
             if role == "user":
                 last_user = text
             parts.append(f"{role}\n{text}")
+            tokens += count_tokens_cached(role) + count_tokens_cached(text)
         full = "\n".join(parts)
-        return PromptView(last_user=last_user, full=full, chat=True), full
+        return PromptView(last_user=last_user, full=full, chat=True), full, tokens
     prompt = body.get("prompt")
     if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
         prompt = prompt[0]
     if not isinstance(prompt, str):
         raise _BadRequest("'prompt' must be one string (the loopback endpoint answers one "
                           "prompt per request)", "prompt")
-    return PromptView(last_user=prompt, full=prompt, chat=False), prompt
+    return PromptView(last_user=prompt, full=prompt, chat=False), prompt, count_tokens(prompt)
 
 
 def _token_limit(body: dict[str, Any]) -> int | None:
@@ -434,7 +440,7 @@ class LoopbackServer:
                 raise _BadRequest("give 'model', a behaviour name such as 'rule:majority-inertia' "
                                   "(GET /v1/models lists them)", "model")
             route = self._route(model)
-            prompt, prompt_text = _read_prompt(body, chat)
+            prompt, prompt_text, prompt_tokens = _read_prompt(body, chat)
             limit = _token_limit(body)
             stops = _stop_sequences(body)
             schema = self._response_schema(body)
@@ -460,7 +466,7 @@ class LoopbackServer:
             stats.max_in_flight = stats.in_flight
         try:
             return await self._answer(request, body, model, route, prompt, prompt_text,
-                                      limit, stops, schema, chat)
+                                      prompt_tokens, limit, stops, schema, chat)
         finally:
             stats.in_flight -= 1
 
@@ -482,7 +488,7 @@ class LoopbackServer:
         return random.Random(int.from_bytes(digest, "big"))
 
     async def _answer(self, request: web.Request, body: dict[str, Any], model: str, route: _Route,
-                      prompt: PromptView, prompt_text: str, limit: int | None,
+                      prompt: PromptView, prompt_text: str, prompt_tokens: int, limit: int | None,
                       stops: tuple[str, ...], schema: dict[str, Any] | None,
                       chat: bool) -> web.StreamResponse:
         stats = self.stats_counters
@@ -535,7 +541,6 @@ class LoopbackServer:
             if was_cut:
                 finish_reason = "length"
 
-        prompt_tokens = count_tokens(prompt_text)
         completion_tokens = count_tokens(text)
         stats.answered += 1
         stats.prompt_tokens += prompt_tokens
