@@ -101,4 +101,5 @@ class ConsensusDecision:
     completion_tokens: int = 0
     latency_s: float = 0.0
     cost: float = 0.0
+    raw: str = ""  # the answer text an LLM gave
     outcome: str = ""  # e.g. "ok", "retry_ok", "parse_failure", "truncated", "call_failure"

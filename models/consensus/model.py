@@ -180,6 +180,7 @@ class ConsensusModel(Model):
         self.colour_history: list[list[str]] = [list(colours)]
         self.agreement_history: list[float] = []
         self.message_log: list[Message] = []
+        self.transcript: list[dict[str, Any]] = []  # LLM decisions, for message-content analysis
         self._inbox_by_round: dict[int, dict[int, list[Message]]] = {}
         self.totals = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0,
                        "failures": 0, "decisions": 0, "stubborn_moves": 0, "opportunities": 0}
@@ -276,6 +277,15 @@ class ConsensusModel(Model):
         decisions = decide_all([(a.policy, a.observe()) for a in agents], self.random)
         for agent, decision in zip(agents, decisions):
             agent.pending = decision
+            if decision.outcome:
+                self.transcript.append({
+                    "round": self.round + 1, "agent": agent.node, "colour_before": agent.colour,
+                    "colour": decision.colour, "reason": decision.reason, "message": decision.message,
+                    "message_to": decision.message_to, "diary": decision.diary, "outcome": decision.outcome,
+                    "failed": decision.failed, "calls": decision.calls, "prompt_tokens": decision.prompt_tokens,
+                    "completion_tokens": decision.completion_tokens, "latency_s": decision.latency_s,
+                    "answer": decision.raw,
+                })
         self.agents.do("advance")
         self.round += 1
         self._deliver_messages(decisions)
@@ -414,6 +424,13 @@ class ConsensusModel(Model):
         df = df.reset_index().rename(columns={"Step": "round", "time": "round"})
         df["round"] = df["round"].astype(int)
         return df.drop(columns=[c for c in ("AgentID",) if c in df.columns])
+
+    def messages_table(self):
+        """One row per message sent: round, sender, recipient (None: its audience), text."""
+        import pandas as pd
+
+        return pd.DataFrame([{"round": m.round, "sender": m.sender, "to": m.to, "text": m.text}
+                             for m in self.message_log], columns=["round", "sender", "to", "text"])
 
     def summary(self) -> dict[str, Any]:
         """One row describing the game: outcome, payoffs and mechanism measures."""
