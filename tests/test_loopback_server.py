@@ -45,9 +45,11 @@ def naming_prompt(agent=3, round_id=2, name="C3", schema=True):
     return f"You are agent {agent} in round {round_id}.\nYour current proposed name is {name}.\n{instruction}\n"
 
 
-def client_for(server: LoopbackServer, **kwargs) -> AsyncOpenAI:
+def client_for(server: LoopbackServer | str, **kwargs) -> AsyncOpenAI:
+    """The real openai client without its own retries, for a server or a base URL."""
     kwargs.setdefault("api_key", "none")
-    return AsyncOpenAI(base_url=server.base_url, max_retries=0, **kwargs)
+    base_url = server if isinstance(server, str) else server.base_url
+    return AsyncOpenAI(base_url=base_url, max_retries=0, **kwargs)
 
 
 def run(coro):
@@ -419,10 +421,9 @@ def test_cli_serves_on_a_free_port():
                                 "--seed", "3"], stdout=subprocess.PIPE, text=True)
     try:
         first_line = process.stdout.readline()
-        url = re.search(r"http://127\.0\.0\.1:(\d+)/v1", first_line)
-        assert url, first_line
-        server = LoopbackServer(port=int(url.group(1)))  # only to build the client's base URL
-        response = run(chat(server, "rule:majority-inertia?inertia=0"))
+        url = re.search(r"http://127\.0\.0\.1:\d+/v1", first_line)
+        assert url and not url.group(0).endswith(":0/v1"), first_line
+        response = run(chat(url.group(0), "rule:majority-inertia?inertia=0"))
         assert answer_json(response)["colour"] == "red"
     finally:
         process.terminate()
