@@ -28,6 +28,7 @@ from llm_mesa.analysis.statistics import (
     majority_following,
     naming_summary,
     stubbornness_vs_consensus,
+    transitions_from_rounds,
 )
 
 DATA = Path("/work/shared/data")
@@ -67,7 +68,8 @@ def test_ordinary_logit_diverges_on_endometrial_where_firth_stays_finite():
         ml = sm.Logit(data["HG"], sm.add_constant(data[["NV", "PI", "EH"]])).fit(disp=0)
     diverged = (not ml.mle_retvals["converged"]) or ml.bse["NV"] > 100
     assert diverged, "ordinary ML should fail on separated data"
-    firth = firth_consensus_regression(data, "HG ~ NV + PI + EH")
+    firth = firth_consensus_regression(data, "HG ~ NV + PI + EH", profile_likelihood=False)
+    assert firth.ci_method == "Wald" and firth.p_method == "Wald z test"
     assert np.isfinite(firth.table["coef"]).all() and firth.table.loc["NV", "coef"] < 5
     assert firth.table.loc["NV", "se"] < 2
 
@@ -137,11 +139,11 @@ def _games_table(seed: int = 7) -> pd.DataFrame:
     success = {"global": 0.6, "local": 0.15, "none": 0.1}
     rows = []
     for topology, communication in cells:
-        for model in ("model-a", "model-b"):
+        for policy in ("model-a", "model-b"):
             for seed_ in range(30):
-                p = success[communication] + (0.1 if model == "model-b" else 0.0)
+                p = success[communication] + (0.1 if policy == "model-b" else 0.0)
                 rows.append({"seed": seed_, "topology": topology, "communication": communication,
-                             "model": model, "consensus": bool(rng.random() < p)})
+                             "policy": policy, "consensus": bool(rng.random() < p)})
     return pd.DataFrame(rows)
 
 
@@ -166,7 +168,7 @@ def test_consensus_regression_refuses_bad_tables():
         firth_consensus_regression(games.drop(columns="consensus"))
     with pytest.raises(AnalysisError, match="both outcomes"):
         firth_consensus_regression(games.assign(consensus=False))
-    with pytest.raises(AnalysisError, match="topolgy"):
+    with pytest.raises(AnalysisError, match="'topolgy', which is not a column"):
         firth_consensus_regression(games, "consensus ~ C(topolgy)")
     with pytest.raises(AnalysisError, match="outcome ~ terms"):
         firth_consensus_regression(games, "C(topology)")
@@ -253,6 +255,18 @@ def test_stubbornness_correlation_by_hand():
     assert stubbornness_vs_consensus(games).r == pytest.approx(expected)
 
 
+def test_stubbornness_ratio_is_recomputed_from_counts_when_present():
+    games = pd.DataFrame({
+        "consensus": [True, True, False, False, True],
+        "stubborn_moves": [1, 3, 5, 7, 0],
+        "opportunities": [10, 10, 10, 10, 0],  # the last game had no opportunity: undefined
+        "stubbornness": [0.1, 0.3, 0.5, 0.7, 0.0],  # a table may store 0 there
+    })
+    result = stubbornness_vs_consensus(games)
+    assert (result.n, result.n_dropped) == (4, 1)
+    assert result.r == pytest.approx((0.2 - 0.6) / np.sqrt(0.05) * 0.5)
+
+
 def test_stubbornness_correlation_refuses_constant_inputs():
     games = pd.DataFrame({"consensus": [True, False, True, False], "stubbornness": [0.1, 0.2, 0.3, 0.4]})
     with pytest.raises(AnalysisError, match="both outcomes"):
@@ -272,7 +286,7 @@ def test_component_tests_by_hand():
         "largest_component": [1, 2, 3, 4, 5, 6],
         "largest_component_baseline_mean": [0.5, 0.6, 0.7, 1.0, 1.1, 1.2],
     })
-    result = component_tests(games)
+    result = component_tests(games, group_col="label")
     # H = 12/(N(N+1)) * sum(R_i^2/n_i) - 3(N+1), rank sums 6 and 15
     assert result.kruskal_h == pytest.approx(12 / 42 * (36 / 3 + 225 / 3) - 21)
     assert result.kruskal_df == 1
@@ -289,24 +303,41 @@ def test_component_tests_detect_planted_difference_and_agree_with_scipy():
         frames.append(pd.DataFrame({"label": label, "largest_component": baseline + shift + rng.normal(0, 2, 40),
                                     "largest_component_baseline_mean": baseline}))
     games = pd.concat(frames, ignore_index=True)
-    result = component_tests(games)
+    result = component_tests(games, group_col="label")
     groups = [g["largest_component"] for _, g in games.groupby("label")]
     assert result.kruskal_h == pytest.approx(stats.kruskal(*groups).statistic)
     assert result.kruskal_p < 1e-6
     per = result.per_condition.set_index("label")
     assert per.loc["CC none", "p"] < 1e-6 and per.loc["CC none", "p_holm"] >= per.loc["CC none", "p"]
     assert per.loc["BA local", "p"] > 0.01  # no planted shift there
-    greater = component_tests(games, alternative="greater").per_condition.set_index("label")
+    greater = component_tests(games, group_col="label", alternative="greater").per_condition.set_index("label")
     assert greater.loc["CC none", "p"] < per.loc["CC none", "p"]
+
+
+def test_component_tests_group_by_several_columns_and_skip_missing_baselines():
+    games = pd.DataFrame({
+        "topology": ["ba", "ba", "ba", "ba", "ws", "ws"],
+        "communication": ["none", "none", "local", "local", "none", "none"],
+        "largest_component": [3, 4, 8, 9, 5, 6],
+        "largest_component_baseline_mean": [2.0, 2.5, 3.0, None, 2.0, 2.2],
+    })
+    result = component_tests(games, group_col=["topology", "communication"])
+    per = result.per_condition.set_index("condition")
+    assert list(per.index) == ["ba/local", "ba/none", "ws/none"]
+    assert per["n"].tolist() == [1, 2, 2]  # the game without a baseline is left out
+    expected = stats.kruskal([8], [3, 4], [5, 6])
+    assert result.kruskal_h == pytest.approx(expected.statistic) and result.kruskal_df == 2
 
 
 def test_component_tests_refuse_bad_tables():
     games = pd.DataFrame({"label": ["a", "a"], "largest_component": [3, 4],
                           "largest_component_baseline_mean": [2.0, 2.5]})
     with pytest.raises(AnalysisError, match="at least two conditions"):
-        component_tests(games)
+        component_tests(games, group_col="label")
     with pytest.raises(AnalysisError, match="same in every game"):
-        component_tests(games.assign(label=["a", "b"], largest_component=5))
+        component_tests(games.assign(label=["a", "b"], largest_component=5), group_col="label")
+    with pytest.raises(AnalysisError, match="'topology'"):
+        component_tests(games)  # the default condition is topology/communication/preferences/label
     with pytest.raises(AnalysisError, match="largest_component_baseline_mean"):
         component_tests(games.drop(columns="largest_component_baseline_mean"))
 
@@ -315,20 +346,55 @@ def test_component_tests_refuse_bad_tables():
 
 
 def test_naming_summary_by_hand():
-    runs = pd.DataFrame({
-        "model": ["phi"] * 6, "n_agents": [12] * 6, "alpha": [0.5] * 6,
+    runs = pd.DataFrame({  # the naming game's summary rows, three seeds per condition
+        "seed": [0, 1, 2] * 2, "n": [12] * 6, "alpha": [0.5] * 6,
         "mode": ["schema"] * 3 + ["nl"] * 3, "memory": [5] * 3 + [0] * 3,
-        "seed": [0, 1, 2] * 2,
-        "final_agreement": [0.5, 0.6, 0.7, 0.1, 0.1, 0.1],
-        "tokens_to_50": [1e4, 2e4, 3e4, np.nan, np.nan, np.nan],
+        "agreement_final": [0.5, 0.6, 0.7, 0.1, 0.1, 0.1],
+        "tokens_to_50": [1e4, 2e4, 3e4, None, None, None],
     })
     summary = naming_summary(runs).set_index("mode")
-    assert summary.loc["schema", "final_agreement_mean"] == pytest.approx(0.6)
-    assert summary.loc["schema", "final_agreement_sd"] == pytest.approx(0.1)
-    assert summary.loc["nl", "final_agreement_sd"] == pytest.approx(0.0)
+    assert list(summary.columns[:4]) == ["n", "alpha", "memory", "n_seeds"]
+    assert summary.loc["schema", "agreement_final_mean"] == pytest.approx(0.6)
+    assert summary.loc["schema", "agreement_final_sd"] == pytest.approx(0.1)
+    assert summary.loc["nl", "agreement_final_sd"] == pytest.approx(0.0)
     assert summary.loc["schema", "tokens_to_50_mean"] == pytest.approx(2e4)
     assert summary.loc["schema", "tokens_to_50_reached"] == 3
     assert summary.loc["nl", "tokens_to_50_reached"] == 0
     assert (summary["n_seeds"] == 3).all()
     with pytest.raises(AnalysisError, match="'alpha'"):
-        naming_summary(runs.drop(columns="alpha"))
+        naming_summary(runs.drop(columns="alpha"), ["n", "alpha", "mode"])
+    with pytest.raises(AnalysisError, match="no condition column"):
+        naming_summary(runs[["seed", "agreement_final"]])
+
+
+# ------------------------------------------------------------ transitions and model
+
+
+def test_transitions_by_hand_on_a_path():
+    import networkx as nx
+
+    agents = pd.DataFrame({"round": [0, 0, 0, 1, 1, 1], "node": [0, 1, 2] * 2,
+                           "colour": ["blue", "red", "red", "red", "blue", "red"]})
+    rows = transitions_from_rounds(agents, nx.path_graph(3), game="g").set_index("agent")
+    assert rows["blue_share_neighbours"].tolist() == [0.0, 0.5, 0.0]
+    assert rows["chose_blue_next"].tolist() == [False, True, False]
+    assert rows["blue_now"].tolist() == [True, False, False]
+    assert (rows["game"] == "g").all() and (rows["round"] == 0).all()
+
+
+def test_the_consensus_model_feeds_the_analysis():
+    """The game table and agents table of the consensus model have what the analysis reads."""
+    from llm_mesa.models.consensus.model import ConsensusModel
+
+    model = ConsensusModel(n=12, topology="ba", rng=3, max_rounds=6, baseline_permutations=20).run()
+    summary = model.summary()
+    needed = {"consensus", "topology", "communication", "policy", "preferences", "label", "stubborn_moves",
+              "opportunities", "stubbornness", "largest_component", "largest_component_baseline_mean"}
+    assert needed <= set(summary)
+    agents = model.agents_table()
+    rows = transitions_from_rounds(agents, model.graph, game=summary["game_key"])
+    assert len(rows) == 12 * (agents["round"].nunique() - 1)
+    row = rows.iloc[len(rows) // 2]
+    colours = agents[agents["round"] == row["round"]].set_index("node")["colour"]
+    neighbours = list(model.graph.neighbors(int(row["agent"])))
+    assert row["blue_share_neighbours"] == pytest.approx((colours[neighbours] == "blue").mean())

@@ -38,6 +38,8 @@ __all__ = [
     "stubbornness_vs_consensus",
     "component_tests",
     "naming_summary",
+    "transitions_from_rounds",
+    "CONDITION_COLUMNS",
 ]
 
 
@@ -175,6 +177,10 @@ def _build_design(formula: str, data: pd.DataFrame, what: str) -> tuple[np.ndarr
     try:
         design = model_matrix(rhs, data, na_action="raise")
     except FormulaicError as exc:
+        unknown = re.search(r"name '([^']+)' is not defined", str(exc))
+        if unknown:
+            have = ", ".join(map(str, data.columns))
+            raise AnalysisError(f"{what}: the formula names {unknown.group(1)!r}, which is not a column; the table has: {have}") from None
         raise AnalysisError(f"{what}: cannot build the design of {formula!r}: {str(exc).splitlines()[0]}") from None
     except Exception as exc:  # formulaic reports unknown names as plain evaluation errors
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -210,7 +216,7 @@ def _penalised_null_loglik(X: np.ndarray, y: np.ndarray, intercept_index: int) -
 
 def firth_consensus_regression(
     games: pd.DataFrame,
-    formula: str = "consensus ~ C(topology) * C(communication) + C(model)",
+    formula: str = "consensus ~ C(topology) * C(communication) + C(policy)",
     *,
     alpha: float = 0.05,
     profile_likelihood: bool = True,
@@ -221,6 +227,9 @@ def firth_consensus_regression(
 
     Firth's penalty keeps estimates finite when a condition never (or always)
     reaches consensus, which is the common case here (e.g. BA + local: 0/180).
+    The default formula follows the study: topology x communication plus a fixed
+    effect per model (the ``policy`` column of the game table; a factor with a
+    single level simply drops out).
     Design columns that carry no information (empty topology x communication
     cells, or aliases of other columns) are dropped and listed in
     ``dropped_columns``. With ``profile_likelihood`` (default, as logistf) the CIs
@@ -343,6 +352,7 @@ def majority_following(
     bins: int = 10,
     vb_sd: float = 1.0,
     fe_prior_sd: float = 2.0,
+    fit_method: str = "L-BFGS-B",
 ) -> MajorityFollowingResult:
     """Mixed-effects logistic regression of choosing blue on the blue neighbour share.
 
@@ -350,7 +360,12 @@ def majority_following(
     absorb that some games and some agents lean blue whatever their neighbours
     do, so the slope measures majority following itself. For very large tables
     the agent level adds one parameter per agent-game; turn it off if the fit is
-    too slow.
+    too slow. ``vb_sd`` and ``fe_prior_sd`` are statsmodels' prior SDs
+    (``vcp_p``, ``fe_p``) of the log random-effect SDs and of the fixed effects;
+    ``fit_method`` is the optimiser of ``fit_vb`` (L-BFGS-B: same optimum as
+    statsmodels' default BFGS here, about 5x faster, and it scales to many
+    random effects). Mean-field variational posteriors are known to understate
+    posterior SDs: read ``slope_sd`` as a lower bound.
     """
     from statsmodels.genmod.bayes_mixed_glm import BinomialBayesMixedGLM
 
@@ -378,7 +393,7 @@ def majority_following(
         raise AnalysisError(f"{what}: transitions come from one game only; random game intercepts need several games")
 
     model = BinomialBayesMixedGLM.from_formula("y ~ share", vc_formulas, frame, vcp_p=vb_sd, fe_p=fe_prior_sd)
-    fit = model.fit_vb()
+    fit = model.fit_vb(fit_method=fit_method)
     fe_names = list(model.exog_names[: model.k_fep])
     fixed = pd.DataFrame({"mean": fit.fe_mean, "sd": fit.fe_sd}, index=fe_names)
     intercept, slope = float(fixed.loc["Intercept", "mean"]), float(fixed.loc["share", "mean"])
@@ -429,15 +444,26 @@ def stubbornness_vs_consensus(
     *,
     ratio_col: str = "stubbornness",
     consensus_col: str = "consensus",
+    moves_col: str = "stubborn_moves",
+    opportunities_col: str = "opportunities",
 ) -> PointBiserialResult:
     """Correlate each game's pooled stubbornness ratio with whether it reached consensus.
 
-    Games without any opportunity have an undefined ratio (NaN); they are left out
-    and counted in ``n_dropped``. The study reports r = -0.44.
+    When the table has the counts (``moves_col``, ``opportunities_col``) the ratio
+    is recomputed from them, so that a game without any opportunity counts as
+    undefined (left out, counted in ``n_dropped``) rather than as 0; otherwise
+    ``ratio_col`` is used as given (NaN = undefined). The study reports r = -0.44.
     """
     what = "stubbornness_vs_consensus"
-    _require_columns(games, [ratio_col, consensus_col], what)
-    ratio = pd.to_numeric(games[ratio_col], errors="coerce")
+    if moves_col in games.columns and opportunities_col in games.columns:
+        _require_columns(games, [consensus_col], what)
+        moves = pd.to_numeric(games[moves_col], errors="coerce")
+        opportunities = pd.to_numeric(games[opportunities_col], errors="coerce")
+        ratio = (moves / opportunities.where(opportunities > 0)).astype(float)
+        ratio_col = f"{moves_col}/{opportunities_col}"
+    else:
+        _require_columns(games, [ratio_col, consensus_col], what)
+        ratio = pd.to_numeric(games[ratio_col], errors="coerce")
     keep = ratio.notna().to_numpy()
     if keep.sum() < 3:
         raise AnalysisError(f"{what}: only {int(keep.sum())} game(s) have a {ratio_col!r} ratio; need at least 3")
@@ -470,11 +496,14 @@ class ComponentTestsResult:
     per_condition: pd.DataFrame
 
 
+CONDITION_COLUMNS = ("topology", "communication", "preferences", "label")
+
+
 def component_tests(
     games: pd.DataFrame,
     baseline_col: str = "largest_component_baseline_mean",
     value_col: str = "largest_component",
-    group_col: str = "label",
+    group_col: str | Sequence[str] = CONDITION_COLUMNS,
     *,
     alternative: str = "two-sided",
 ) -> ComponentTestsResult:
@@ -483,17 +512,23 @@ def component_tests(
     Kruskal-Wallis compares ``value_col`` across the groups of ``group_col``; in
     each group, Mann-Whitney U compares the games' ``value_col`` with their
     ``baseline_col`` (the mean largest component of random colourings with the
-    same colour counts). ``alternative`` is passed to Mann-Whitney ("greater":
-    clusters larger than chance).
+    same colour counts). A condition is one column or several (default:
+    topology, communication, preferences and opponent label; add ``policy`` to
+    split by model); several columns are joined as ``"ba/global/random/llm"``.
+    ``alternative`` is passed to Mann-Whitney ("greater": clusters larger than
+    chance). Games without a baseline (None/NaN) are left out.
     """
     from statsmodels.stats.multitest import multipletests
 
     what = "component_tests"
-    _require_columns(games, [baseline_col, value_col, group_col], what)
-    data = games[[group_col, value_col, baseline_col]].dropna()
+    group_cols = [group_col] if isinstance(group_col, str) else list(group_col)
+    _require_columns(games, [baseline_col, value_col, *group_cols], what)
+    data = games[[*group_cols, value_col, baseline_col]].dropna(subset=[value_col, baseline_col])
     if data.empty:
         raise AnalysisError(f"{what}: every row misses {value_col!r} or {baseline_col!r}")
-    groups = {name: frame for name, frame in data.groupby(group_col, sort=True, observed=True)}
+    condition = data[group_cols].astype(str).agg("/".join, axis=1)
+    group_col = group_cols[0] if len(group_cols) == 1 else "condition"
+    groups = {name: frame for name, frame in data.groupby(condition, sort=True)}
     if len(groups) < 2:
         only = next(iter(groups))
         raise AnalysisError(f"{what}: needs at least two conditions in {group_col!r}; got only {only!r}")
@@ -519,25 +554,36 @@ def component_tests(
 # ------------------------------------------------------------------- naming (SIGN)
 
 
+NAMING_CONDITION_COLUMNS = ("model", "speaker", "policy", "pairing", "n", "alpha", "mode", "memory")
+
+
 def naming_summary(
     runs: pd.DataFrame,
-    condition_cols: Sequence[str] = ("model", "n_agents", "alpha", "mode", "memory"),
+    condition_cols: Sequence[str] | None = None,
     *,
-    agreement_col: str = "final_agreement",
+    agreement_col: str = "agreement_final",
     tokens_cols: Sequence[str] | None = None,
     seed_col: str = "seed",
 ) -> pd.DataFrame:
     """Mean and SD over seeds of final agreement and tokens-to-convergence, per condition.
 
-    ``tokens_cols`` defaults to every column whose name starts with ``tokens_to_``
-    (e.g. ``tokens_to_50``). A run that never reached a threshold has NaN there:
-    means and SDs are over the runs that did, and ``<col>_reached`` counts them.
-    SDs use ddof = 1 (NaN with a single seed).
+    ``condition_cols`` defaults to those of ``NAMING_CONDITION_COLUMNS`` that the
+    table has (the naming game's summary row names them so). ``tokens_cols``
+    defaults to every column starting with ``tokens_to_`` or ``total_tokens_to_``
+    (completion, and prompt + completion, tokens until 50/60/70 % agreement). A run
+    that never reached a threshold has None/NaN there: means and SDs are over the
+    runs that did, and ``<col>_reached`` counts them. SDs use ddof = 1 (NaN with
+    a single seed).
     """
     what = "naming_summary"
+    if condition_cols is None:
+        _require_columns(runs, [], what)
+        condition_cols = [c for c in NAMING_CONDITION_COLUMNS if c in runs.columns]
+        if not condition_cols:
+            raise AnalysisError(f"{what}: no condition column found (looked for {', '.join(NAMING_CONDITION_COLUMNS)}); pass condition_cols")
     _require_columns(runs, [*condition_cols, agreement_col, seed_col], what)
     if tokens_cols is None:
-        tokens_cols = [c for c in runs.columns if str(c).startswith("tokens_to_")]
+        tokens_cols = [c for c in runs.columns if str(c).startswith(("tokens_to_", "total_tokens_to_"))]
     else:
         _require_columns(runs, tokens_cols, what)
     measures = [agreement_col, *tokens_cols]
@@ -551,3 +597,53 @@ def naming_summary(
         if column != agreement_col:
             summary[f"{column}_reached"] = values.count()
     return summary.reset_index()
+
+
+# ------------------------------------------------------- transitions for one game
+
+
+def transitions_from_rounds(
+    agents: pd.DataFrame,
+    graph,
+    game: object,
+    *,
+    round_col: str = "round",
+    node_col: str = "node",
+    colour_col: str = "colour",
+) -> pd.DataFrame:
+    """Turn one game's per-agent, per-round colours into majority-following transitions.
+
+    ``agents`` is the consensus model's ``agents_table()`` (one row per agent per
+    round, round 0 the initial state) and ``graph`` its networkx graph (nodes
+    0..n-1). Each row of the result is an agent at round t: the share of its
+    neighbours holding blue at t, whether it holds blue at t+1, and its own
+    colour at t (``blue_now``, for inertia). Agents without neighbours are left
+    out. Concatenate the results of several games and pass them to
+    :func:`majority_following`.
+    """
+    import networkx as nx
+
+    what = "transitions_from_rounds"
+    _require_columns(agents, [round_col, node_col, colour_col], what)
+    colours = agents.pivot_table(index=round_col, columns=node_col, values=colour_col, aggfunc="first")
+    n = graph.number_of_nodes()
+    if set(graph.nodes) != set(range(n)) or list(colours.columns) != list(range(n)):
+        raise AnalysisError(f"{what}: agents' nodes and the graph's must both be 0..{n - 1}")
+    if colours.isna().any().any():
+        raise AnalysisError(f"{what}: some agents miss some rounds; pass the complete agents_table()")
+    blue = (colours.to_numpy() == "blue").astype(float)  # rounds x nodes
+    adjacency = nx.to_scipy_sparse_array(graph, nodelist=range(n), format="csr")
+    degree = np.asarray(adjacency.sum(axis=1)).ravel()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = (adjacency @ blue.T).T / degree  # rounds x nodes
+    rounds = colours.index.to_numpy()
+    t_index, node_index = np.meshgrid(np.arange(len(rounds) - 1), np.arange(n), indexing="ij")
+    frame = pd.DataFrame({
+        "game": game,
+        "agent": node_index.ravel(),
+        "round": rounds[t_index.ravel()],
+        "blue_share_neighbours": share[:-1].ravel(),
+        "blue_now": blue[:-1].ravel().astype(bool),
+        "chose_blue_next": blue[1:].ravel().astype(bool),
+    })
+    return frame[degree[frame["agent"]] > 0].reset_index(drop=True)
