@@ -363,3 +363,20 @@ def test_usage_nests_and_prices_live_calls(server):
     frame = game.to_frame()
     assert list(frame["ledger"]) == ["game", "game/round=0", "game/round=1"]
     assert list(frame["calls"]) == [6, 3, 3]
+
+
+# -- against the project's loopback stand-in endpoint ------------------------------------------------
+
+def test_the_transport_negotiates_with_the_loopback_endpoint():
+    from llm_mesa.loopback.server import LoopbackServer
+
+    with LoopbackServer(reject_json_schema=True) as stand_in:
+        ep = Endpoint(stand_in.base_url, 'fixed?text={"answer": "blue"}')
+        assert preflight(ep) != []  # a parameterised name is not listed: the 1-token probe accepts it
+        usage = Usage()
+        ans = run_sync(ask(ep, LLMRequest(messages=HELLO, schema=SCHEMA), answer_of, "JSON!", usage=usage))
+        assert ans.outcome == "ok" and ans.value == "blue" and ans.first.dialect == "json_object"
+        assert ans.first.system_fingerprint.startswith("llm-mesa-loopback")
+        assert usage.failures == {} and negotiated_dialect(ep) == "json_object"
+        with pytest.raises(EndpointError, match="it offers: .*fixed"):
+            preflight(Endpoint(stand_in.base_url, "no-such-behaviour"))

@@ -380,11 +380,10 @@ async def apreflight(endpoint: Endpoint, store: ResponseStore | None = None) -> 
         listed = None  # /models unsupported: try one token instead
     except (ValueError, AttributeError):
         listed = None
-    if listed:
-        if endpoint.model not in listed:
-            raise EndpointError(f"model {endpoint.model!r} is not served by {endpoint.base_url}; "
-                                f"it offers: {', '.join(map(str, listed[:20]))} (pass one with --model)")
+    if listed and endpoint.model in listed:
         return listed
+    # Not listed (servers that resolve aliases, e.g. Ollama's "llama3" for "llama3:latest",
+    # or parameterised stand-in names), or /models unsupported: one 1-token call decides.
     chat = endpoint.prompt_mode == "chat"
     probe = {"model": endpoint.model, "max_tokens": 1}
     probe.update({"messages": [{"role": "user", "content": "ping"}]} if chat else {"prompt": "ping"})
@@ -396,12 +395,15 @@ async def apreflight(endpoint: Endpoint, store: ResponseStore | None = None) -> 
     except openai.APIStatusError as exc:
         if exc.status_code in (401, 403):
             raise _auth_refused(endpoint, exc.status_code) from None
+        if listed and 400 <= exc.status_code < 500:
+            raise EndpointError(f"model {endpoint.model!r} is not served by {endpoint.base_url}; "
+                                f"it offers: {', '.join(map(str, listed[:20]))} (pass one with --model)") from None
         if exc.status_code == 404:
             raise EndpointError(f"{endpoint.base_url} does not know model {endpoint.model!r} "
                                 "(HTTP 404); check --model and --base-url (it usually ends in /v1)") from None
         raise EndpointError(f"{endpoint.base_url} refused a 1-token test call to {endpoint.model!r} "
                             f"(HTTP {exc.status_code}): {_error_text(exc)[:150]}") from None
-    return []
+    return listed or []
 
 
 def _unreachable(endpoint: Endpoint, exc: Exception) -> EndpointError:

@@ -53,7 +53,8 @@ class ScriptedServer:
     """
 
     def __init__(self, *, models: tuple[str, ...] = ("scripted",), delay_s: float = 0.0,
-                 reject_json_schema: bool = False, reject_response_format: bool = False, serve_models: bool = True, port: int | None = None) -> None:
+                 reject_json_schema: bool = False, reject_response_format: bool = False,
+                 serve_models: bool = True, port: int | None = None) -> None:
         self.models = models
         self.delay_s = delay_s
         self.reject_json_schema = reject_json_schema
@@ -109,6 +110,9 @@ class ScriptedServer:
                 self.headers.append(dict(request.headers))
             if self.delay_s:
                 await asyncio.sleep(self.delay_s)
+            if self.serve_models and body.get("model") not in self.models:
+                return web.json_response({"error": {"message": f"model {body.get('model')!r} not found"}},
+                                         status=404)
             fmt = body.get("response_format") or {}
             if self.reject_json_schema and fmt.get("type") not in (None, "text", "json_object"):
                 # what llama-cpp-python's server answers to a json_schema response_format
