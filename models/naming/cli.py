@@ -1,0 +1,142 @@
+"""llm-mesa naming: play SIGN, the schema-induced naming game.
+
+Rule speakers (no LLM): echo, noisy:p=0.3, minimal. An LLM speaker: --speaker llm with
+--base-url and --model (defaults: raw completion, max 32 tokens, temperature 0.7,
+top-p 0.9, repetition penalty 1.1, as the study ran it). Record calls with --record FILE
+and replay them exactly, with zero calls, with --replay FILE.
+
+  llm-mesa naming --n 12 --mode schema --memory 5 --alpha 0.5 --speaker echo --seed 1
+  llm-mesa naming --speaker llm --base-url http://127.0.0.1:8000/v1 --model naming:noisy?p=0.3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from llm_mesa.run_output import build_manifest, check_output_dir, write_run
+
+from .model import DEFAULT_MAX_ROUNDS, PAIRINGS, NamingModel
+from .observation import MODES, NamingConfigError
+
+#: the placeholder URL of a strict replay, which never calls anything
+REPLAY_ONLY_URL = "http://127.0.0.1:9/v1"
+
+JSON_KEYS = ("agreement_final", "agreement_max", "held_share_final", "consensus",
+             "tokens_to_50", "tokens_to_60", "tokens_to_70",
+             "total_tokens_to_50", "total_tokens_to_60", "total_tokens_to_70",
+             "rounds_to_50", "rounds_to_60", "rounds_to_70", "rounds", "outcomes", "seed")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    game = parser.add_argument_group("game")
+    game.add_argument("--n", type=int, default=12, help="number of agents (the study: 12 or 24; default 12)")
+    game.add_argument("--mode", default="schema", help=f"one of {', '.join(MODES)} (default schema)")
+    game.add_argument("--memory", type=int, default=None,
+                      help="memory window K (0 = no memory; default 0 for nl, 5 otherwise)")
+    game.add_argument("--alpha", type=float, default=0.5, help="lose-shift adoption probability (default 0.5)")
+    game.add_argument("--pairing", default="all", help=f"one of {', '.join(PAIRINGS)} (default all)")
+    game.add_argument("--rounds", type=int, default=DEFAULT_MAX_ROUNDS, help="rounds to play (default 300)")
+    game.add_argument("--lexicon-size", type=int, default=12, help="M, names C1..CM (default 12)")
+    game.add_argument("--stop-at-consensus", action="store_true",
+                      help="stop once every agent holds one name (the study always plays all rounds)")
+    game.add_argument("--seed", type=int, default=1, help="seed of everything random (default 1)")
+    agents = parser.add_argument_group("speakers")
+    agents.add_argument("--speaker", default="echo",
+                        help="echo, noisy:p=0.3, minimal, or llm (default echo)")
+    agents.add_argument("--record", metavar="FILE", help="record every LLM call in this SQLite store")
+    agents.add_argument("--replay", metavar="FILE", help="replay recorded calls exactly (a miss is an error)")
+    out = parser.add_argument_group("output")
+    out.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
+    out.add_argument("--out", metavar="DIR", help="write the per-round table (Parquet) and a manifest here")
+    from llm_mesa.llm.endpoint import add_endpoint_arguments
+    add_endpoint_arguments(parser, temperature=0.7, top_p=0.9, max_tokens=32,
+                           extra_body='{"repetition_penalty": 1.1}', prompt_mode="completion")
+
+
+def _llm_speaker(args: argparse.Namespace):
+    from llm_mesa.llm.client import preflight
+    from llm_mesa.llm.endpoint import endpoint_from_args
+    from llm_mesa.llm.store import ResponseStore
+
+    from .llm_speaker import LLMSpeaker
+
+    if args.record and args.replay:
+        raise NamingConfigError("--record and --replay exclude each other; pick one")
+    if args.replay and not args.base_url:
+        args.base_url = REPLAY_ONLY_URL
+    endpoint = endpoint_from_args(args)
+    store = None
+    if args.replay:
+        store = ResponseStore(args.replay, mode="replay")
+    elif args.record:
+        store = ResponseStore(args.record, mode="record")
+    preflight(endpoint, store)
+    return LLMSpeaker(endpoint, store=store)
+
+
+def build_model(args: argparse.Namespace) -> NamingModel:
+    """The model the command line describes (also used by sweeps and the explorer)."""
+    speaker: Any = args.speaker
+    if args.speaker.split(":")[0] == "llm":
+        speaker = _llm_speaker(args)
+    elif args.record or args.replay:
+        raise NamingConfigError("--record/--replay apply to --speaker llm only")
+    return NamingModel(n=args.n, mode=args.mode, memory=args.memory, alpha=args.alpha, pairing=args.pairing,
+                       speaker=speaker, lexicon_size=args.lexicon_size, max_rounds=args.rounds,
+                       stop_at_consensus=args.stop_at_consensus, rng=args.seed)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.out:
+        check_output_dir(args.out)
+    model = build_model(args)
+    model.run()
+    summary = model.summary()
+    if args.out:
+        manifest = build_manifest("naming", model.parameters(), summary=summary, **_manifest_extra(model))
+        write_run(args.out, {"rounds": model.rounds_frame()}, summary, manifest)
+    if args.json:
+        extra = {k: v for k, v in summary.items() if k not in JSON_KEYS}
+        print(json.dumps({**{k: summary[k] for k in JSON_KEYS}, **extra}, default=str))
+    else:
+        print(format_summary(summary, args.out))
+    return 0
+
+
+def _manifest_extra(model: NamingModel) -> dict[str, Any]:
+    full = model.manifest()
+    return {k: full[k] for k in ("seed", "rules", "prompt_template_hash", "speakers")}
+
+
+def _fmt(value: Any) -> str:
+    return "never" if value is None else f"{value:,}"
+
+
+def format_summary(s: dict[str, Any], out: str | None = None) -> str:
+    o = s["outcomes"]
+    lines = [
+        f"naming game: {s['n']} agents, mode {s['mode']}, K={s['memory']}, alpha={s['alpha']}, "
+        f"pairing {s['pairing']}, seed {s['seed']}, {s['rounds']} rounds",
+        f"  agreement:        final {s['agreement_final']:.3f}, max {s['agreement_max']:.3f}; "
+        f"holding the top name {s['held_share_final']:.3f}" + ("  (consensus)" if s["consensus"] else ""),
+        "  rounds to 50/60/70%:  " + " / ".join(_fmt(s[f"rounds_to_{p}"]) for p in (50, 60, 70)),
+        f"  decoding:         {s['utterances']:,} utterances: " + ", ".join(f"{k} {v:,}" for k, v in o.items()),
+    ]
+    if s["calls"]:
+        lines.append("  tokens to 50/60/70%:  " + " / ".join(_fmt(s[f"tokens_to_{p}"]) for p in (50, 60, 70))
+                     + " completion; " + " / ".join(_fmt(s[f"total_tokens_to_{p}"]) for p in (50, 60, 70))
+                     + " prompt + completion")
+        lines.append(f"  LLM:              {s['calls']:,} calls, {s['prompt_tokens']:,} prompt + "
+                     f"{s['completion_tokens']:,} completion tokens, {s['failures']} failed calls")
+    if out:
+        lines.append(f"  written to:       {out}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    from llm_mesa.cli import main
+
+    sys.exit(main(["naming", *sys.argv[1:]]))

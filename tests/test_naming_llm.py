@@ -1,0 +1,107 @@
+"""The LLM speaker over real HTTP (loopback stand-in), record/replay, and the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from llm_mesa.cli import main
+from llm_mesa.llm.store import ResponseStore
+from llm_mesa.loopback.server import LoopbackServer
+from llm_mesa.models.naming.llm_speaker import LLMSpeaker, sign_endpoint
+from llm_mesa.models.naming.model import NamingModel
+from llm_mesa.models.naming.observation import OUTCOMES
+
+
+@pytest.fixture(scope="module")
+def server():
+    with LoopbackServer(seed=7) as running:
+        yield running
+
+
+def _game(server, model_name, store=None, mode="schema", memory=5, rounds=12):
+    speaker = LLMSpeaker(sign_endpoint(server.base_url, model_name), store=store)
+    return NamingModel(n=12, mode=mode, memory=memory, speaker=speaker, rng=3, max_rounds=rounds).run()
+
+
+def test_noisy_llm_game_counts_every_outcome_and_replays_with_zero_calls(server, tmp_path):
+    store_path = tmp_path / "calls.sqlite"
+    before = server.stats()["requests"]
+    live = _game(server, "naming:noisy?p=0.5", ResponseStore(store_path, "record"), rounds=15)
+    calls = server.stats()["requests"] - before
+    frame = live.rounds_frame()
+    outcome_sum = frame[[f"outcome_{o}" for o in OUTCOMES]].sum(axis=1)
+    assert (outcome_sum == frame["utterances"]).all() and (frame["utterances"] == 12).all()
+    summary = live.summary()
+    assert all(summary["outcomes"][o] > 0 for o in ("schema", "retry", "salvage", "none"))
+    # one call per utterance, plus one per failed first reply (the reminder)
+    assert summary["calls"] == calls == 12 * 15 + summary["outcomes"]["retry"] + \
+        summary["outcomes"]["salvage"] + summary["outcomes"]["none"]
+    assert summary["completion_tokens"] > 0 and summary["prompt_tokens"] > summary["completion_tokens"]
+    assert (frame["cum_completion_tokens"].diff().dropna() >= 0).all()
+
+    before = server.stats()["requests"]
+    replayed = _game(server, "naming:noisy?p=0.5", ResponseStore(store_path, "replay"), rounds=15)
+    assert server.stats()["requests"] == before            # zero calls
+    pd.testing.assert_frame_equal(replayed.rounds_frame(), frame)
+
+
+def test_echo_llm_speakers_converge_and_tokens_to_convergence_are_counted(server):
+    model = _game(server, "naming:echo", rounds=40)
+    summary = model.summary()
+    assert summary["outcomes"]["schema"] == 12 * 40 and summary["calls"] == 12 * 40
+    assert summary["consensus"] and summary["agreement_final"] == 1.0
+    frame = model.rounds_frame()
+    first = summary["rounds_to_50"]
+    assert summary["tokens_to_50"] == frame.loc[frame["round"] == first, "cum_completion_tokens"].item()
+    assert summary["total_tokens_to_50"] > summary["tokens_to_50"] > 0
+
+
+def test_babble_in_nl_mode_decodes_nothing_and_nobody_changes_name(server):
+    model = NamingModel(n=6, mode="nl", memory=0, alpha=0.9, rng=1, max_rounds=5,
+                        speaker=LLMSpeaker(sign_endpoint(server.base_url, "naming:babble")))
+    start = [a.name for a in model.players]
+    model.run()
+    outcomes = model.summary()["outcomes"]
+    assert outcomes["text"] + outcomes["none"] == 30 and outcomes["retry"] == 0
+    if outcomes["text"] == 0:
+        assert [a.name for a in model.players] == start     # None is never adopted
+
+
+def test_cli_llm_record_then_replay_without_a_server(tmp_path, capsys):
+    store = tmp_path / "calls.sqlite"
+    with LoopbackServer(seed=2) as running:
+        args = ["naming", "--speaker", "llm", "--base-url", running.base_url, "--model", "naming:noisy",
+                "--rounds", "6", "--json", "--record", str(store)]
+        assert main(args) == 0
+    recorded = json.loads(capsys.readouterr().out)
+    # the server is gone: a strict replay must not call anything
+    assert main(["naming", "--speaker", "llm", "--model", "naming:noisy", "--rounds", "6",
+                 "--json", "--replay", str(store)]) == 0
+    replayed = json.loads(capsys.readouterr().out)
+    assert replayed == recorded and recorded["calls"] >= 12 * 6
+
+
+def test_cli_json_and_out(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["naming", "--n", "12", "--speaker", "noisy:p=0.2", "--rounds", "30", "--seed", "4",
+                 "--json", "--out", str(out)]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["rounds"] == 30 and printed["seed"] == 4 and sum(printed["outcomes"].values()) == 360
+    table = pd.read_parquet(out / "rounds.parquet")
+    assert len(table) == 30 and table["agreement"].iloc[-1] == printed["agreement_final"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["parameters"]["alpha"] == 0.5 and manifest["prompt_template_hash"]
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--n", "1"], "at least 2"), (["--alpha", "1.5"], "alpha"), (["--mode", "xml"], "unknown mode"),
+    (["--speaker", "parrot"], "unknown naming policy"), (["--memory", "-2"], ">= 0"),
+    (["--speaker", "llm"], "--base-url"),
+])
+def test_cli_bad_input_is_one_line_exit_2(argv, fragment, capsys):
+    assert main(["naming", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert fragment in err and len(err.splitlines()) == 1
