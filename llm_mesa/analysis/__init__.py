@@ -7,6 +7,7 @@ from llm_mesa.analysis.statistics import (
     majority_following,
     naming_summary,
     stubbornness_vs_consensus,
+    transitions_from_rounds,
 )
 
 __all__ = [
@@ -16,4 +17,5 @@ __all__ = [
     "majority_following",
     "naming_summary",
     "stubbornness_vs_consensus",
+    "transitions_from_rounds",
 ]
