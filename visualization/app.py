@@ -1,0 +1,347 @@
+"""The Solara explorer of the network consensus game, on Mesa's SolaraViz.
+
+Run it with ``llm-mesa viz`` (which first makes the front-end available offline),
+or ``solara run llm_mesa.visualization.app`` once the asset cache is filled and
+``SOLARA_ASSETS_PROXY_CACHE_DIR`` points at it.
+
+This module only draws: the game, its measures (local agreement, same-colour
+components, pseudo-equilibrium, flippers) and its accounting all come from
+``llm_mesa.models.consensus`` and ``llm_mesa.measures``. Set
+``LLM_MESA_REPLAY=<run folder>`` (``llm-mesa viz --replay DIR``) to scrub through
+a recorded game instead of playing one.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import altair as alt
+import pandas as pd
+import solara
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from mesa.visualization import SolaraViz
+from mesa.visualization.utils import update_counter
+
+from llm_mesa import measures
+from llm_mesa.models.consensus import ConsensusModel
+from llm_mesa.policy import available_policies
+
+#: The loopback stand-in endpoint (``llm-mesa serve``): the default, so the page works offline.
+LOOPBACK_ENDPOINT = "http://127.0.0.1:8000/v1"
+LOOPBACK_MODEL = "loopback"
+TOPOLOGIES = ("ba", "er", "ws", "caveman")
+PREFERENCE_CHOICES = ("random", "minority")
+COMMUNICATION_CHOICES = ("none", "local", "global")
+LABEL_CHOICES = ("llm", "human")
+#: Policy mixes offered in the controls: "default | selector=policy | ...".
+POLICY_MIXES = (
+    "majority-inertia",
+    "majority-inertia:inertia=0.5",
+    "voter",
+    "random",
+    "majority-inertia | hubs:5=stubborn",
+    "llm",
+    "llm | hubs:5=stubborn",
+    "majority-inertia | random:6=llm",
+)
+COLOUR_HEX = {"red": "#d62728", "blue": "#1f77b4"}
+ROUND_PLOTS = {
+    "blue_share": "share of blue",
+    "largest_component": "largest same-colour component",
+    "local_agreement": "local agreement",
+    "stubborn_moves": "stubborn moves",
+}
+LLM_PLOTS = {
+    "prompt_tokens": "prompt tokens",
+    "completion_tokens": "completion tokens",
+    "failures": "failed decisions",
+}
+
+
+class ExplorerError(ValueError):
+    """A control value the explorer cannot turn into a game; the message names the fix."""
+
+
+def parse_policy_mix(mix: str, endpoint: str, model_name: str) -> tuple[str, dict[str, str] | None]:
+    """Turn a mix ``"default | selector=policy"`` into ConsensusModel's ``policy`` and ``assign``.
+
+    ``llm`` stands for the LLM policy pointed at ``endpoint`` and ``model_name``, so
+    rule and LLM agents are chosen the same way in the controls.
+    """
+    def expand(spec: str) -> str:
+        spec = spec.strip()
+        if spec == "llm":
+            return f"llm:base_url={endpoint},model={model_name}"
+        return spec
+
+    parts = [p.strip() for p in mix.split("|") if p.strip()]
+    if not parts:
+        raise ExplorerError("empty policy mix; pick e.g. majority-inertia")
+    assign: dict[str, str] = {}
+    for part in parts[1:]:
+        selector, eq, spec = part.partition("=")
+        if not eq:
+            raise ExplorerError(f"policy mix part {part!r} needs the form selector=policy, e.g. hubs:5=stubborn")
+        assign[selector.strip()] = expand(spec)
+    return expand(parts[0]), assign or None
+
+
+class ExplorerConsensusModel(ConsensusModel):
+    """ConsensusModel with the explorer's controls as keyword arguments.
+
+    Only translates controls (a policy mix, an endpoint, a seed) into the model's
+    arguments; Mesa's Reset re-creates it from these keywords.
+    """
+
+    def __init__(self, topology: str = "ba", n: int = 36, preferences: str = "random",
+                 communication: str = "none", label: str = "llm",
+                 policy_mix: str = "majority-inertia", llm_endpoint: str = LOOPBACK_ENDPOINT,
+                 llm_model: str = LOOPBACK_MODEL, seed: int = 1, max_rounds: int = 50,
+                 rng: int | None = None) -> None:
+        policy, assign = parse_policy_mix(policy_mix, llm_endpoint, llm_model)
+        super().__init__(n=int(n), topology=topology, policy=policy, assign=assign,
+                         preferences=preferences, communication=communication, label=label,
+                         max_rounds=int(max_rounds), rng=int(seed) if rng is None else rng,
+                         baseline_permutations=0)
+
+
+def _policy_choices() -> list[str]:
+    """Mixes whose policies are registered here (the LLM policy may not be installed)."""
+    known = set(available_policies("consensus"))
+    def usable(mix: str) -> bool:
+        names = [p.split("=")[-1].split(":")[0].strip() for p in mix.split("|")]
+        return all(n in known for n in names)
+    return [m for m in POLICY_MIXES if usable(m)]
+
+
+def model_params() -> dict:
+    """The controls of SolaraViz's "Model Parameters" card."""
+    return {
+        "topology": {"type": "Select", "value": "ba", "values": list(TOPOLOGIES), "label": "Topology"},
+        "n": {"type": "SliderInt", "value": 36, "min": 8, "max": 100, "step": 4, "label": "N (agents)"},
+        "preferences": {"type": "Select", "value": "random", "values": list(PREFERENCE_CHOICES),
+                        "label": "Preference design"},
+        "communication": {"type": "Select", "value": "none", "values": list(COMMUNICATION_CHOICES),
+                          "label": "Communication"},
+        "label": {"type": "Select", "value": "llm", "values": list(LABEL_CHOICES), "label": "Opponent label"},
+        "policy_mix": {"type": "Select", "value": "majority-inertia", "values": _policy_choices(),
+                       "label": "Policies (default | selector=policy)"},
+        "llm_endpoint": {"type": "InputText", "value": LOOPBACK_ENDPOINT, "label": "LLM endpoint (base URL)"},
+        "llm_model": {"type": "InputText", "value": LOOPBACK_MODEL, "label": "LLM model"},
+        "seed": {"type": "SliderInt", "value": 1, "min": 0, "max": 999, "step": 1, "label": "Seed"},
+        "max_rounds": {"type": "SliderInt", "value": 50, "min": 5, "max": 200, "step": 5, "label": "Max rounds"},
+    }
+
+
+# --- what the views read from a game (a live model or a replay) -------------------
+
+
+def agent_roles(model) -> dict[int, str]:
+    """Each node's role in the echo-chamber picture, from the model's own measures.
+
+    ``flipper``: keeps changing colour (the model's pseudo-equilibrium flippers);
+    ``satisfied``: its neighbourhood agrees with it although the network does not;
+    ``unsatisfied``: its neighbourhood majority holds the other colour;
+    ``agreed``: the network is unanimous.
+    """
+    colours = list(model.colours)
+    if measures.is_consensus(colours):
+        return dict.fromkeys(range(len(colours)), "agreed")
+    satisfied = measures.locally_satisfied(model.graph, colours, getattr(model, "satisfied_threshold", 0.5))
+    flippers = set(model.flippers)
+    return {v: "flipper" if v in flippers else ("satisfied" if ok else "unsatisfied")
+            for v, ok in enumerate(satisfied.tolist())}
+
+
+def network_figure(model) -> Figure:
+    """The network: fill = current colour, ring = preference, shaded echo chambers."""
+    colours = list(model.colours)
+    preferences = list(model.preferences)
+    layout = model.layout
+    roles = agent_roles(model)
+    fig = Figure(figsize=(6.4, 3.3), dpi=80)
+    ax = fig.add_subplot()
+    ax.set_axis_off()
+    xs = [p[0] for p in layout.values()]
+    ys = [p[1] for p in layout.values()]
+    pad = 0.08 * max(max(xs) - min(xs), max(ys) - min(ys), 1e-9)
+    ax.set_xlim(min(xs) - pad, max(xs) + pad)  # fixed frame: nodes never jump between rounds
+    ax.set_ylim(min(ys) - pad, max(ys) + pad)
+    ax.set_aspect("equal")
+    component_of: dict[int, int] = {}
+    components = measures.same_colour_components(model.graph, colours)
+    for index, nodes in enumerate(components):
+        for v in nodes:
+            component_of[v] = index
+    for u, v in model.graph.edges:
+        (x0, y0), (x1, y1) = layout[u], layout[v]
+        if colours[u] == colours[v]:
+            # an echo chamber: the same-colour component drawn as a broad translucent band
+            ax.plot([x0, x1], [y0, y1], color=COLOUR_HEX[colours[u]], alpha=0.28, linewidth=9,
+                    solid_capstyle="round", zorder=1)
+            ax.plot([x0, x1], [y0, y1], color="#555555", linewidth=0.8, zorder=2)
+        else:
+            ax.plot([x0, x1], [y0, y1], color="#999999", linewidth=0.7, linestyle=(0, (3, 3)), zorder=2)
+    markers = {"agreed": "o", "satisfied": "o", "unsatisfied": "s", "flipper": "D"}
+    for v, (x, y) in layout.items():
+        role = roles[v]
+        ax.scatter([x], [y], s=230 if role != "flipper" else 260, marker=markers[role],
+                   c=COLOUR_HEX[colours[v]], edgecolors=COLOUR_HEX[preferences[v]], linewidths=3.2, zorder=3)
+        if role == "flipper":
+            ax.scatter([x], [y], s=520, marker="D", facecolors="none", edgecolors="black",
+                       linewidths=1.6, linestyle="--", zorder=4)
+        ax.annotate(str(v), (x, y), ha="center", va="center", fontsize=6.5, color="white", zorder=5)
+    largest = len(components[0]) if components else 0
+    ax.set_title(f"round {model.round}: {len(components)} same-colour groups, largest {largest}",
+                 fontsize=10)
+    legend = [
+        Line2D([], [], marker="o", linestyle="", markerfacecolor=COLOUR_HEX["blue"],
+               markeredgecolor=COLOUR_HEX["red"], markeredgewidth=2.5, markersize=10,
+               label="fill: colour now, ring: preference"),
+        Line2D([], [], marker="o", linestyle="", color="#777777", markersize=9,
+               label="locally satisfied"),
+        Line2D([], [], marker="s", linestyle="", color="#777777", markersize=9,
+               label="neighbourhood disagrees"),
+        Line2D([], [], marker="D", linestyle="", markerfacecolor="#777777", markeredgecolor="black",
+               markersize=9, label="flipper"),
+        Line2D([], [], color=COLOUR_HEX["blue"], alpha=0.3, linewidth=7, label="same-colour group"),
+    ]
+    ax.legend(handles=legend, loc="center left", bbox_to_anchor=(1.0, 0.5), ncol=1, fontsize=7,
+              frameon=False)
+    fig.subplots_adjust(left=0.01, right=0.7, top=0.92, bottom=0.01)
+    return fig
+
+
+def status_banner(model) -> None:
+    """Consensus, pseudo-equilibrium (echo chambers), or still moving."""
+    colours = list(model.colours)
+    if measures.is_consensus(colours):
+        solara.Success(f"Consensus on {colours[0]} at round {model.round}.", dense=True,
+                       classes=["llm-mesa-consensus"])
+    elif model.pseudo_equilibrium:
+        flippers = ", ".join(str(v) for v in model.flippers) or "none"
+        satisfied = measures.local_agreement(model.graph, colours, getattr(model, "satisfied_threshold", 0.5))
+        solara.Warning(
+            f"Pseudo-equilibrium: {satisfied:.0%} of agents see their neighbourhood agree with them, "
+            f"yet the network is split into echo chambers. Flippers: {flippers}.",
+            dense=True, classes=["llm-mesa-pseudo-equilibrium"])
+    else:
+        solara.Info("No consensus yet.", dense=True, classes=["llm-mesa-moving"])
+
+
+def NetworkView(model):
+    """The network, the round counter and the status banner."""
+    with solara.Column(classes=["llm-mesa-network"]):
+        stop = f" ({model.stop_reason})" if getattr(model, "stop_reason", None) else ""
+        solara.Text(f"Round {model.round} of {model.max_rounds}{stop}", classes=["llm-mesa-round"],
+                    style={"font-weight": "bold", "font-size": "1.1em"})
+        status_banner(model)
+        solara.FigureMatplotlib(network_figure(model), format="png", dependencies=[update_counter.value])
+
+
+def _line_chart(rounds: pd.DataFrame, columns: dict[str, str], title: str) -> alt.TopLevelMixin:
+    long = rounds.melt(id_vars="round", value_vars=list(columns), var_name="measure", value_name="value")
+    long["measure"] = long["measure"].map(columns)
+    return (
+        alt.Chart(long, title=title)
+        .mark_line(point=True)
+        .encode(x=alt.X("round:Q", title="round", axis=alt.Axis(format="d", tickMinStep=1)), y=alt.Y("value:Q", title=None),
+                tooltip=["measure", "round", "value"])
+        .properties(width=210, height=100)
+        .facet(facet=alt.Facet("measure:N", title=None), columns=2)
+        .resolve_scale(y="independent")
+        # SVG, not canvas: every point is an element that a browser test can count
+        .properties(usermeta={"embedOptions": {"renderer": "svg", "actions": False}})
+    )
+
+
+def rounds_frame(model) -> pd.DataFrame:
+    """The model's per-round table (round 0 is the initial state)."""
+    rounds = model.rounds_table()
+    return rounds.astype({c: float for c in (*ROUND_PLOTS, *LLM_PLOTS) if c in rounds.columns})
+
+
+def RoundPlots(model):
+    """Share of blue, largest same-colour component, local agreement, stubborn moves."""
+    with solara.Column(classes=["llm-mesa-plots"]):
+        solara.FigureAltair(_line_chart(rounds_frame(model), ROUND_PLOTS, "per round"))
+
+
+def _has_llm_agents(model) -> bool:
+    return any(getattr(a.policy, "is_async", False) or getattr(a.policy, "needs_history", False)
+               for a in model.agents_by_node)
+
+
+def LlmPanel(model):
+    """Tokens and failures per round, and this round's message feed."""
+    with solara.Column(classes=["llm-mesa-llm"]):
+        rounds = rounds_frame(model)
+        if _has_llm_agents(model) or rounds[list(LLM_PLOTS)].to_numpy().sum() > 0:
+            solara.FigureAltair(_line_chart(rounds, LLM_PLOTS, "LLM calls per round"))
+        else:
+            solara.Text("No LLM agents in this game: no tokens or failures to plot.")
+        messages = [m for m in model.message_log if m.round == model.round]
+        solara.Text(f"Messages in round {model.round}: {len(messages)}", style={"font-weight": "bold"})
+        if messages:
+            solara.DataFrame(pd.DataFrame(
+                [{"from": m.sender, "to": "neighbours/all" if m.to is None else m.to, "text": m.text}
+                 for m in messages]), items_per_page=8)
+
+
+@solara.component
+def AgentInspector(model):
+    """One agent's last decision: its reason, message and diary."""
+    update_counter.get()
+    node, set_node = solara.use_state("0")
+    solara.Select("Agent", values=[str(v) for v in range(len(model.agents_by_node))], value=node,
+                  on_value=set_node)
+    agent = model.agents_by_node[min(int(node), len(model.agents_by_node) - 1)]
+    decision = agent.last_decision
+    neighbours = ", ".join(str(v) for v in agent.neighbour_ids)
+    rows = {
+        "colour / preference": f"{agent.colour} / {agent.preference}",
+        "policy": agent.policy.spec() if hasattr(agent.policy, "spec") else str(agent.policy),
+        "neighbours": neighbours,
+        "colour changes": str(agent.flips),
+        "reason": decision.reason if decision and decision.reason else "-",
+        "message": (f"to {decision.message_to}: " if decision and decision.message_to is not None else "")
+                   + (decision.message if decision and decision.message else "-"),
+        "diary": decision.diary if decision and decision.diary else (agent.diary or "-"),
+        "failure": decision.failed if decision and decision.failed else "-",
+    }
+    with solara.Column(classes=["llm-mesa-agent"]):
+        for key, value in rows.items():
+            solara.Text(f"{key}: {value}")
+
+
+def AgentPanel(model):
+    return AgentInspector(model)
+
+
+def build_page(model=None, params: dict | None = None):
+    """SolaraViz over a consensus game (or a replayed one)."""
+    if model is None:
+        replay = os.environ.get("LLM_MESA_REPLAY")
+        if replay:
+            from .replay import ConsensusReplay
+            model = ConsensusReplay(replay)
+            params = ConsensusReplay.model_params(replay)
+        else:
+            model = ExplorerConsensusModel()
+            params = model_params()
+    return SolaraViz(
+        model,
+        components=[NetworkView, RoundPlots, LlmPanel, AgentPanel],
+        model_params=params or {},
+        name="llm-mesa: network consensus",
+        play_interval=300,
+    )
+
+
+page = build_page()
+
+
+__all__: Sequence[str] = ("ExplorerConsensusModel", "ExplorerError", "agent_roles", "build_page",
+                          "model_params", "network_figure", "page", "parse_policy_mix")
