@@ -134,3 +134,28 @@ def test_off_mode_neither_reads_nor_writes(tmp_path):
         assert s.hits == 2 and not (tmp_path / "off.sqlite").exists()
     with pytest.raises(StoreError, match="choose one of"):
         ResponseStore(tmp_path / "x.sqlite", "replay-strict")
+
+
+def _record_in_worker(base_url: str, path: str, worker: int, calls: int) -> int:
+    """A sweep worker process: its own loop, client and store connection, one shared file."""
+    ep = Endpoint(base_url, "scripted")
+    store = ResponseStore(path)
+    results = gather_sync([complete(ep, request(agent, rnd=worker), store=store) for agent in range(calls)])
+    store.close()
+    return sum(r.ok for r in results)
+
+
+@pytest.mark.parametrize("start_method", ["spawn", "fork"])
+def test_worker_processes_call_and_record_into_one_store(tmp_path, start_method):
+    import multiprocessing
+    import warnings
+
+    path = str(tmp_path / "sweep.sqlite")
+    run_sync(complete(Endpoint("http://127.0.0.1:9/v1", "m", max_attempts=1), request(0)))  # parent loop is up
+    with ScriptedServer() as s, warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork of a threaded parent: the point of the test
+        ctx = multiprocessing.get_context(start_method)
+        with ctx.Pool(2) as pool:
+            oks = pool.starmap(_record_in_worker, [(s.base_url, path, w, 25) for w in range(2)])
+        assert oks == [25, 25] and s.hits == 50
+    assert len(ResponseStore(path, "replay")) == 50
