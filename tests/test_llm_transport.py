@@ -222,7 +222,7 @@ def test_completion_mode_posts_a_raw_prompt(server):
     assert result.ok and result.text == '{"answer": "red"}'
     sent = server.requests[-1]
     assert sent["prompt"].startswith("You are agent 1") and "response_format" not in sent
-    assert result.dialect == "text" or result.dialect == "instructions"
+    assert result.dialect == "instructions"
 
 
 # -- structured answers -------------------------------------------------------------------------

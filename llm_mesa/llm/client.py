@@ -110,7 +110,11 @@ class LLMResult:
 
     @classmethod
     def from_record(cls, record: dict[str, Any], replayed: bool = False) -> "LLMResult":
-        return cls(**{**record, "replayed": replayed})
+        known = {k: v for k, v in record.items() if k in _RESULT_FIELDS}  # tolerate older/newer records
+        return cls(**{**known, "replayed": replayed})
+
+
+_RESULT_FIELDS = frozenset(LLMResult.__dataclass_fields__)
 
 
 # -- per-loop clients and semaphores ------------------------------------------------------
@@ -266,7 +270,7 @@ async def _call(endpoint: Endpoint, request: LLMRequest) -> LLMResult:
     client = get_client(endpoint)
     chat = endpoint.prompt_mode == "chat"
     path = "/chat/completions" if chat else "/completions"
-    dialect = dialects.starting_dialect(endpoint, request.schema is not None and chat)
+    dialect = dialects.starting_dialect(endpoint, request.schema is not None)
     body = _body(endpoint, request, dialect)
     options = {"timeout": endpoint.timeout}
     attempts = retries = 0
@@ -395,9 +399,11 @@ async def apreflight(endpoint: Endpoint, store: ResponseStore | None = None) -> 
     except openai.APIStatusError as exc:
         if exc.status_code in (401, 403):
             raise _auth_refused(endpoint, exc.status_code) from None
-        if listed and 400 <= exc.status_code < 500:
+        if listed and exc.status_code == 404:
             raise EndpointError(f"model {endpoint.model!r} is not served by {endpoint.base_url}; "
                                 f"it offers: {', '.join(map(str, listed[:20]))} (pass one with --model)") from None
+        if exc.status_code in (400, 422):
+            return listed or []  # the model answered; it only disliked the 1-token probe
         if exc.status_code == 404:
             raise EndpointError(f"{endpoint.base_url} does not know model {endpoint.model!r} "
                                 "(HTTP 404); check --model and --base-url (it usually ends in /v1)") from None
