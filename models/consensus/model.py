@@ -20,6 +20,7 @@ from mesa import DataCollector, Model
 from mesa.discrete_space import Network
 
 from llm_mesa import measures
+from llm_mesa.message_measures import message_summary
 from llm_mesa.networks import (
     PREFERENCE_DESIGNS,
     NetworkError,
@@ -472,8 +473,7 @@ class ConsensusModel(Model):
             "local_agreement": self.agreement_history[-1],
             "pseudo_equilibrium": self.pseudo_equilibrium,
             "flippers": list(self.flippers),
-            "messages": len(self.message_log),
-            "private_messages": sum(m.to is not None for m in self.message_log),
+            **message_summary(self.messages_table(), self.graph, self.round),
             "calls": totals["calls"],
             "prompt_tokens": totals["prompt_tokens"],
             "completion_tokens": totals["completion_tokens"],

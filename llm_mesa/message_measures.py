@@ -1,0 +1,85 @@
+"""Message-content measures: how much agents talk, imitate and relay.
+
+All take the tidy messages table of a game (columns round, sender, to, text).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import networkx as nx
+import pandas as pd
+
+_WORD = re.compile(r"[a-z0-9]+")
+_NODE_MENTION = re.compile(r"\b(?:node|player|agent|neighbou?r)\s*#?\s*(\d+)\b", re.IGNORECASE)
+
+
+def normalise(text: str) -> str:
+    """Lower case words only: two messages that differ in punctuation are one template."""
+    return " ".join(_WORD.findall(text.lower()))
+
+
+def ngrams(text: str, n: int = 3) -> set[tuple[str, ...]]:
+    words = _WORD.findall(text.lower())
+    if len(words) < n:
+        return {tuple(words)} if words else set()
+    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+
+
+def messages_per_round(messages: pd.DataFrame, rounds: int) -> pd.DataFrame:
+    """Messages and private messages sent in each round 1..rounds (zeros included)."""
+    index = pd.RangeIndex(1, rounds + 1, name="round")
+    total = messages.groupby("round").size().reindex(index, fill_value=0)
+    private = messages[messages["to"].notna()].groupby("round").size().reindex(index, fill_value=0)
+    return pd.DataFrame({"messages": total, "private_messages": private}).reset_index()
+
+
+def distinct_share_per_round(messages: pd.DataFrame) -> pd.Series:
+    """Per round: distinct normalised texts / messages (1 = all different, low = copying)."""
+    norm = messages.assign(norm=messages["text"].map(normalise))
+    return norm.groupby("round")["norm"].agg(lambda s: s.nunique() / len(s)).rename("distinct_share")
+
+
+def template_similarity_per_round(messages: pd.DataFrame, n: int = 3) -> pd.Series:
+    """Per round: mean pairwise Jaccard similarity of word n-gram sets across senders.
+
+    Rising values mean messages converge to a few templates (imitation).
+    """
+    def mean_jaccard(texts: pd.Series) -> float:
+        grams = [ngrams(t, n) for t in texts]
+        pairs = [(a, b) for a, b in itertools.combinations(grams, 2) if a or b]
+        if not pairs:
+            return float("nan")
+        return sum(len(a & b) / len(a | b) for a, b in pairs) / len(pairs)
+
+    return messages.groupby("round")["text"].agg(mean_jaccard).rename("template_similarity")
+
+
+def relayed_mentions(messages: pd.DataFrame, graph: nx.Graph) -> pd.DataFrame:
+    """Messages that mention a node that is neither the sender nor its neighbour.
+
+    Such a mention relays the state of a remote part of the network. Returns one
+    row per (message, remote node mentioned).
+    """
+    rows = []
+    for m in messages.itertuples(index=False):
+        near = set(graph.neighbors(m.sender)) | {m.sender}
+        for node in {int(x) for x in _NODE_MENTION.findall(m.text)}:
+            if node in graph and node not in near:
+                rows.append({"round": m.round, "sender": m.sender, "remote_node": node})
+    return pd.DataFrame(rows, columns=["round", "sender", "remote_node"])
+
+
+def message_summary(messages: pd.DataFrame, graph: nx.Graph, rounds: int) -> dict[str, float]:
+    """One-row summary of a game's messages."""
+    if messages.empty:
+        return {"messages": 0, "private_messages": 0, "distinct_share": float("nan"),
+                "template_similarity": float("nan"), "relayed_mentions": 0}
+    return {
+        "messages": int(len(messages)),
+        "private_messages": int(messages["to"].notna().sum()),
+        "distinct_share": float(distinct_share_per_round(messages).mean()),
+        "template_similarity": float(template_similarity_per_round(messages).mean()),
+        "relayed_mentions": int(len(relayed_mentions(messages, graph))),
+    }
