@@ -6,14 +6,11 @@ or ``solara run llm_mesa.visualization.app`` once the asset cache is filled and
 
 This module only draws: the game, its measures (local agreement, same-colour
 components, pseudo-equilibrium, flippers) and its accounting all come from
-``llm_mesa.models.consensus`` and ``llm_mesa.measures``. Set
-``LLM_MESA_REPLAY=<run folder>`` (``llm-mesa viz --replay DIR``) to scrub through
-a recorded game instead of playing one.
+``llm_mesa.models.consensus`` and ``llm_mesa.measures``.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 
 import altair as alt
@@ -111,7 +108,8 @@ def _policy_choices() -> list[str]:
     """Mixes whose policies are registered here (the LLM policy may not be installed)."""
     known = set(available_policies("consensus"))
     def usable(mix: str) -> bool:
-        names = [p.split("=")[-1].split(":")[0].strip() for p in mix.split("|")]
+        default, *rest = mix.split("|")
+        names = [default.split(":")[0].strip()] + [p.partition("=")[2].split(":")[0].strip() for p in rest]
         return all(n in known for n in names)
     return [m for m in POLICY_MIXES if usable(m)]
 
@@ -135,7 +133,7 @@ def model_params() -> dict:
     }
 
 
-# --- what the views read from a game (a live model or a replay) -------------------
+# --- what the views read from a game -------------------------------------------------
 
 
 def agent_roles(model) -> dict[int, str]:
@@ -321,16 +319,9 @@ def AgentPanel(model):
 
 
 def build_page(model=None, params: dict | None = None):
-    """SolaraViz over a consensus game (or a replayed one)."""
+    """SolaraViz over a consensus game."""
     if model is None:
-        replay = os.environ.get("LLM_MESA_REPLAY")
-        if replay:
-            from .replay import ConsensusReplay
-            model = ConsensusReplay(replay)
-            params = ConsensusReplay.model_params(replay)
-        else:
-            model = ExplorerConsensusModel()
-            params = model_params()
+        model, params = ExplorerConsensusModel(), model_params()
     return SolaraViz(
         model,
         components=[NetworkView, RoundPlots, LlmPanel, AgentPanel],

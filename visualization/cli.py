@@ -6,7 +6,6 @@ without a route to a public CDN. Then it starts ``solara run`` on the explorer.
 
   llm-mesa viz                      # play games: step, play, reset with new controls
   llm-mesa viz --port 8765 --host 127.0.0.1
-  llm-mesa viz --replay runs/game1  # scrub through a recorded game, no endpoint called
 """
 
 from __future__ import annotations
@@ -29,8 +28,6 @@ class VizError(ValueError):
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback)")
     parser.add_argument("--port", type=int, default=8765, help="port to listen on (default: 8765)")
-    parser.add_argument("--replay", type=Path, default=None, metavar="RUN_DIR",
-                        help="open a recorded game (a run folder written by --out) instead of playing")
     parser.add_argument("--assets-dir", type=Path, default=None,
                         help=f"offline front-end cache (default: ${assets.ASSETS_DIR_ENV} or "
                              f"{assets.default_cache_dir()})")
@@ -41,15 +38,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="Solara development mode (auto-reload; the page pings solara.dev)")
 
 
-def solara_environment(cache_dir: Path, replay: Path | None) -> dict[str, str]:
-    """The environment of the Solara server: our asset cache, no telemetry, the replay."""
+def solara_environment(cache_dir: Path) -> dict[str, str]:
+    """The environment of the Solara server: our asset cache, no telemetry."""
     env = dict(os.environ)
     env[assets.SOLARA_CACHE_ENV] = str(cache_dir)
     env["SOLARA_TELEMETRY_MIXPANEL_ENABLE"] = "false"  # no calls home from offline machines
-    if replay is not None:
-        env["LLM_MESA_REPLAY"] = str(replay.resolve())
-    else:
-        env.pop("LLM_MESA_REPLAY", None)
     return env
 
 
@@ -63,9 +56,6 @@ def solara_command(args: argparse.Namespace) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.replay is not None and not args.replay.is_dir():
-        raise VizError(f"no recorded game at {args.replay}; pass a run folder written by "
-                       "`llm-mesa consensus --out DIR`")
     if not 0 < args.port < 65536:
         raise VizError(f"--port {args.port} is not a TCP port; use e.g. --port 8765")
     cache_dir = assets.use_cache(args.assets_dir, fill_missing=not args.no_fill,
@@ -73,6 +63,6 @@ def run(args: argparse.Namespace) -> int:
     print(f"llm-mesa viz: serving on http://{args.host}:{args.port}/ (front-end from {cache_dir})",
           file=sys.stderr)
     try:
-        return subprocess.call(solara_command(args), env=solara_environment(cache_dir, args.replay))
+        return subprocess.call(solara_command(args), env=solara_environment(cache_dir))
     except KeyboardInterrupt:
         return 130
