@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -59,11 +60,11 @@ def explorer_url(tmp_path_factory):
         _wait_for_port(port, process)
         yield f"http://127.0.0.1:{port}/"
     finally:
-        process.terminate()
+        os.killpg(process.pid, signal.SIGTERM)  # the server and anything it started
         try:
             process.wait(timeout=20)
         except subprocess.TimeoutExpired:
-            process.kill()
+            os.killpg(process.pid, signal.SIGKILL)
         print(log.read_text()[-3000:])
 
 

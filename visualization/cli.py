@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -62,7 +61,9 @@ def run(args: argparse.Namespace) -> int:
                                  log=lambda text: print(f"llm-mesa viz: {text}", file=sys.stderr))
     print(f"llm-mesa viz: serving on http://{args.host}:{args.port}/ (front-end from {cache_dir})",
           file=sys.stderr)
-    try:
-        return subprocess.call(solara_command(args), env=solara_environment(cache_dir))
-    except KeyboardInterrupt:
-        return 130
+    command = solara_command(args)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # replace this process: a signal to `llm-mesa viz` then reaches the server itself
+    os.execve(command[0], command, solara_environment(cache_dir))
+    return 0  # not reached
