@@ -135,7 +135,7 @@ class LLMSetup:
         return {"replayed_calls": self.usage.replayed, "model": self.policy.endpoint.model}
 
     def tables(self, model) -> dict[str, pd.DataFrame]:
-        return {"transcript": pd.DataFrame(model.transcript), "messages": model.messages_table()}
+        return {"transcript": pd.DataFrame(model.transcript)}
 
     def manifest(self) -> dict[str, Any]:
         return {

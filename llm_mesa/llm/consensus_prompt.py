@@ -87,12 +87,15 @@ class ConsensusPrompt:
     payoff_preferred: float = 0.20
     payoff_other: float = 0.15
     n_players: int = 36
+    #: rules in a system message; off by default because some chat templates
+    #: (Gemma's, in llama.cpp) drop system messages. Either way the rules lead.
+    system_role: bool = False
 
     @property
     def template_hash(self) -> str:
         """Changes whenever any template text changes, so stale answers never replay."""
         parts = [self.rules, self.state, self.reminder, json.dumps(self.communication_text, sort_keys=True),
-                 json.dumps(ANSWER_FORMAT, sort_keys=True), str(self.message_chars), str(self.diary_chars)]
+                 json.dumps(ANSWER_FORMAT, sort_keys=True), str(self.message_chars), str(self.diary_chars), str(self.system_role)]
         return hashlib.sha256("\x1e".join(parts).encode()).hexdigest()[:16]
 
     def quote(self, message: Message) -> str:
@@ -119,9 +122,10 @@ class ConsensusPrompt:
             direct="\nPrivate messages: allowed" if obs.direct_messages else "",
             history_rounds=len(obs.history), history=history, inbox=inbox,
             diary=(obs.diary[: self.diary_chars] or "(empty)"))
-        return [{"role": "system", "content": rules}, {"role": "user", "content": state}]
+        if self.system_role:
+            return [{"role": "system", "content": rules}, {"role": "user", "content": state}]
+        return [{"role": "user", "content": f"{rules}\n\n{state}"}]
 
     def completion_prompt(self, obs: ConsensusObservation) -> str:
         """The same content as one raw prompt, for ``prompt_mode="completion"``."""
-        system, user = self.messages(obs)
-        return f"{system['content']}\n\n{user['content']}\nAnswer: "
+        return "\n\n".join(m["content"] for m in self.messages(obs)) + "\nAnswer: "

@@ -426,6 +426,20 @@ class ConsensusModel(Model):
         df["round"] = df["round"].astype(int)
         return df.drop(columns=[c for c in ("AgentID",) if c in df.columns])
 
+    def graph_table(self):
+        """The network as one row per node (preference, layout position) and its edges.
+
+        With the per-round tables this is all a viewer needs to replay a game.
+        """
+        import pandas as pd
+
+        nodes = pd.DataFrame({"node": range(self.n), "preference": self.preferences,
+                              "x": [self.layout[v][0] for v in range(self.n)],
+                              "y": [self.layout[v][1] for v in range(self.n)],
+                              "policy": [a.policy.spec() for a in self.agents_by_node]})
+        edges = pd.DataFrame(sorted(tuple(sorted(e)) for e in self.graph.edges), columns=["source", "target"])
+        return nodes, edges
+
     def messages_table(self):
         """One row per message sent: round, sender, recipient (None: its audience), text."""
         import pandas as pd
