@@ -72,10 +72,10 @@ def relayed_mentions(messages: pd.DataFrame, graph: nx.Graph) -> pd.DataFrame:
 
 
 def message_summary(messages: pd.DataFrame, graph: nx.Graph, rounds: int) -> dict[str, float]:
-    """One-row summary of a game's messages."""
+    """One-row summary of a game's messages (None where undefined: JSON-friendly, equal to itself)."""
     if messages.empty:
-        return {"messages": 0, "private_messages": 0, "distinct_share": float("nan"),
-                "template_similarity": float("nan"), "relayed_mentions": 0}
+        return {"messages": 0, "private_messages": 0, "distinct_share": None,
+                "template_similarity": None, "relayed_mentions": 0}
     return {
         "messages": int(len(messages)),
         "private_messages": int(messages["to"].notna().sum()),

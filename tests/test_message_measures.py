@@ -1,7 +1,5 @@
 """Message-content measures on hand-made message tables."""
 
-import math
-
 import networkx as nx
 import pandas as pd
 
@@ -49,4 +47,4 @@ def test_relayed_mentions_are_remote_nodes_only():
 
 def test_summary_of_a_silent_game():
     s = mm.message_summary(table([]), nx.path_graph(3), rounds=5)
-    assert s["messages"] == 0 and math.isnan(s["distinct_share"])
+    assert s["messages"] == 0 and s["distinct_share"] is None
