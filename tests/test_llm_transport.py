@@ -190,8 +190,8 @@ def test_a_transient_fault_then_success(server, fault):
 
 
 def test_a_stalled_call_times_out_then_succeeds(server):
-    server.then({"sleep": 2.0})
-    result = call(Endpoint(server.base_url, "scripted", timeout=0.3))
+    server.then({"sleep": 3.0})
+    result = call(Endpoint(server.base_url, "scripted", timeout=1.0))
     assert result.ok and result.attempts == 2 and server.hits == 2
 
 

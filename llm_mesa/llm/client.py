@@ -312,6 +312,8 @@ async def _call(endpoint: Endpoint, request: LLMRequest) -> LLMResult:
                     kind, message = "connection", f"{type(refused).__name__}: {str(refused)[:200]}"
             except openai.APIConnectionError as exc:
                 kind, message = "connection", f"{type(exc.__cause__ or exc).__name__}: {str(exc.__cause__ or exc)[:200]}"
+            except (openai.OpenAIError, OSError) as exc:  # a transport error the client did not map
+                kind, message = "connection", f"{type(exc).__name__}: {str(exc)[:200]}"
             if kind not in RETRYABLE or retries + 1 >= endpoint.max_attempts:
                 return LLMResult(latency_s=time.perf_counter() - started, error=kind, error_message=message,
                                  attempts=attempts, dialect=dialect)
