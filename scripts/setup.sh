@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Create .venv with a Python >= 3.12 and install llm-mesa into it (editable).
+# Usage: bash scripts/setup.sh [EXTRAS]   e.g. bash scripts/setup.sh test,local
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extras="${1:-test}"
+
+find_python() {
+    local candidates=(python3.13 python3.12 python3)
+    for py in "${candidates[@]}"; do
+        if command -v "$py" >/dev/null 2>&1 && "$py" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
+            command -v "$py"; return 0
+        fi
+    done
+    # pyenv installs that are not on PATH (as on the project's machines)
+    for py in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[3-9]*/bin/python3 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12*/bin/python3; do
+        if [ -x "$py" ] && "$py" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
+            echo "$py"; return 0
+        fi
+    done
+    return 1
+}
+
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
+    PY="$(find_python)" || {
+        echo "error: llm-mesa needs Python >= 3.12 (Mesa 3.5 does) and none was found; install one (e.g. 'pyenv install 3.12') and rerun" >&2
+        exit 1
+    }
+    echo "setup: creating .venv with $PY ($("$PY" --version))"
+    rm -rf .venv
+    "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e ".[$extras]"
+echo "setup: llm-mesa installed in .venv ($(.venv/bin/python --version)), extras: $extras"
