@@ -15,6 +15,7 @@ import argparse
 import json
 import sys
 
+from llm_mesa.llm.consensus_policy import add_llm_arguments, llm_setup_from_args
 from llm_mesa.networks import TOPOLOGIES, load_graph
 from llm_mesa.policy import available_policies
 from llm_mesa.run_output import build_manifest, check_output_dir, write_run
@@ -54,10 +55,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
     out.add_argument("--out", metavar="DIR", help="write per-round and per-agent tables and a manifest here")
-    try:
-        from llm_mesa.llm.consensus_policy import add_llm_arguments
-    except ImportError:
-        return
     add_llm_arguments(parser)
 
 
@@ -94,10 +91,6 @@ def _llm_setup(args):
     uses_llm = any(s.split(":")[0] == "llm" for s in [args.policy, *(a.partition("=")[2] for a in args.assign)])
     if not uses_llm:
         return None
-    try:
-        from llm_mesa.llm.consensus_policy import llm_setup_from_args
-    except ImportError:
-        raise ConsensusConfigError("the llm policy is not available in this installation") from None
     return llm_setup_from_args(args)
 
 
