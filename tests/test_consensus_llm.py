@@ -174,6 +174,9 @@ def test_cli_llm_game_record_and_replay(server, tmp_path):
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["endpoint"]["model"] == "rule:majority-inertia?talk=0.3"
     assert "api_key" not in json.dumps(manifest).replace("api_key_env", "")
+    assert manifest["served_by"][0]["system_fingerprint"].startswith("llm-mesa-loopback")
+    agents = pd.read_parquet(tmp_path / "run" / "agents.parquet")
+    assert agents["calls"].sum() == first["calls"]
     transcript = pd.read_parquet(tmp_path / "run" / "transcript.parquet")
     assert len(transcript) == first["calls"]
     before = server.stats()["requests"]

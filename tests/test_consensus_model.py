@@ -90,3 +90,24 @@ def test_bad_input_is_named(kwargs, error, match):
     kwargs = {"n": 36, "topology": "ba", **kwargs}
     with pytest.raises(error, match=match):
         ConsensusModel(rng=1, **kwargs)
+
+
+def test_graphml_file_round_trip(tmp_path):
+    import networkx as nx
+
+    from llm_mesa.networks import load_graph
+    g = nx.relabel_nodes(nx.petersen_graph(), {v: f"n{v}" for v in range(10)})
+    nx.write_graphml(g, tmp_path / "p.graphml")
+    loaded = load_graph(tmp_path / "p.graphml")
+    assert loaded.number_of_nodes() == 10 and loaded.number_of_edges() == 15
+    assert sorted(d for _, d in loaded.degree) == [3] * 10
+    m = ConsensusModel(graph=loaded, policy="voter", rng=1, max_rounds=5).run()
+    assert m.n == 10
+
+
+def test_unreadable_graph_file_is_named(tmp_path):
+    bad = tmp_path / "bad.graphml"
+    bad.write_text("<graphml><not closed")
+    from llm_mesa.networks import load_graph
+    with pytest.raises(NetworkError, match="cannot read graph file"):
+        load_graph(bad)

@@ -74,6 +74,8 @@ class LLMConsensusPolicy(Policy):
         self.store = store
         self.usage = usage or Usage("llm")
         self.prompt = prompt or ConsensusPrompt()
+        #: (model, system_fingerprint) pairs the server answered with, for manifests
+        self.served_by: set[tuple[str | None, str | None]] = set()
 
     def params(self) -> dict[str, Any]:
         return {"base_url": self.endpoint.base_url, "model": self.endpoint.model}
@@ -90,6 +92,9 @@ class LLMConsensusPolicy(Policy):
     async def adecide(self, obs: ConsensusObservation, rng: random.Random) -> ConsensusDecision:
         answer = await ask(self.endpoint, self.request(obs), lambda text: decode_answer(text, obs),
                            self.prompt.reminder, store=self.store, usage=self.usage)
+        for result in (answer.first, answer.retry):
+            if result is not None and result.error is None:
+                self.served_by.add((result.model, result.system_fingerprint))
         calls = 1 + (answer.retry is not None)
         latency = answer.first.latency_s + (answer.retry.latency_s if answer.retry else 0.0)
         cost = self.endpoint.cost(answer.prompt_tokens, answer.completion_tokens)
@@ -141,6 +146,7 @@ class LLMSetup:
         return {
             "endpoint": self.policy.endpoint.manifest(),
             "prompt_template_hash": self.policy.prompt.template_hash,
+            "served_by": [{"model": m, "system_fingerprint": f} for m, f in sorted(self.policy.served_by, key=str)],
             "store": None if self.store is None else {"path": str(self.store.path), "mode": self.store.mode},
             "usage": self.usage.as_dict(),
         }

@@ -194,7 +194,8 @@ class ConsensusModel(Model):
         agent_reporters = {
             "node": "node", "colour": "colour", "preference": "preference",
             "opportunity": "had_opportunity", "stubborn_move": "made_stubborn_move",
-            "flipped": "flipped", "failed": "decision_failed",
+            "flipped": "flipped", "failed": "decision_failed", "calls": "round_calls",
+            "prompt_tokens": "round_prompt_tokens", "completion_tokens": "round_completion_tokens",
         } if collect_agents else None
         self.datacollector = DataCollector(
             model_reporters={key: _stat(key) for key in ROUND_COLUMNS},
@@ -204,6 +205,7 @@ class ConsensusModel(Model):
             agent.had_opportunity = False
             agent.made_stubborn_move = False
             agent.decision_failed = False
+            agent.round_calls = agent.round_prompt_tokens = agent.round_completion_tokens = 0
         self.datacollector.collect(self)
         self.running = not measures.is_consensus(colours)
         if not self.running:
@@ -330,6 +332,8 @@ class ConsensusModel(Model):
         round_cost = 0.0
         for agent, d in zip(self.agents_by_node, decisions):
             agent.decision_failed = d.failed is not None
+            agent.round_calls, agent.round_prompt_tokens, agent.round_completion_tokens = (
+                d.calls, d.prompt_tokens, d.completion_tokens)
             round_calls += d.calls
             round_prompt += d.prompt_tokens
             round_completion += d.completion_tokens
