@@ -6,14 +6,14 @@ cd "$(dirname "$0")/.."
 extras="${1:-test}"
 
 find_python() {
-    local candidates=(python3.13 python3.12 python3)
+    local candidates=(python3.12 python3.13 python3)
     for py in "${candidates[@]}"; do
         if command -v "$py" >/dev/null 2>&1 && "$py" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
             command -v "$py"; return 0
         fi
     done
     # pyenv installs that are not on PATH (as on the project's machines)
-    for py in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[3-9]*/bin/python3 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12*/bin/python3; do
+    for py in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12*/bin/python3 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[3-9]*/bin/python3; do
         if [ -x "$py" ] && "$py" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
             echo "$py"; return 0
         fi
