@@ -17,13 +17,15 @@ import altair as alt
 import pandas as pd
 import solara
 from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
 from mesa.visualization import SolaraViz
 from mesa.visualization.utils import update_counter
 
 from llm_mesa import measures
 from llm_mesa.models.consensus import ConsensusModel
 from llm_mesa.policy import available_policies
+
+from .network_view import COLOUR_HEX, LLM_PLOTS, ROUND_PLOTS, draw_network, node_roles, round_chart
+from .network_view import status_banner as show_status
 
 #: The loopback stand-in endpoint (``llm-mesa serve``): the default, so the page works offline.
 LOOPBACK_ENDPOINT = "http://127.0.0.1:8000/v1"
@@ -43,18 +45,6 @@ POLICY_MIXES = (
     "llm | hubs:5=stubborn",
     "majority-inertia | random:6=llm",
 )
-COLOUR_HEX = {"red": "#d62728", "blue": "#1f77b4"}
-ROUND_PLOTS = {
-    "blue_share": "share of blue",
-    "largest_component": "largest same-colour component",
-    "local_agreement": "local agreement",
-    "stubborn_moves": "stubborn moves",
-}
-LLM_PLOTS = {
-    "prompt_tokens": "prompt tokens",
-    "completion_tokens": "completion tokens",
-    "failures": "failed decisions",
-}
 
 
 class ExplorerError(ValueError):
@@ -136,97 +126,27 @@ def model_params() -> dict:
 # --- what the views read from a game -------------------------------------------------
 
 
-def agent_roles(model) -> dict[int, str]:
-    """Each node's role in the echo-chamber picture, from the model's own measures.
+def _satisfied(model) -> list[bool]:
+    return measures.locally_satisfied(model.graph, list(model.colours),
+                                      getattr(model, "satisfied_threshold", 0.5)).tolist()
 
-    ``flipper``: keeps changing colour (the model's pseudo-equilibrium flippers);
-    ``satisfied``: its neighbourhood agrees with it although the network does not;
-    ``unsatisfied``: its neighbourhood majority holds the other colour;
-    ``agreed``: the network is unanimous.
-    """
-    colours = list(model.colours)
-    if measures.is_consensus(colours):
-        return dict.fromkeys(range(len(colours)), "agreed")
-    satisfied = measures.locally_satisfied(model.graph, colours, getattr(model, "satisfied_threshold", 0.5))
-    flippers = set(model.flippers)
-    return {v: "flipper" if v in flippers else ("satisfied" if ok else "unsatisfied")
-            for v, ok in enumerate(satisfied.tolist())}
+
+def agent_roles(model) -> dict[int, str]:
+    """Each node's role in the echo-chamber picture, from the model's own measures."""
+    return node_roles(list(model.colours), _satisfied(model), model.flippers)
 
 
 def network_figure(model) -> Figure:
-    """The network: fill = current colour, ring = preference, shaded echo chambers."""
-    colours = list(model.colours)
-    preferences = list(model.preferences)
-    layout = model.layout
-    roles = agent_roles(model)
-    fig = Figure(figsize=(6.4, 3.3), dpi=80)
-    ax = fig.add_subplot()
-    ax.set_axis_off()
-    xs = [p[0] for p in layout.values()]
-    ys = [p[1] for p in layout.values()]
-    pad = 0.08 * max(max(xs) - min(xs), max(ys) - min(ys), 1e-9)
-    ax.set_xlim(min(xs) - pad, max(xs) + pad)  # fixed frame: nodes never jump between rounds
-    ax.set_ylim(min(ys) - pad, max(ys) + pad)
-    ax.set_aspect("equal")
-    component_of: dict[int, int] = {}
-    components = measures.same_colour_components(model.graph, colours)
-    for index, nodes in enumerate(components):
-        for v in nodes:
-            component_of[v] = index
-    for u, v in model.graph.edges:
-        (x0, y0), (x1, y1) = layout[u], layout[v]
-        if colours[u] == colours[v]:
-            # an echo chamber: the same-colour component drawn as a broad translucent band
-            ax.plot([x0, x1], [y0, y1], color=COLOUR_HEX[colours[u]], alpha=0.28, linewidth=9,
-                    solid_capstyle="round", zorder=1)
-            ax.plot([x0, x1], [y0, y1], color="#555555", linewidth=0.8, zorder=2)
-        else:
-            ax.plot([x0, x1], [y0, y1], color="#999999", linewidth=0.7, linestyle=(0, (3, 3)), zorder=2)
-    markers = {"agreed": "o", "satisfied": "o", "unsatisfied": "s", "flipper": "D"}
-    for v, (x, y) in layout.items():
-        role = roles[v]
-        ax.scatter([x], [y], s=230 if role != "flipper" else 260, marker=markers[role],
-                   c=COLOUR_HEX[colours[v]], edgecolors=COLOUR_HEX[preferences[v]], linewidths=3.2, zorder=3)
-        if role == "flipper":
-            ax.scatter([x], [y], s=520, marker="D", facecolors="none", edgecolors="black",
-                       linewidths=1.6, linestyle="--", zorder=4)
-        ax.annotate(str(v), (x, y), ha="center", va="center", fontsize=6.5, color="white", zorder=5)
-    largest = len(components[0]) if components else 0
-    ax.set_title(f"round {model.round}: {len(components)} same-colour groups, largest {largest}",
-                 fontsize=10)
-    legend = [
-        Line2D([], [], marker="o", linestyle="", markerfacecolor=COLOUR_HEX["blue"],
-               markeredgecolor=COLOUR_HEX["red"], markeredgewidth=2.5, markersize=10,
-               label="fill: colour now, ring: preference"),
-        Line2D([], [], marker="o", linestyle="", color="#777777", markersize=9,
-               label="locally satisfied"),
-        Line2D([], [], marker="s", linestyle="", color="#777777", markersize=9,
-               label="neighbourhood disagrees"),
-        Line2D([], [], marker="D", linestyle="", markerfacecolor="#777777", markeredgecolor="black",
-               markersize=9, label="flipper"),
-        Line2D([], [], color=COLOUR_HEX["blue"], alpha=0.3, linewidth=7, label="same-colour group"),
-    ]
-    ax.legend(handles=legend, loc="center left", bbox_to_anchor=(1.0, 0.5), ncol=1, fontsize=7,
-              frameon=False)
-    fig.subplots_adjust(left=0.01, right=0.7, top=0.92, bottom=0.01)
-    return fig
+    """The network now: the same drawing as the replay viewer's, from the live model."""
+    return draw_network(model.graph, model.layout, list(model.colours), list(model.preferences),
+                        flippers=model.flippers, satisfied=_satisfied(model), round_number=model.round)
 
 
 def status_banner(model) -> None:
     """Consensus, pseudo-equilibrium (echo chambers), or still moving."""
     colours = list(model.colours)
-    if measures.is_consensus(colours):
-        solara.Success(f"Consensus on {colours[0]} at round {model.round}.", dense=True,
-                       classes=["llm-mesa-consensus"])
-    elif model.pseudo_equilibrium:
-        flippers = ", ".join(str(v) for v in model.flippers) or "none"
-        satisfied = measures.local_agreement(model.graph, colours, getattr(model, "satisfied_threshold", 0.5))
-        solara.Warning(
-            f"Pseudo-equilibrium: {satisfied:.0%} of agents see their neighbourhood agree with them, "
-            f"yet the network is split into echo chambers. Flippers: {flippers}.",
-            dense=True, classes=["llm-mesa-pseudo-equilibrium"])
-    else:
-        solara.Info("No consensus yet.", dense=True, classes=["llm-mesa-moving"])
+    show_status(model.round, colours, model.pseudo_equilibrium, model.flippers,
+                measures.local_agreement(model.graph, colours, getattr(model, "satisfied_threshold", 0.5)))
 
 
 def NetworkView(model):
@@ -240,19 +160,7 @@ def NetworkView(model):
 
 
 def _line_chart(rounds: pd.DataFrame, columns: dict[str, str], title: str) -> alt.TopLevelMixin:
-    long = rounds.melt(id_vars="round", value_vars=list(columns), var_name="measure", value_name="value")
-    long["measure"] = long["measure"].map(columns)
-    return (
-        alt.Chart(long, title=title)
-        .mark_line(point=True)
-        .encode(x=alt.X("round:Q", title="round", axis=alt.Axis(format="d", tickMinStep=1)), y=alt.Y("value:Q", title=None),
-                tooltip=["measure", "round", "value"])
-        .properties(width=210, height=100)
-        .facet(facet=alt.Facet("measure:N", title=None), columns=2)
-        .resolve_scale(y="independent")
-        # SVG, not canvas: every point is an element that a browser test can count
-        .properties(usermeta={"embedOptions": {"renderer": "svg", "actions": False}})
-    )
+    return round_chart(rounds, columns, title)
 
 
 def rounds_frame(model) -> pd.DataFrame:

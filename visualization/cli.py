@@ -1,10 +1,12 @@
-"""Open the Solara explorer of the network consensus game in a browser.
+"""Open the Solara explorer in a browser: play a game, or replay a recorded one.
 
 The first run caches Solara's front-end from the npm registry (see
 ``python -m llm_mesa.visualization.assets``), so the page also renders on machines
-without a route to a public CDN. Then it starts ``solara run`` on the explorer.
+without a route to a public CDN. Then it starts ``solara run`` on the chosen page.
 
-  llm-mesa viz                      # play games: step, play, reset with new controls
+  llm-mesa viz                      # the consensus game: step, play, reset with new controls
+  llm-mesa viz --game naming        # the naming game (SIGN)
+  llm-mesa viz --replay runs/cave1  # scrub through a game recorded with llm-mesa consensus --out
   llm-mesa viz --port 8765 --host 127.0.0.1
 """
 
@@ -18,6 +20,9 @@ from pathlib import Path
 from . import assets
 
 APP_MODULE = "llm_mesa.visualization.app"
+#: The page of each game, and of the replay viewer.
+APP_MODULES = {"consensus": APP_MODULE, "naming": "llm_mesa.visualization.naming_app"}
+REPLAY_MODULE = "llm_mesa.visualization.replay_app"
 
 
 class VizError(ValueError):
@@ -25,6 +30,10 @@ class VizError(ValueError):
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--game", choices=tuple(APP_MODULES), default="consensus",
+                        help="which game to play (default consensus)")
+    parser.add_argument("--replay", metavar="DIR", type=Path, default=None,
+                        help="open the replay viewer on a run directory written by llm-mesa consensus --out DIR")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback)")
     parser.add_argument("--port", type=int, default=8765, help="port to listen on (default: 8765)")
     parser.add_argument("--assets-dir", type=Path, default=None,
@@ -37,16 +46,28 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="Solara development mode (auto-reload; the page pings solara.dev)")
 
 
-def solara_environment(cache_dir: Path) -> dict[str, str]:
-    """The environment of the Solara server: our asset cache, no telemetry."""
+def solara_environment(cache_dir: Path, replay_dir: Path | None = None) -> dict[str, str]:
+    """The environment of the Solara server: our asset cache, no telemetry, the run to replay."""
     env = dict(os.environ)
     env[assets.SOLARA_CACHE_ENV] = str(cache_dir)
     env["SOLARA_TELEMETRY_MIXPANEL_ENABLE"] = "false"  # no calls home from offline machines
+    if replay_dir is not None:
+        from .replay import REPLAY_DIR_ENV
+        env[REPLAY_DIR_ENV] = str(replay_dir)
     return env
 
 
+def app_module(args: argparse.Namespace) -> str:
+    """The page to serve: the replay viewer with --replay, else the chosen game."""
+    if getattr(args, "replay", None) is not None:
+        if getattr(args, "game", "consensus") != "consensus":
+            raise VizError("--replay opens recorded consensus games; drop --game naming")
+        return REPLAY_MODULE
+    return APP_MODULES[getattr(args, "game", "consensus")]
+
+
 def solara_command(args: argparse.Namespace) -> list[str]:
-    command = [sys.executable, "-m", "solara", "run", APP_MODULE,
+    command = [sys.executable, "-m", "solara", "run", app_module(args),
                "--host", args.host, "--port", str(args.port)]
     command.append("--open" if args.open else "--no-open")
     if not args.dev:
@@ -57,13 +78,17 @@ def solara_command(args: argparse.Namespace) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     if not 0 < args.port < 65536:
         raise VizError(f"--port {args.port} is not a TCP port; use e.g. --port 8765")
+    replay_dir = None
+    if args.replay is not None:
+        from .replay import RecordedGame
+        replay_dir = RecordedGame.load(args.replay).path.resolve()  # a bad directory fails here, in one line
+    command = solara_command(args)
     cache_dir = assets.use_cache(args.assets_dir, fill_missing=not args.no_fill,
                                  log=lambda text: print(f"llm-mesa viz: {text}", file=sys.stderr))
     print(f"llm-mesa viz: serving on http://{args.host}:{args.port}/ (front-end from {cache_dir})",
           file=sys.stderr)
-    command = solara_command(args)
     sys.stdout.flush()
     sys.stderr.flush()
     # replace this process: a signal to `llm-mesa viz` then reaches the server itself
-    os.execve(command[0], command, solara_environment(cache_dir))
+    os.execve(command[0], command, solara_environment(cache_dir, replay_dir))
     return 0  # not reached

@@ -1,0 +1,123 @@
+"""The replay viewer's data layer: a recorded game reads back as the game that was played.
+
+A game is recorded with ``llm-mesa consensus --out`` and replayed next to the same
+game played live (same parameters, same seed): every round's colours, flippers and
+network picture must be identical, and the picture comes from the one drawing
+function both views share.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import networkx as nx
+import pytest
+
+from llm_mesa import measures
+from llm_mesa.cli import main
+from llm_mesa.models.consensus import ConsensusModel
+from llm_mesa.visualization import cli as viz_cli
+from llm_mesa.visualization.network_view import node_roles
+from llm_mesa.visualization.replay import RecordedGame, ReplayError
+
+GAME = ["--topology", "caveman", "--n", "36", "--policy", "majority-inertia", "--seed", "3",
+        "--max-rounds", "12", "--baseline-permutations", "10"]
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    out = tmp_path_factory.mktemp("replay") / "run"
+    assert main(["consensus", *GAME, "--out", str(out)]) == 0
+    return out
+
+
+def _live_model() -> ConsensusModel:
+    return ConsensusModel(n=36, topology="caveman", policy="majority-inertia", max_rounds=12,
+                          baseline_permutations=10, rng=3)
+
+
+def _png(figure) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def test_every_recorded_round_matches_the_live_game(recorded):
+    game = RecordedGame.load(recorded)
+    live = _live_model().run()
+    assert game.last_round == live.round
+    assert nx.utils.graphs_equal(game.graph, live.graph)
+    assert game.preferences == live.preferences
+    for r in range(game.last_round + 1):
+        assert game.colours_at(r) == live.colour_history[r], f"round {r}"
+    assert game.flippers_at(game.last_round) == tuple(live.flippers)
+    assert game.satisfied_at(game.last_round) == measures.locally_satisfied(live.graph, live.colours).tolist()
+
+
+def test_replayed_picture_is_the_live_picture_round_by_round(recorded):
+    from llm_mesa.visualization.app import network_figure
+
+    game = RecordedGame.load(recorded)
+    live = _live_model()
+    pictures = {}
+    for r in range(game.last_round + 1):
+        if r:
+            live.step()
+        if r in (0, 4, game.last_round):
+            assert _png(game.figure_at(r)) == _png(network_figure(live)), f"round {r}"
+            pictures[r] = _png(game.figure_at(r))
+    assert pictures[0] != pictures[game.last_round]  # the game moved, and so does the picture
+
+
+def test_node_roles_on_a_hand_checked_path():
+    path = nx.path_graph(3)
+    colours = ["red", "red", "blue"]
+    satisfied = measures.locally_satisfied(path, colours).tolist()
+    assert satisfied == [True, True, False]  # node 1: one of two neighbours agrees, which is half
+    assert node_roles(colours, satisfied, ()) == {0: "satisfied", 1: "satisfied", 2: "unsatisfied"}
+    assert node_roles(colours, satisfied, (2,))[2] == "flipper"
+    assert set(node_roles(["blue"] * 3, [True] * 3, ()).values()) == {"agreed"}
+
+
+def test_rounds_outside_the_game_and_foreign_directories_are_refused(recorded, tmp_path):
+    game = RecordedGame.load(recorded)
+    with pytest.raises(ReplayError, match=r"rounds 0\.\.12"):
+        game.colours_at(game.last_round + 1)
+    with pytest.raises(ReplayError, match="llm-mesa consensus --out"):
+        RecordedGame.load(tmp_path / "nowhere")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ReplayError, match="agents.parquet.*--out DIR"):
+        RecordedGame.load(empty)
+    naming = tmp_path / "naming"
+    assert main(["naming", "--rounds", "3", "--out", str(naming)]) == 0
+    with pytest.raises(ReplayError, match="holds a naming run"):
+        RecordedGame.load(naming)
+
+
+def test_viz_replay_of_a_bad_directory_is_one_error_line(tmp_path, capsys):
+    assert main(["viz", "--replay", str(tmp_path / "missing"), "--no-fill"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is not a directory" in err[0] and "--out" in err[0]
+
+
+def test_viz_picks_the_page_for_the_game_or_the_replay(tmp_path):
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    viz_cli.configure(parser)
+    assert viz_cli.app_module(parser.parse_args([])) == "llm_mesa.visualization.app"
+    assert viz_cli.app_module(parser.parse_args(["--game", "naming"])) == "llm_mesa.visualization.naming_app"
+    assert viz_cli.app_module(parser.parse_args(["--replay", str(tmp_path)])) == viz_cli.REPLAY_MODULE
+    with pytest.raises(viz_cli.VizError, match="drop --game naming"):
+        viz_cli.app_module(parser.parse_args(["--replay", str(tmp_path), "--game", "naming"]))
+    env = viz_cli.solara_environment(tmp_path, replay_dir=tmp_path / "run")
+    assert env["LLM_MESA_REPLAY_DIR"] == str(tmp_path / "run")
+
+
+def test_summary_of_the_recording_names_the_outcome(recorded):
+    game = RecordedGame.load(recorded)
+    summary = json.loads((recorded / "summary.json").read_text())
+    line = game.outcome_line()
+    assert "caveman graph, 36 agents" in line and str(summary["rounds"]) in line
