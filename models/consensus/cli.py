@@ -133,7 +133,7 @@ def format_summary(s: dict, out: str | None = None) -> str:
         + (f" (random-colouring baseline {s['largest_component_baseline_mean']:.1f}, p={s['largest_component_baseline_p']:.3f})"
            if s.get("largest_component_baseline_mean") is not None else ""),
         f"  stubbornness:       {s['stubborn_moves']} stubborn moves / {s['opportunities']} opportunities"
-        f" = {s['stubbornness']:.3f}",
+        + (f" = {s['stubbornness']:.3f}" if s["stubbornness"] is not None else " (no opportunity)"),
         f"  local agreement:    {s['local_agreement']:.2f}"
         + (f"; pseudo-equilibrium (echo chambers), flippers {s['flippers']}" if s["pseudo_equilibrium"] else ""),
     ]

@@ -487,7 +487,8 @@ class ConsensusModel(Model):
             "largest_component_baseline_p": None if baseline is None else float((baseline >= size).mean()),
             "stubborn_moves": totals["stubborn_moves"],
             "opportunities": totals["opportunities"],
-            "stubbornness": totals["stubborn_moves"] / totals["opportunities"] if totals["opportunities"] else 0.0,
+            # undefined (None) in a game where no agent ever faced an opposing majority
+            "stubbornness": totals["stubborn_moves"] / totals["opportunities"] if totals["opportunities"] else None,
             "local_agreement": self.agreement_history[-1],
             "pseudo_equilibrium": self.pseudo_equilibrium,
             "flippers": list(self.flippers),
