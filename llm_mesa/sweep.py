@@ -343,11 +343,35 @@ def _parquet_ready(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def _write_atomic(path: Path, df: pd.DataFrame) -> None:
+_ARROW_TYPES = {"string": "string", "boolean": "bool", "float64": "float64", "Int64": "int64"}
+
+
+def _rows_table(rows: Sequence[dict[str, Any]]):
+    """Game rows as an Arrow table with the same column types in every part (fast for few rows)."""
+    import pyarrow as pa
+
+    records = [{k: (json.dumps(v, default=str) if isinstance(v, (list, tuple, dict)) else v) for k, v in r.items()}
+               for r in rows]
+    table = pa.Table.from_pylist(records)
+    for i, name in enumerate(table.column_names):
+        wanted = _NULLABLE_TYPES.get(name)
+        if wanted is not None:
+            table = table.set_column(i, name, table.column(i).cast(_ARROW_TYPES[wanted]))
+        elif pa.types.is_null(table.column(i).type):
+            table = table.set_column(i, name, table.column(i).cast("string"))
+    return table
+
+
+def _write_atomic(path: Path, data: pd.DataFrame | Sequence[dict[str, Any]]) -> None:
+    import pyarrow.parquet as pq
+
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".parquet", dir=path.parent)
     os.close(fd)
     try:
-        _parquet_ready(df).to_parquet(tmp, index=False)
+        if isinstance(data, pd.DataFrame):
+            _parquet_ready(data).to_parquet(tmp, index=False)
+        else:
+            pq.write_table(_rows_table(data), tmp)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -438,7 +462,7 @@ class SweepOutput:
                 self.folder(table).mkdir(parents=True, exist_ok=True)
                 _write_atomic(self.folder(table) / name, pd.concat(frames, ignore_index=True))
         self.folder("games").mkdir(parents=True, exist_ok=True)
-        _write_atomic(self.folder("games") / name, pd.DataFrame([r.row for r in results]))
+        _write_atomic(self.folder("games") / name, [r.row for r in results])
 
     def compact(self) -> None:
         """Merge each table's parts into one (a single file: into ``out`` and its siblings)."""
