@@ -52,7 +52,8 @@ def node_roles(colours: Sequence[str], satisfied: Sequence[bool], flippers: Iter
 
 def draw_network(graph: nx.Graph, layout: Layout, colours: Sequence[str], preferences: Sequence[str],
                  flippers: Iterable[int] = (), satisfied: Sequence[bool] | None = None,
-                 round_number: int | None = None) -> Figure:
+                 round_number: int | None = None, size: tuple[float, float] = (6.4, 3.3),
+                 dpi: int = 80) -> Figure:
     """The network: fill = current colour, ring = preference, shaded same-colour groups.
 
     ``satisfied`` defaults to the measure's own definition (at least half of the
@@ -62,7 +63,7 @@ def draw_network(graph: nx.Graph, layout: Layout, colours: Sequence[str], prefer
     if satisfied is None:
         satisfied = measures.locally_satisfied(graph, colours).tolist()
     roles = node_roles(colours, satisfied, flippers)
-    fig = Figure(figsize=(6.4, 3.3), dpi=80)
+    fig = Figure(figsize=size, dpi=dpi)
     ax = fig.add_subplot()
     ax.set_axis_off()
     xs = [p[0] for p in layout.values()]
@@ -138,7 +139,7 @@ def round_chart(rounds: pd.DataFrame, columns: Mapping[str, str], title: str,
         x=x, y=alt.Y("value:Q", title=None), tooltip=["measure", "round", "value"])
     layers = [lines]
     if current_round is not None:
-        layers.append(alt.Chart().mark_rule(color="#444444", strokeDash=[4, 3])
+        layers.append(alt.Chart().mark_rule(color="#ff7f0e", strokeWidth=2, strokeDash=[5, 3])
                       .encode(x=x).transform_filter(alt.datum.round == int(current_round)))
     return (
         alt.layer(*layers, data=long)

@@ -153,11 +153,11 @@ class RecordedGame:
         return measures.locally_satisfied(self.graph, self.colours_at(round_number),
                                           self.satisfied_threshold).tolist()
 
-    def figure_at(self, round_number: int) -> Figure:
-        """The same picture the live explorer draws, for a recorded round."""
+    def figure_at(self, round_number: int, **drawing: Any) -> Figure:
+        """The same picture the live explorer draws, for a recorded round (``drawing``: size, dpi)."""
         return draw_network(self.graph, self.layout, self.colours_at(round_number), self.preferences,
                             flippers=self.flippers_at(round_number), satisfied=self.satisfied_at(round_number),
-                            round_number=int(round_number))
+                            round_number=int(round_number), **drawing)
 
     def messages_at(self, round_number: int) -> pd.DataFrame:
         return self.messages.loc[self.messages["round"] == self._check_round(round_number)]

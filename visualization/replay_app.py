@@ -16,6 +16,8 @@ import solara
 from .network_view import LLM_PLOTS, ROUND_PLOTS, round_chart, status_banner
 from .replay import REPLAY_DIR_ENV, RecordedGame, ReplayError
 
+#: The replay has the page to itself: a larger picture than the live view's grid cell.
+PICTURE = {"size": (8.6, 4.4), "dpi": 90}
 TRANSCRIPT_COLUMNS = ("agent", "colour_before", "colour", "outcome", "reason", "message", "message_to", "failed")
 
 
@@ -34,10 +36,11 @@ def RoundView(game: RecordedGame, round_number: int):
                     style={"font-weight": "bold", "font-size": "1.1em"})
         status_banner(round_number, colours, bool(row.get("pseudo_equilibrium", False)),
                       game.flippers_at(round_number), float(row["local_agreement"]))
-        solara.FigureMatplotlib(game.figure_at(round_number), format="png", dependencies=[str(game.path), round_number])
+        solara.FigureMatplotlib(game.figure_at(round_number, **PICTURE), format="png",
+                                dependencies=[str(game.path), round_number])
     with solara.Column(classes=["llm-mesa-plots"]):
         solara.FigureAltair(round_chart(_plot_frame(game, ROUND_PLOTS), ROUND_PLOTS,
-                                        "per round (dashed: the round shown)", current_round=round_number))
+                                        "per round (orange dashes: the round shown)", current_round=round_number))
     if game.transcript is not None or float(game.rounds.get("calls", pd.Series([0])).sum()) > 0:
         solara.FigureAltair(round_chart(_plot_frame(game, LLM_PLOTS), LLM_PLOTS, "LLM calls per round",
                                         current_round=round_number))
@@ -75,8 +78,9 @@ def Page():
                          on_value=lambda v: (set_run_dir(v.strip()), set_round(0)), continuous_update=False,
                          classes=["llm-mesa-replay-dir"])
         if isinstance(loaded, RecordedGame):
-            solara.SliderInt("Round", value=min(round_number, loaded.last_round), min=0, max=loaded.last_round,
-                             on_value=set_round, thumb_label="always", classes=["llm-mesa-replay-slider"])
+            with solara.Column(classes=["llm-mesa-replay-slider"]):
+                solara.SliderInt("Round", value=min(round_number, loaded.last_round), min=0,
+                                 max=loaded.last_round, on_value=set_round, thumb_label="always")
             with solara.Row():
                 solara.Button("Previous", on_click=lambda: set_round(max(0, round_number - 1)),
                               disabled=round_number <= 0)
