@@ -710,6 +710,25 @@ def _check_conditions(condition_kwargs: dict[str, dict[str, Any]], seed: int) ->
             raise SweepError(f"condition {name!r}: {exc}") from None
 
 
+def _deliver(done: Iterable[Any], finished: Callable[[Sequence[GameResult]], None], batched: bool) -> None:
+    """Write every game that finished well, then raise the first error among the rest."""
+    results: list[GameResult] = []
+    error: BaseException | None = None
+    for future in done:
+        if future.cancelled():
+            continue
+        exc = future.exception()
+        if exc is not None:
+            error = error or exc
+        elif batched:
+            results.extend(future.result())
+        else:
+            results.append(future.result())
+    finished(results)
+    if error is not None:
+        raise error
+
+
 def _run_here(tasks: list[GameTask], store: StoreOptions | None, tables: tuple[str, ...],
               games_in_flight: int, finished: Callable[[Sequence[GameResult]], None]) -> None:
     if games_in_flight == 1:
@@ -717,13 +736,25 @@ def _run_here(tasks: list[GameTask], store: StoreOptions | None, tables: tuple[s
             finished([play_game(task, store, tables)])
         return
     pool = ThreadPoolExecutor(games_in_flight, thread_name_prefix="game")
+    pending = {pool.submit(play_game, t, store, tables) for t in tasks}
     try:
-        pending = {pool.submit(play_game, t, store, tables) for t in tasks}
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            finished([f.result() for f in done])  # re-raises a game's error
+            _deliver(done, finished, batched=False)
+    except BaseException:
+        # stop starting games; the ones already running finish and are kept
+        for future in pending:
+            future.cancel()
+        running = [f for f in pending if not f.cancelled()]
+        if running:
+            done, _ = wait(running)
+            try:
+                _deliver(done, finished, batched=False)
+            except Exception:
+                pass  # the first error is the one to report
+        raise
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _run_in_processes(tasks: list[GameTask], store: StoreOptions | None, tables: tuple[str, ...],
@@ -739,8 +770,7 @@ def _run_in_processes(tasks: list[GameTask], store: StoreOptions | None, tables:
         pending = {pool.submit(_play_batch, b, store, tables, games_in_flight) for b in batches}
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                finished(future.result())
+            _deliver(done, finished, batched=True)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 

@@ -9,6 +9,8 @@ import pytest
 from llm_mesa.cli import main
 from llm_mesa.loopback.server import LoopbackServer
 from llm_mesa.models.consensus import ConsensusModel
+from llm_mesa.opinions import ConsensusDecision
+from llm_mesa.policy import Policy, register_policy
 from llm_mesa.study_conditions import (
     EXTRA_CONDITIONS,
     RULE_CONFIGURATIONS,
@@ -116,6 +118,30 @@ def test_a_condition_redefined_under_the_same_name_is_refused_on_resume(tmp_path
     (tmp_path / "other" / "notes.txt").write_text("mine")
     with pytest.raises(SweepError, match="no sweep manifest"):
         run_sweep(SMALL, "voter", 1, tmp_path / "other")
+
+
+@register_policy("test-fails-at-round", "consensus", "raises at a given round (tests only)")
+class FailsAtRound(Policy):
+    def __init__(self, round: int = 2):
+        self.round = round
+
+    def params(self):
+        return {"round": self.round}
+
+    def decide(self, obs, rng):
+        if obs.round >= self.round:
+            raise RuntimeError("a policy bug")
+        return ConsensusDecision(obs.colour)
+
+
+def test_a_failing_game_stops_the_sweep_but_keeps_every_game_that_finished(tmp_path):
+    out = tmp_path / "s"
+    with pytest.raises(RuntimeError, match="a policy bug"):
+        run_sweep(SMALL, "voter;test-fails-at-round:round=3", 2, out, games_in_flight=3, model_options=FAST)
+    kept = read_sweep(out)
+    assert len(kept) >= 2 and set(kept["policy"]) == {"voter"}
+    result = run_sweep(SMALL, "voter", 2, out, model_options=FAST)  # resumes with the good policy
+    assert result.skipped == len(kept) and len(result.results) == 4
 
 
 # --- LLM policies over the loopback endpoint ------------------------------------------
