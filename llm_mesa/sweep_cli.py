@@ -133,6 +133,22 @@ def _duration(seconds: float) -> str:
         f"{seconds // 60}m{seconds % 60:02d}s"
 
 
+def _warn_if_capped(policies: dict[str, Any], args: argparse.Namespace) -> None:
+    """Say when the endpoint's concurrency limit, not the games in flight, bounds the calls."""
+    from llm_mesa.study_conditions import resolve_conditions
+
+    endpoints = [p for p in policies.values() if not isinstance(p, str)]
+    if not endpoints or args.games_in_flight == 1:
+        return
+    largest = max(kwargs.get("n", 36) for kwargs in resolve_conditions(args.conditions).values())
+    wanted = args.games_in_flight * largest
+    limit = min(ep.concurrency for ep in endpoints)
+    if limit < wanted:
+        print(f"note: --concurrency {limit} caps the calls in flight below games in flight x agents "
+              f"({args.games_in_flight} x {largest} = {wanted}); raise it if the server can take more",
+              file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.list:
         print(list_grid())
@@ -143,6 +159,7 @@ def run(args: argparse.Namespace) -> int:
                                  ("baseline_permutations", args.baseline_permutations)) if v is not None}
     tables = [t.strip() for t in args.tables.split(",") if t.strip()]
     policies = build_policies(args)
+    _warn_if_capped(policies, args)
     result = run_sweep(
         args.conditions, policies, args.seeds, args.out, processes=args.processes,
         games_in_flight=args.games_in_flight, batch_size=args.batch_size, model_options=options,

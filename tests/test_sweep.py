@@ -266,3 +266,20 @@ def test_cli_prints_the_table_and_bad_input_is_one_line(tmp_path, capsys):
         err = capsys.readouterr().err.strip()
         assert fragment in err and len(err.splitlines()) == 1
     assert not (tmp_path / "bad").exists()
+
+
+def test_cli_runs_llm_agents_from_the_endpoint_options(tmp_path, capsys):
+    out = tmp_path / "llm"
+    with LoopbackServer(seed=1) as server:
+        argv = ["sweep", "--conditions", "ba-none", "--policies", "llm;voter", "--model", "rule:majority-inertia",
+                "--base-url", server.base_url, "--seeds", "2", "--max-rounds", "2", "--baseline-permutations", "0",
+                "--games-in-flight", "2", "--concurrency", "8", "--out", str(out), "--quiet"]
+        assert main(argv) == 0
+        answered = server.stats()["answered"]
+    captured = capsys.readouterr()
+    assert "note: --concurrency 8 caps the calls in flight" in captured.err
+    results = read_sweep(out)
+    llm_rows = results[results.policy == "llm:model=rule:majority-inertia"]
+    assert len(llm_rows) == 2 and int(llm_rows["calls"].sum()) == 36 * int(llm_rows["rounds"].sum()) <= answered
+    assert (results[results.policy == "voter"]["calls"] == 0).all()
+    assert "llm:model=rule:majority-inertia" in captured.out and (out / "calls.sqlite").exists()
