@@ -24,6 +24,7 @@ replays what it already paid for):
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from llm_mesa.study_conditions import RULE_CONFIGURATIONS, STUDY_CONDITIONS
 from llm_mesa.sweep import format_consensus_table, read_sweep, run_sweep
@@ -40,6 +41,7 @@ def main() -> None:
         if done % 25 == 0 or done == total:
             print(f"  {done}/{total} games")
 
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     result = run_sweep(STUDY_CONDITIONS, RULE_CONFIGURATIONS, args.seeds, args.out,
                        processes=args.processes, progress=progress)
     print(f"{result.played} games played, {result.skipped} already present")

@@ -824,4 +824,4 @@ def format_consensus_table(table: pd.DataFrame) -> str:
 
 __all__ = ["run_sweep", "read_sweep", "consensus_table", "format_consensus_table", "SweepResult",
            "SweepError", "SweepOutput", "GameTask", "play_game", "resolve_policies", "resolve_seeds",
-           "policy_label", "llm_endpoint", "KEY", "TABLES"]
+           "policy_label", "llm_endpoint", "limit_blas_threads", "KEY", "TABLES"]
