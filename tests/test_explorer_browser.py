@@ -205,14 +205,14 @@ def _wait_picture_change(page, before: bytes, timeout: float = 30.0) -> bytes:
 
 def test_replay_slider_scrubs_a_recorded_game(tmp_path_factory, browser):
     tmp = tmp_path_factory.mktemp("replay")
-    run_dir = tmp / "cave"
+    run_dir = tmp / "caveman-seed3"
     cli = shutil.which("llm-mesa", path=str(Path(sys.executable).parent)) or "llm-mesa"
     subprocess.run([cli, "consensus", "--topology", "caveman", "--n", "36", "--policy", "majority-inertia",
                     "--seed", "3", "--max-rounds", "20", "--baseline-permutations", "10", "--out", str(run_dir)],
                    check=True, capture_output=True, text=True)
     last = len(__import__("pandas").read_parquet(run_dir / "rounds.parquet")) - 1
     with _viz(tmp, "--replay", str(run_dir)) as url:
-        page = browser.new_page(viewport={"width": 1400, "height": 1450})  # the whole page in the picture
+        page = browser.new_page(viewport={"width": 1400, "height": 1180})  # the whole page in the picture
         page.goto(url)
         picture = page.locator(".llm-mesa-network img").first
         picture.wait_for(state="visible", timeout=90_000)  # a blank page never shows it
@@ -241,7 +241,12 @@ def test_replay_slider_scrubs_a_recorded_game(tmp_path_factory, browser):
         page.keyboard.press("End")
         _wait_text_round(page, ".llm-mesa-replay-round", last)
         page.locator(".llm-mesa-pseudo-equilibrium").first.wait_for(state="visible", timeout=10_000)
-        time.sleep(1.0)  # let the plots finish drawing before the picture
+        # the picture: early in the game, where agents still move and the marker sits mid-plot
+        page.keyboard.press("Home")
+        for expected in (1, 2):
+            page.keyboard.press("ArrowRight")
+            _wait_text_round(page, ".llm-mesa-replay-round", expected)
+        time.sleep(1.5)  # let the plots finish drawing before the picture
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SCREENSHOTS / "replay.png"), full_page=True)
         assert (SCREENSHOTS / "replay.png").stat().st_size > 20_000

@@ -121,3 +121,31 @@ def test_summary_of_the_recording_names_the_outcome(recorded):
     summary = json.loads((recorded / "summary.json").read_text())
     line = game.outcome_line()
     assert "caveman graph, 36 agents" in line and str(summary["rounds"]) in line
+
+
+def test_an_llm_game_replays_its_messages_and_decisions_without_calling_anyone(tmp_path):
+    from llm_mesa.loopback.server import LoopbackServer
+
+    out = tmp_path / "llm-run"
+    with LoopbackServer(seed=5) as server:
+        assert main(["consensus", "--policy", "llm", "--base-url", server.base_url,
+                     "--model", "rule:majority-inertia?talk=0.5", "--comm", "local", "--n", "10",
+                     "--topology", "ws", "--max-rounds", "4", "--seed", "2", "--baseline-permutations", "0",
+                     "--out", str(out)]) == 0
+        requests = server.stats()["requests"]
+        game = RecordedGame.load(out)
+        for r in range(game.last_round + 1):
+            game.figure_at(r)
+            game.messages_at(r)
+            game.transcript_at(r)
+        assert server.stats()["requests"] == requests  # the viewer only reads the tables
+    assert game.transcript is not None and len(game.transcript_at(0)) == 0
+    for r in range(1, game.last_round + 1):
+        decisions = game.transcript_at(r)
+        assert sorted(decisions["agent"]) == list(range(10))  # every agent decided every round
+        # a silent agent holds the colour it chose; a message replaces the move (the rules of the run)
+        for row in decisions.itertuples():
+            expected = row.colour_before if isinstance(row.message, str) and row.message else row.colour
+            assert game.colours_at(r)[row.agent] == expected, (r, row.agent)
+    sent = game.messages
+    assert len(sent) > 0 and sum(len(game.messages_at(r)) for r in range(game.last_round + 1)) == len(sent)

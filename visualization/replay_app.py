@@ -53,7 +53,10 @@ def RoundView(game: RecordedGame, round_number: int):
     if decisions is not None and round_number > 0:
         solara.Text(f"LLM decisions that made round {round_number}: {len(decisions)}", style={"font-weight": "bold"})
         if len(decisions):
-            solara.DataFrame(decisions[[c for c in TRANSCRIPT_COLUMNS if c in decisions.columns]], items_per_page=8)
+            shown = decisions[[c for c in TRANSCRIPT_COLUMNS if c in decisions.columns]].rename(
+                columns={"colour_before": "held", "colour": "chose"})
+            shown.insert(3, "holds now", [colours[int(v)] for v in decisions["agent"]])
+            solara.DataFrame(shown, items_per_page=8)
 
 
 @solara.component
@@ -78,7 +81,7 @@ def Page():
                          on_value=lambda v: (set_run_dir(v.strip()), set_round(0)), continuous_update=False,
                          classes=["llm-mesa-replay-dir"])
         if isinstance(loaded, RecordedGame):
-            with solara.Column(classes=["llm-mesa-replay-slider"]):
+            with solara.Column(classes=["llm-mesa-replay-slider"], style={"padding-top": "34px"}):
                 solara.SliderInt("Round", value=min(round_number, loaded.last_round), min=0,
                                  max=loaded.last_round, on_value=set_round, thumb_label="always")
             with solara.Row():
