@@ -153,7 +153,7 @@ GAMES = 6
 
 def test_games_in_flight_match_sequential_play_and_overlap_their_calls(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-never-written-anywhere")
-    with LoopbackServer(seed=2, latency=0.1) as server:
+    with LoopbackServer(seed=2, latency=0.15) as server:
         spec = f"llm:base_url={server.base_url},model=rule:majority-inertia,concurrency=256,timeout=10"
         sequential = run_sweep(LLM_GRID, spec, GAMES, tmp_path / "seq", model_options=LLM_OPTIONS)
         one_at_a_time = server.stats()["max_in_flight"]
