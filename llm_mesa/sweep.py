@@ -67,7 +67,7 @@ _NULLABLE_TYPES = {
     "winner": "string", "stop_reason": "string", "largest_component_colour": "string",
     "winner_is_majority_preference": "boolean", "largest_component_baseline_mean": "float64",
     "largest_component_baseline_p": "float64", "distinct_share": "float64",
-    "template_similarity": "float64", "model": "string", "message": "string", "reason": "string",
+    "template_similarity": "float64", "stubbornness": "float64", "model": "string", "message": "string", "reason": "string",
     "diary": "string", "answer": "string", "outcome": "string", "failed": "string",
     "text": "string", "to": "Int64", "message_to": "Int64",
 }
