@@ -65,7 +65,7 @@ class _Entry:
     summary: str
 
 
-_REGISTRY: dict[str, _Entry] = {}
+_REGISTRY: dict[tuple[str, str], _Entry] = {}  # keyed by (game, name): each game has its own "llm"
 
 
 def register_policy(name: str, game: str, summary: str = ""):
@@ -74,7 +74,7 @@ def register_policy(name: str, game: str, summary: str = ""):
     def wrap(cls):
         cls.name = name
         cls.game = game
-        _REGISTRY[name] = _Entry(cls, game, summary or (cls.__doc__ or "").strip().split("\n")[0])
+        _REGISTRY[(game, name)] = _Entry(cls, game, summary or (cls.__doc__ or "").strip().split("\n")[0])
         return cls
 
     return wrap
@@ -97,7 +97,7 @@ def available_policies(game: str | None = None) -> dict[str, str]:
     """Registered policy names (for one game, or all) with their one-line summary."""
     for g in ([game] if game else list(_GAME_MODULES)):
         _load_game(g)
-    names = {n: e.summary for n, e in _REGISTRY.items() if game in (None, e.game)}
+    names = {n: e.summary for (g, n), e in _REGISTRY.items() if game in (None, g)}
     names.update({n: summary for n, (_, g, summary) in _LAZY.items() if game in (None, g) and n not in names})
     return dict(sorted(names.items()))
 
@@ -134,10 +134,10 @@ def make_policy(spec: str | Policy, game: str = "consensus", **overrides: Any) -
     name, kwargs = parse_policy_spec(spec)
     kwargs.update(overrides)
     _load_game(game)
-    if name in _LAZY and name not in _REGISTRY:
+    if name in _LAZY and _LAZY[name][1] == game and (game, name) not in _REGISTRY:
         importlib.import_module(_LAZY[name][0])
-    entry = _REGISTRY.get(name)
-    if entry is None or entry.game != game:
+    entry = _REGISTRY.get((game, name))
+    if entry is None:
         known = ", ".join(available_policies(game))
         raise PolicyError(f"unknown {game} policy {name!r}; choose one of: {known}")
     try:

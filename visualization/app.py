@@ -20,6 +20,8 @@ from matplotlib.figure import Figure
 from mesa.visualization import SolaraViz
 from mesa.visualization.utils import update_counter
 
+from llm_mesa.visualization.builtin_endpoint import BUILTIN, resolve_endpoint
+
 from llm_mesa import measures
 from llm_mesa.models.consensus import ConsensusModel
 from llm_mesa.policy import available_policies
@@ -28,8 +30,8 @@ from .network_view import COLOUR_HEX, LLM_PLOTS, ROUND_PLOTS, draw_network, node
 from .network_view import status_banner as show_status
 
 #: The loopback stand-in endpoint (``llm-mesa serve``): the default, so the page works offline.
-LOOPBACK_ENDPOINT = "http://127.0.0.1:8000/v1"
-LOOPBACK_MODEL = "loopback"
+LOOPBACK_ENDPOINT = BUILTIN
+LOOPBACK_MODEL = "rule:majority-inertia"
 TOPOLOGIES = ("ba", "er", "ws", "caveman")
 PREFERENCE_CHOICES = ("random", "minority")
 COMMUNICATION_CHOICES = ("none", "local", "global")
@@ -60,7 +62,7 @@ def parse_policy_mix(mix: str, endpoint: str, model_name: str) -> tuple[str, dic
     def expand(spec: str) -> str:
         spec = spec.strip()
         if spec == "llm":
-            return f"llm:base_url={endpoint},model={model_name}"
+            return f"llm:base_url={resolve_endpoint(endpoint)},model={model_name}"
         return spec
 
     parts = [p.strip() for p in mix.split("|") if p.strip()]
@@ -116,7 +118,7 @@ def model_params() -> dict:
         "label": {"type": "Select", "value": "llm", "values": list(LABEL_CHOICES), "label": "Opponent label"},
         "policy_mix": {"type": "Select", "value": "majority-inertia", "values": _policy_choices(),
                        "label": "Policies (default | selector=policy)"},
-        "llm_endpoint": {"type": "InputText", "value": LOOPBACK_ENDPOINT, "label": "LLM endpoint (base URL)"},
+        "llm_endpoint": {"type": "InputText", "value": LOOPBACK_ENDPOINT, "label": "LLM endpoint (base URL, or loopback: the built-in stand-in)"},
         "llm_model": {"type": "InputText", "value": LOOPBACK_MODEL, "label": "LLM model"},
         "seed": {"type": "SliderInt", "value": 1, "min": 0, "max": 999, "step": 1, "label": "Seed"},
         "max_rounds": {"type": "SliderInt", "value": 50, "min": 5, "max": 200, "step": 5, "label": "Max rounds"},

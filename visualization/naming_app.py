@@ -24,9 +24,10 @@ from mesa.visualization.utils import update_counter
 from llm_mesa.models.naming.model import NamingModel
 from llm_mesa.models.naming.metrics import THRESHOLDS
 from llm_mesa.models.naming.observation import MODES, OUTCOMES, NamingConfigError, name_index
+from llm_mesa.visualization.builtin_endpoint import BUILTIN, resolve_endpoint
 
 #: The loopback stand-in endpoint (``llm-mesa serve``): the default, so the page works offline.
-LOOPBACK_ENDPOINT = "http://127.0.0.1:8000/v1"
+LOOPBACK_ENDPOINT = BUILTIN
 #: The loopback's SIGN speaker that sometimes breaks the schema, so retries and salvages show.
 LOOPBACK_NAMING_MODEL = "naming:noisy?p=0.3"
 SPEAKERS = ("echo", "noisy:p=0.3", "minimal", "llm")
@@ -77,7 +78,7 @@ def build_speaker(choice: str, endpoint: str, model_name: str):
 
     if not model_name.strip():
         raise NamingConfigError("the LLM speaker needs a model name; e.g. naming:noisy?p=0.3 on the loopback")
-    return LLMSpeaker(sign_endpoint(endpoint.strip(), model_name.strip()))
+    return LLMSpeaker(sign_endpoint(resolve_endpoint(endpoint), model_name.strip()))
 
 
 def model_params() -> dict:
@@ -91,7 +92,7 @@ def model_params() -> dict:
                   "label": "alpha (lose-shift)"},
         "pairing": {"type": "Select", "value": "all", "values": list(PAIRINGS), "label": "Pairing"},
         "speaker": {"type": "Select", "value": "echo", "values": list(SPEAKERS), "label": "Speaker"},
-        "llm_endpoint": {"type": "InputText", "value": LOOPBACK_ENDPOINT, "label": "LLM endpoint (base URL)"},
+        "llm_endpoint": {"type": "InputText", "value": LOOPBACK_ENDPOINT, "label": "LLM endpoint (base URL, or loopback: the built-in stand-in)"},
         "llm_model": {"type": "InputText", "value": LOOPBACK_NAMING_MODEL, "label": "LLM model"},
         "seed": {"type": "SliderInt", "value": 1, "min": 0, "max": 999, "step": 1, "label": "Seed"},
         "rounds": {"type": "SliderInt", "value": 300, "min": 10, "max": 500, "step": 10, "label": "Rounds"},
