@@ -246,7 +246,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"   ideal                    {ideal_many:.2f} s = max(rounds x latency {ideal_rounds:.2f} s, "
           f"calls / bare openai calls/s {ideal_cpu:.2f} s)")
     print(f"   wall / ideal             {many.wall_s / ideal_many:.3f}   {verdict(many.wall_s / ideal_many, 1.2)}")
-    print(f"   sustained calls/s        {many.calls / many.wall_s:.0f} (bare openai at zero latency: {bare:.0f})")
+    print(f"   sustained calls/s        {many.calls / many.wall_s:.0f} (at zero latency: bare openai {bare:.0f}, "
+          f"complete() {medians['complete()']:.0f}, raw aiohttp {medians['raw aiohttp']:.0f})")
     print(f"   client CPU per call      {many.cpu_ms_per_call:.2f} ms (process CPU {many.cpu_s:.2f} s / calls)")
     print(f"   server CPU per call      {server_ms(server_cpu1, server_cpu2, many)} (its own process)")
     bad = [r for r in one.rounds + many.rounds if r != rounds]
