@@ -40,6 +40,7 @@ class Adjacency:
         cols = np.concatenate([dst, src])
         matrix = csr_array((np.ones(len(rows), dtype=np.int64), (rows, cols)), shape=(n, n))
         matrix.sum_duplicates()
+        matrix.sort_indices()  # neighbours in node order, as agents list them
         matrix.data[:] = 1
         return cls(n, matrix.indptr, matrix.indices, src, dst, np.diff(matrix.indptr), matrix)
 

@@ -36,6 +36,16 @@ class Policy:
     is_async: ClassVar[bool] = False
     #: True when the policy reads the round history (built only when needed)
     needs_history: ClassVar[bool] = False
+    #: True when ``decide_vector`` decides a whole round of a binary-opinion game
+    vectorised: ClassVar[bool] = False
+
+    def decide_vector(self, colours, preferences, adjacency, rng: random.Random):
+        """Every agent's next colour code (1 = blue) at once, from 0/1 arrays.
+
+        It must draw from ``rng`` exactly as ``decide`` would, agent by agent in
+        node order, so that both paths play the same game.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no vectorised path")
 
     def decide(self, observation: Any, rng: random.Random) -> Any:
         raise NotImplementedError(f"{type(self).__name__} must implement decide()")
@@ -53,6 +63,13 @@ class Policy:
         if not params:
             return self.name
         return self.name + ":" + ",".join(f"{k}={v}" for k, v in params.items())
+
+    def identity(self) -> str:
+        """What makes this policy's answers what they are (keys recorded calls).
+
+        The spec, by default; an LLM policy leaves out where its server is.
+        """
+        return self.spec()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.spec()}>"

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
+
 from llm_mesa.opinions import ConsensusDecision, ConsensusObservation, other
 from llm_mesa.policy import Policy, PolicyError, register_policy
 
@@ -22,6 +24,8 @@ def _check_probability(name: str, value: float) -> float:
 @register_policy("majority-inertia", "consensus",
                  "follow the neighbourhood majority; keep own colour with probability inertia")
 class MajorityInertia(Policy):
+    vectorised = True
+
     """Follow the neighbourhood majority, with a bias to keep the current colour.
 
     * With probability ``inertia`` the agent keeps its colour whatever it sees.
@@ -58,10 +62,32 @@ class MajorityInertia(Policy):
             )
         return ConsensusDecision(majority)
 
+    def decide_vector(self, colours, preferences, adjacency, rng):
+        draws = np.array([rng.random() for _ in range(len(colours))])
+        degree = adjacency.degree
+        blue = (adjacency.matrix @ colours.astype(np.int64)) / np.maximum(degree, 1)
+        keep = (draws < self.inertia) | (degree == 0) | (blue == 0.5)
+        if self.threshold > 0.5:
+            against = np.where(preferences == 0, blue, 1.0 - blue)
+            choice = np.where(against > self.threshold, 1 - preferences, preferences)
+        else:
+            choice = (blue > 0.5).astype(np.int8)
+        return np.where(keep, colours, choice).astype(np.int8)
+
 
 @register_policy("voter", "consensus", "copy the colour of a uniformly random neighbour")
 class Voter(Policy):
     """The voter model: copy a uniformly random neighbour (keep when isolated)."""
+
+    vectorised = True
+
+    def decide_vector(self, colours, preferences, adjacency, rng):
+        new = colours.copy()
+        indptr, indices = adjacency.indptr, adjacency.indices
+        for i, d in enumerate(adjacency.degree.tolist()):
+            if d:
+                new[i] = colours[indices[indptr[i] + int(rng.random() * d)]]
+        return new
 
     def decide(self, obs: ConsensusObservation, rng: random.Random) -> ConsensusDecision:
         if not obs.neighbour_colours:
@@ -73,6 +99,11 @@ class Voter(Policy):
 class Stubborn(Policy):
     """A zealot: always the preferred colour."""
 
+    vectorised = True
+
+    def decide_vector(self, colours, preferences, adjacency, rng):
+        return preferences.copy()
+
     def decide(self, obs: ConsensusObservation, rng: random.Random) -> ConsensusDecision:
         return ConsensusDecision(obs.preference)
 
@@ -80,6 +111,11 @@ class Stubborn(Policy):
 @register_policy("random", "consensus", "a fair coin each round")
 class RandomColour(Policy):
     """A fair coin each round (a null model)."""
+
+    vectorised = True
+
+    def decide_vector(self, colours, preferences, adjacency, rng):
+        return np.array([rng.random() < 0.5 for _ in range(len(colours))], dtype=np.int8)
 
     def decide(self, obs: ConsensusObservation, rng: random.Random) -> ConsensusDecision:
         return ConsensusDecision("blue" if rng.random() < 0.5 else "red")

@@ -111,3 +111,22 @@ def test_unreadable_graph_file_is_named(tmp_path):
     from llm_mesa.networks import load_graph
     with pytest.raises(NetworkError, match="cannot read graph file"):
         load_graph(bad)
+
+
+@pytest.mark.parametrize("policy", ["majority-inertia", "majority-inertia:inertia=0.4,threshold=0.7", "voter",
+                                    "stubborn", "random"])
+@pytest.mark.parametrize("topology", ["ba", "caveman", "er"])
+def test_vectorised_rule_path_plays_the_same_game_as_agent_by_agent(policy, topology):
+    for seed in (1, 2):
+        fast = ConsensusModel(36, topology, policy=policy, rng=seed, max_rounds=30, baseline_permutations=0).run()
+        slow = ConsensusModel(36, topology, policy=policy, rng=seed, max_rounds=30, baseline_permutations=0,
+                              fast_rules=False).run()
+        assert fast._vector_policy is not None and slow._vector_policy is None
+        pd.testing.assert_frame_equal(fast.rounds_table(), slow.rounds_table())
+        pd.testing.assert_frame_equal(fast.agents_table(), slow.agents_table())
+        assert fast.summary() == slow.summary()
+
+
+def test_mixed_policies_take_the_agent_by_agent_path():
+    m = ConsensusModel(36, "ba", assign={"hubs:5": "stubborn"}, rng=1, max_rounds=3)
+    assert m._vector_policy is None

@@ -80,6 +80,9 @@ class LLMConsensusPolicy(Policy):
     def params(self) -> dict[str, Any]:
         return {"base_url": self.endpoint.base_url, "model": self.endpoint.model}
 
+    def identity(self) -> str:
+        return f"llm:model={self.endpoint.model}"
+
     def request(self, obs: ConsensusObservation) -> LLMRequest:
         key = f"g={obs.game_key}|agent={obs.agent_id}|round={obs.round}"
         schema = answer_schema(obs.communication, obs.direct_messages)

@@ -84,10 +84,19 @@ class ResponseStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
             conn.execute("PRAGMA busy_timeout=60000")
-            conn.execute("PRAGMA journal_mode=WAL")
+            # Switching a new file to WAL takes an exclusive lock that SQLite does not
+            # wait for: workers opening one store together retry for a while.
+            for attempt in range(200):
+                try:
+                    conn.execute("PRAGMA journal_mode=WAL")
+                    conn.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, request TEXT NOT NULL, "
+                                 "response TEXT NOT NULL, created REAL NOT NULL)")
+                    break
+                except sqlite3.OperationalError as exc:
+                    if "locked" not in str(exc) or attempt == 199:
+                        raise
+                    time.sleep(0.05)
             conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, request TEXT NOT NULL, "
-                         "response TEXT NOT NULL, created REAL NOT NULL)")
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open response store {self.path}: {exc}; "
                              "choose a writable path with --store") from None

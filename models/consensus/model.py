@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
+from functools import cached_property
 from typing import Any
 
 import networkx as nx
@@ -30,7 +31,7 @@ from llm_mesa.networks import (
     normalise_graph,
     seeded_layout,
 )
-from llm_mesa.opinions import Message, colour_code
+from llm_mesa.opinions import COLOURS, ConsensusDecision, Message, colour_code
 from llm_mesa.policy import Policy, PolicyError, make_policy
 from llm_mesa.rounds import decide_all
 
@@ -81,6 +82,8 @@ class ConsensusModel(Model):
             is marked invalid in its summary.
         collect_agents: keep the per-agent, per-round table (off for speed on
             very large graphs).
+        fast_rules: when every agent shares one rule policy, decide each round
+            as arrays (same draws, same game; off to force the per-agent path).
         rng: the seed; everything random derives from it.
     """
 
@@ -112,6 +115,7 @@ class ConsensusModel(Model):
         max_game_cost: float | None = None,
         max_failure_share: float = 0.1,
         collect_agents: bool = True,
+        fast_rules: bool = True,
         rng: int | None = None,
     ) -> None:
         super().__init__(rng=rng)
@@ -161,20 +165,32 @@ class ConsensusModel(Model):
             "max_game_cost": max_game_cost, "max_failure_share": max_failure_share,
             "seed": rng,
         }
-        self.game_key = hashlib.sha256(json.dumps(self.parameters, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
         prefs = assign_preferences(self.graph, preferences, self.random, minority=minority,
                                    minority_colour=minority_colour, explicit=explicit_preferences)
         colours = self._initial_colours(initial, prefs)
         policies = self._policies(policy, assign, prefs)
+        # The key of this game in call records: parameters and seed, with every agent's
+        # policy by its identity (an LLM policy's model, not its server URL, so a
+        # replay against a moved server still finds its calls).
+        identity = {k: v for k, v in self.parameters.items() if k not in ("policy", "assign")}
+        identity["policies"] = [p.identity() for p in policies]
+        identity["mesa_seed"] = getattr(self, "_seed", None)  # tells unseeded games apart
+        self.game_key = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
-        self.layout = seeded_layout(self.graph, self.random.getrandbits(32))
+        self._layout_seed = self.random.getrandbits(32)  # drawn now, so the layout never moves the game's stream
         self.space = Network(self.graph, random=self.random, layout=None)
         self.agents_by_node: list[ConsensusAgent] = [
             ConsensusAgent(self, self.space[v], v, prefs[v], colours[v], policies[v]) for v in range(self.n)
         ]
         for agent in self.agents_by_node:
             agent.link_neighbours(self.agents_by_node)
+        # One rule policy shared by every agent decides the whole round as arrays:
+        # the same draws in the same order as agent by agent, so the same game.
+        shared = policies[0]
+        self._vector_policy = shared if (
+            fast_rules and shared.vectorised and all(p is shared for p in policies)) else None
+        self._preference_codes = np.array([colour_code(p) for p in prefs], dtype=np.int8)
 
         self.round = 0
         self.stop_reason: str | None = None
@@ -210,6 +226,11 @@ class ConsensusModel(Model):
         self.running = not measures.is_consensus(colours)
         if not self.running:
             self.stop_reason = "consensus"
+
+    @cached_property
+    def layout(self) -> dict[int, tuple[float, float]]:
+        """A fixed drawing layout, computed on first use (sweeps never draw)."""
+        return seeded_layout(self.graph, self._layout_seed)
 
     # --- set-up -----------------------------------------------------------
 
@@ -277,7 +298,12 @@ class ConsensusModel(Model):
             return
         agents = self.agents_by_node
         before = [a.colour for a in agents]
-        decisions = decide_all([(a.policy, a.observe()) for a in agents], self.random)
+        if self._vector_policy is not None:
+            codes = np.fromiter((c == "blue" for c in before), dtype=np.int8, count=self.n)
+            chosen = self._vector_policy.decide_vector(codes, self._preference_codes, self.adjacency, self.random)
+            decisions = [ConsensusDecision(COLOURS[c]) for c in chosen.tolist()]
+        else:
+            decisions = decide_all([(a.policy, a.observe()) for a in agents], self.random)
         for agent, decision in zip(agents, decisions):
             agent.pending = decision
             if decision.outcome:
