@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from llm_mesa.opinions import ConsensusObservation, Message
@@ -91,7 +92,7 @@ class ConsensusPrompt:
     #: (Gemma's, in llama.cpp) drop system messages. Either way the rules lead.
     system_role: bool = False
 
-    @property
+    @cached_property
     def template_hash(self) -> str:
         """Changes whenever any template text changes, so stale answers never replay."""
         parts = [self.rules, self.state, self.reminder, json.dumps(self.communication_text, sort_keys=True),
