@@ -15,6 +15,7 @@ import importlib.util
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -259,6 +260,14 @@ def test_cli_prints_where_the_model_is_and_stops_on_sigterm(model_cache: Path) -
 
 # -- the games against the real model ---------------------------------------------------
 
+def _dead_base_url() -> str:
+    """A loopback URL where nothing listens: any call made to it would fail and be counted."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
 def _tables(run_dir: Path) -> dict[str, pd.DataFrame]:
     return {p.stem: pd.read_parquet(p) for p in sorted(run_dir.glob("*.parquet"))}
 
@@ -317,16 +326,21 @@ def test_consensus_game_accounts_for_every_call_and_replays_exactly(server: Loca
     assert {row["response"]["dialect"] for row in rows} == {"json_object"}
     assert manifest["endpoint"]["sampling_params"]["temperature"] == 0.7
 
-    # replay: the same run, every answer from the store, not one request to the server
+    # replay, pointed at a port where nothing listens (as after a restart of the server on
+    # another free port): the same run, every answer from the store, no request anywhere
     served = server.served_requests()
     assert served >= len(rows)  # the log does see this run's calls (and refused dialects)
-    assert cli.main([*game, "--base-url", server.base_url, "--replay", str(record),
+    moved = _dead_base_url()
+    assert cli.main([*game, "--base-url", moved, "--replay", str(record),
                      "--out", str(tmp_path / "replayed")]) == 0
-    replayed_summary = json.loads((tmp_path / "replayed" / "summary.json").read_text())
+    # only the recorded server address (in the policy's spec) may differ
+    replayed_summary = json.loads((tmp_path / "replayed" / "summary.json").read_text()
+                                  .replace(moved, server.base_url))
     assert replayed_summary["replayed_calls"] == summary["calls"]
     assert server.served_requests() == served
     assert len(_store_rows(record)) == len(rows)
-    replayed = _tables(tmp_path / "replayed")
+    replayed = {name: frame.map(lambda v: v.replace(moved, server.base_url) if isinstance(v, str) else v)
+                for name, frame in _tables(tmp_path / "replayed").items()}
     assert set(replayed) == set(tables)
     for name, frame in tables.items():
         pd.testing.assert_frame_equal(replayed[name], frame, check_exact=True, obj=name)
