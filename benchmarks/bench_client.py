@@ -1,7 +1,8 @@
 """Sustained calls/s of the transport vs a bare openai loop vs raw aiohttp.
 
-The server (a zero-latency scripted loopback server) runs in a separate process,
-so what is measured is the client's CPU per call. Each variant sends ``--calls``
+The server (the project's loopback endpoint, ``llm-mesa serve``, model ``echo``,
+zero latency) runs in a separate process, so what is measured is the client's
+CPU per call. Each variant sends ``--calls``
 chat requests with ``--concurrency`` in flight; the figure is the median over
 ``--repeats`` runs, after one warm-up run each.
 
@@ -23,13 +24,32 @@ import time
 from pathlib import Path
 
 import aiohttp
+import httpx2
 import openai
 
 from llm_mesa.llm import Endpoint, LLMRequest, ResponseStore, Usage, complete, run_sync
-from llm_mesa.llm.scripted_server import free_port
 
 MESSAGES = [{"role": "system", "content": "You play a colour game. " * 20},
             {"role": "user", "content": "Your neighbours are red, blue, red. Answer as JSON."}]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server() -> tuple[subprocess.Popen, str]:
+    """``llm-mesa serve`` in its own process; returns it and its base URL."""
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "llm_mesa.cli", "serve", "--port", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port)
+    except RuntimeError:
+        server.kill()
+        raise
+    return server, f"http://127.0.0.1:{port}/v1"
 
 
 def wait_for_port(port: int, seconds: float = 15.0) -> None:
@@ -90,6 +110,35 @@ def variants(base_url: str, model: str, concurrency: int, store_dir: Path):
                 return json.loads(await r.read())["choices"][0]["message"]["content"]
         await bounded(n, concurrency, one)
 
+    async def run_sdk_post(n: int) -> None:
+        """What complete() sent through before: the SDK's generic post, raw response."""
+        body = {"model": model, "messages": MESSAGES, "temperature": 0.7, "max_tokens": 64}
+
+        async def one(_: int) -> str:
+            r = await bare.post("/chat/completions", body=body, cast_to=httpx2.Response,
+                                options={"timeout": 60.0})
+            return json.loads(r.content)["choices"][0]["message"]["content"]
+        await bounded(n, concurrency, one)
+
+    async def run_transport(n: int) -> None:
+        """A request prebuilt by the SDK, handed to its transport's handle_async_request."""
+        from openai._models import FinalRequestOptions
+        options = FinalRequestOptions.construct(method="post", url="/chat/completions", json_data={},
+                                                timeout=60.0, security={"bearer_auth": True})
+        template = bare._build_request(options)
+        transport = bare._client._transport
+        body = {"model": model, "messages": MESSAGES, "temperature": 0.7, "max_tokens": 64}
+        headers = [(k, v) for k, v in template.headers.raw if k.lower() != b"content-length"]
+
+        async def one(_: int) -> str:
+            request = httpx2.Request("POST", template.url, headers=headers,
+                                     content=json.dumps(body, separators=(",", ":")).encode(),
+                                     extensions=template.extensions)
+            response = await transport.handle_async_request(request)
+            content = await response.aread()
+            return json.loads(content)["choices"][0]["message"]["content"]
+        await bounded(n, concurrency, one)
+
     async def close() -> None:
         await bare.close()
         if "s" in session:
@@ -98,6 +147,8 @@ def variants(base_url: str, model: str, concurrency: int, store_dir: Path):
     return close, {
         "raw aiohttp": run_aiohttp,
         "bare openai (create)": run_bare,
+        "openai client.post": run_sdk_post,
+        "openai transport, prebuilt": run_transport,
         "complete()": run_complete,
         "complete() + store + usage": run_complete_recorded,
     }
@@ -110,14 +161,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args(argv)
 
-    port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "llm_mesa.llm.scripted_server", "--port", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server, base_url = start_server()
     try:
-        wait_for_port(port)
-        base_url = f"http://127.0.0.1:{port}/v1"
         with tempfile.TemporaryDirectory() as tmp:
-            close, table = variants(base_url, "scripted", args.concurrency, Path(tmp))
+            close, table = variants(base_url, "echo", args.concurrency, Path(tmp))
             rates: dict[str, list[float]] = {name: [] for name in table}
             for name, run in table.items():  # warm-up: connections, imports, caches
                 run_sync(run(min(200, args.calls)))
@@ -134,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     medians = {name: statistics.median(r) for name, r in rates.items()}
     reference = medians["bare openai (create)"]
     print(f"{args.calls} calls x {args.repeats} repeats, {args.concurrency} in flight, "
-          f"zero-latency loopback server in its own process, {os.cpu_count()} CPUs, openai {openai.__version__}")
+          f"zero-latency loopback endpoint in its own process, {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.1f} at the end, openai {openai.__version__}")
     print(f"{'client':<28} {'calls/s (median)':>17} {'min':>8} {'max':>8} {'vs bare openai':>15}")
     for name, median in medians.items():
         print(f"{name:<28} {median:>17.0f} {min(rates[name]):>8.0f} {max(rates[name]):>8.0f} "

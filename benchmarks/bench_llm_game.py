@@ -41,7 +41,6 @@ import bench_client  # noqa: E402  (the client-throughput variants, shared with 
 
 from llm_mesa.llm import Endpoint, run_sync  # noqa: E402
 from llm_mesa.llm.consensus_policy import LLMConsensusPolicy  # noqa: E402
-from llm_mesa.llm.scripted_server import free_port  # noqa: E402
 from llm_mesa.models.consensus import ConsensusModel  # noqa: E402
 
 N_AGENTS = 36
@@ -71,11 +70,7 @@ def clique_preferences() -> list[str]:
 
 def start_server() -> tuple[subprocess.Popen, str]:
     """``llm-mesa serve`` in its own process; returns it and its base URL."""
-    port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "llm_mesa.cli", "serve", "--port", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    bench_client.wait_for_port(port)
-    return server, f"http://127.0.0.1:{port}/v1"
+    return bench_client.start_server()
 
 
 def process_cpu_s(pid: int) -> float | None:

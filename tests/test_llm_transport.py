@@ -1,10 +1,12 @@
 """The LLM transport over real HTTP on loopback, with the real ``openai`` async client.
 
-Each test scripts the faults a server injects (rate limits with Retry-After,
-500s, stalls, dropped connections, malformed or truncated answers, a server that
-refuses ``json_schema`` like llama-cpp-python) and checks what the client did:
-how many requests reached the server, how long it waited, what it returned and
-what it counted.
+Each test has a server inject faults (rate limits with Retry-After, 500s, stalls,
+dropped connections, malformed or truncated answers, a server that refuses
+``json_schema`` like llama-cpp-python) and checks what the client did: how many
+requests reached the server, how long it waited, what it returned and what it
+counted. The project's loopback endpoint plays the server where it can express
+the scenario; the scripted fixture (``tests/scripted_server.py``) where a test
+needs a given sequence of statuses or to see what was sent.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from llm_mesa.llm import (Endpoint, EndpointError, LLMRequest, Usage, add_endpoi
                           run_sync)
 from llm_mesa.llm import client as client_module
 from llm_mesa.llm import dialects, runtime
-from llm_mesa.llm.scripted_server import ScriptedServer, free_port
+from llm_mesa.loopback.server import LoopbackServer
+from scripted_server import ScriptedServer, free_port
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
 HELLO = [{"role": "user", "content": "Answer in JSON."}]
@@ -36,6 +39,14 @@ def fast_backoff(monkeypatch):
     dialects.forget_negotiations()
     yield
     dialects.forget_negotiations()
+
+
+@pytest.fixture(params=["direct", "sdk-post"])
+def either_path(request, monkeypatch):
+    """Run a test over the prebuilt path and over the SDK's client.post (the fallback)."""
+    if request.param == "sdk-post":
+        monkeypatch.setattr(client_module, "_direct_route", lambda *args: None)
+    return request.param
 
 
 @pytest.fixture
@@ -152,23 +163,63 @@ def test_the_api_key_is_sent_but_never_shown(server, monkeypatch):
     assert "sk-very-secret" not in shown and "TRANSPORT_TEST_KEY" in shown
 
 
+def test_calls_carry_the_sdks_own_auth_user_agent_and_stainless_headers(server, monkeypatch):
+    """What complete() sends is what openai's chat.completions.create sends (less the body)."""
+    import openai
+
+    monkeypatch.setenv("TRANSPORT_TEST_KEY", "sk-header-check-42")
+    ep = Endpoint(server.base_url, "scripted", api_key_env="TRANSPORT_TEST_KEY", timeout=30.0)
+    assert call(ep).ok
+    ours = {k.lower(): v for k, v in server.headers[-1].items()}
+
+    async def through_the_sdk() -> None:
+        sdk = openai.AsyncOpenAI(base_url=server.base_url, api_key="sk-header-check-42", max_retries=0,
+                                 http_client=openai.DefaultAioHttpClient())
+        try:
+            await sdk.chat.completions.create(model="scripted", messages=HELLO, timeout=30.0)
+        finally:
+            await sdk.close()
+
+    async def route_of_the_call():
+        return client_module._direct_route(ep, client_module.get_client(ep), "/chat/completions")
+
+    assert run_sync(route_of_the_call()) is not None  # the prebuilt path sent `ours`, not client.post
+    run_sync(through_the_sdk())
+    theirs = {k.lower(): v for k, v in server.headers[-1].items()}
+    assert ours["authorization"] == "Bearer sk-header-check-42"
+    assert ours["user-agent"] == theirs["user-agent"] == f"AsyncOpenAI/Python {openai.__version__}"
+    stainless = {k for k in theirs if k.startswith("x-stainless-")}
+    assert {"x-stainless-lang", "x-stainless-package-version", "x-stainless-retry-count"} <= stainless
+    for name in ("authorization", "accept", "content-type", *stainless):
+        assert ours.get(name) == theirs[name], name
+    assert set(theirs) - {"content-length"} == set(ours) - {"content-length"}
+
+
+def test_a_retry_is_counted_in_the_sdks_retry_header(server):
+    server.then({"status": 500})
+    assert call(Endpoint(server.base_url, "scripted")).attempts == 2
+    assert [h["x-stainless-retry-count"] for h in server.headers] == ["0", "1"]
+
+
 # -- the call: concurrency, retries, failures -------------------------------------------------
 
 def test_in_flight_calls_never_exceed_the_endpoint_limit():
-    with ScriptedServer(delay_s=0.05) as s:
-        ep = Endpoint(s.base_url, "scripted", concurrency=3)
+    with LoopbackServer(latency=0.05) as s:
+        ep = Endpoint(s.base_url, "echo", concurrency=3)
         results = gather_sync([complete(ep, LLMRequest(messages=HELLO)) for _ in range(12)])
         assert all(r.ok for r in results)
-        assert s.hits == 12 and s.max_in_flight == 3
+        stats = s.stats()
+        assert stats["requests"] == 12 and stats["max_in_flight"] == 3
 
 
-def test_rate_limit_waits_at_least_retry_after(server):
-    server.then({"status": 429, "headers": {"Retry-After": "1"}})
-    usage = Usage()
-    started = time.perf_counter()
-    result = call(Endpoint(server.base_url, "scripted"), usage=usage)
-    waited = time.perf_counter() - started
-    assert result.ok and result.attempts == 2 and server.hits == 2
+def test_rate_limit_waits_at_least_retry_after():
+    with LoopbackServer() as s:
+        usage = Usage()
+        started = time.perf_counter()
+        result = call(Endpoint(s.base_url, "echo?fail_first=1&fault=429&retry_after=1"), usage=usage)
+        waited = time.perf_counter() - started
+        stats = s.stats()
+    assert result.ok and result.attempts == 2 and stats["requests"] == 2 and stats["by_fault"] == {"429": 1}
     assert waited >= 1.0 and result.latency_s >= 1.0
     assert usage.failures == {} and usage.attempts == 2
 
@@ -181,18 +232,28 @@ def test_retry_after_as_http_date_and_in_milliseconds():
     assert client_module._backoff_s(1, 2.0) >= 2.0
 
 
-@pytest.mark.parametrize("fault", [{"status": 500}, {"status": 503}, {"drop": True}])
-def test_a_transient_fault_then_success(server, fault):
-    server.then(fault)
+@pytest.mark.parametrize("fault", ["500", "drop"])
+def test_a_transient_fault_then_success(fault, either_path):
+    with LoopbackServer() as s:
+        result = call(Endpoint(s.base_url, f"fixed?text=red&fail_first=1&fault={fault}"))
+        stats = s.stats()
+    assert result.ok and result.text == "red"
+    assert result.attempts == 2 and stats["requests"] == 2 and stats["by_fault"] == {fault: 1}
+
+
+def test_a_503_then_success(server, either_path):
+    server.then({"status": 503})
     result = call(Endpoint(server.base_url, "scripted"))
     assert result.ok and result.text == '{"answer": "red"}'
     assert result.attempts == 2 and server.hits == 2
 
 
-def test_a_stalled_call_times_out_then_succeeds(server):
-    server.then({"sleep": 3.0})
-    result = call(Endpoint(server.base_url, "scripted", timeout=1.0))
-    assert result.ok and result.attempts == 2 and server.hits == 2
+def test_a_stalled_call_times_out_then_succeeds(either_path):
+    with LoopbackServer() as s:
+        result = call(Endpoint(s.base_url, "echo?fail_first=1&fault=timeout&timeout_s=3", timeout=1.0))
+        stats = s.stats()
+    assert result.ok and result.attempts == 2 and stats["by_fault"] == {"timeout": 1}
+    assert 1.0 <= result.latency_s  # the first attempt waited out its timeout
 
 
 def test_a_permanent_failure_returns_an_error_result_and_is_counted(server):
@@ -205,13 +266,13 @@ def test_a_permanent_failure_returns_an_error_result_and_is_counted(server):
 
 
 @pytest.mark.parametrize("status, kind", [(401, "auth"), (404, "not_found"), (400, "bad_request")])
-def test_client_errors_are_not_retried(server, status, kind):
+def test_client_errors_are_not_retried(server, status, kind, either_path):
     server.then({"status": status})
     result = call(Endpoint(server.base_url, "scripted"))
     assert result.error == kind and result.attempts == 1 and server.hits == 1
 
 
-def test_an_unreachable_server_is_a_connection_failure():
+def test_an_unreachable_server_is_a_connection_failure(either_path):
     result = call(Endpoint(f"http://127.0.0.1:{free_port()}/v1", "m", max_attempts=2))
     assert result.error == "connection" and result.attempts == 2
 
@@ -292,7 +353,7 @@ def test_the_completion_reminder_is_appended_to_the_prompt(server):
 
 # -- dialects --------------------------------------------------------------------------------------
 
-def test_auto_falls_back_from_json_schema_to_json_object_like_llama_cpp_python():
+def test_auto_falls_back_from_json_schema_to_json_object_like_llama_cpp_python(either_path):
     with ScriptedServer(reject_json_schema=True) as s:
         ep = Endpoint(s.base_url, "scripted")
         usage = Usage()

@@ -10,8 +10,8 @@ import pytest
 from llm_mesa.llm import (Endpoint, LLMRequest, ReplayMiss, ResponseStore, StoreError, Usage, ask, complete,
                           gather_sync, parse_json_answer, run_sync)
 from llm_mesa.llm import client as client_module
-from llm_mesa.llm.scripted_server import ScriptedServer
 from llm_mesa.llm.store import request_identity, request_key
+from scripted_server import ScriptedServer
 
 SECRET = "sk-record-replay-secret-987"
 
@@ -159,3 +159,70 @@ def test_worker_processes_call_and_record_into_one_store(tmp_path, start_method)
             oks = pool.starmap(_record_in_worker, [(s.base_url, path, w, 25) for w in range(2)])
         assert oks == [25, 25] and s.hits == 50
     assert len(ResponseStore(path, "replay")) == 50
+
+
+def _rows_on_disk(path) -> int:
+    """Rows a separate connection sees: what is committed to the file."""
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def test_writes_are_batched_off_the_caller_yet_read_back_at_once(tmp_path, monkeypatch):
+    from llm_mesa.llm import LLMResult
+    from llm_mesa.llm import store as store_module
+
+    monkeypatch.setattr(store_module, "BATCH_WINDOW_S", 30.0)  # the writer holds its batch open
+    path = tmp_path / "calls.sqlite"
+    store = ResponseStore(path)
+    ep = Endpoint("http://127.0.0.1:9/v1", "m")
+    identities = [request_identity(ep, request(a)) for a in range(3)]
+    for agent, identity in enumerate(identities):
+        store.put(request_key(identity), identity, LLMResult(text=f"colour {agent}", attempts=1))
+    assert _rows_on_disk(path) == 0  # not yet committed ...
+    assert store.get(request_key(identities[1])).text == "colour 1"  # ... yet readable, as replayed
+    assert store.get(request_key(identities[1])).replayed
+    store.flush()  # commits now, without waiting out the window
+    assert _rows_on_disk(path) == 3 and len(store) == 3
+    store.put(request_key(identities[0]), identities[0], LLMResult(text="colour 0, again", attempts=1))
+    store.close()  # close commits what is pending
+    assert _rows_on_disk(path) == 3
+    assert ResponseStore(path, "replay").get(request_key(identities[0])).text == "colour 0, again"
+
+
+def test_a_new_store_on_the_same_file_sees_rows_not_yet_committed(tmp_path, monkeypatch):
+    from llm_mesa.llm import store as store_module
+
+    monkeypatch.setattr(store_module, "BATCH_WINDOW_S", 30.0)
+    path = tmp_path / "calls.sqlite"
+    with ScriptedServer() as s:
+        ep = Endpoint(s.base_url, "scripted")
+        recorder = ResponseStore(path)  # never closed, as a script that forgets to
+        recorded = run_game(ep, recorder)
+        assert _rows_on_disk(path) == 0
+        replayed = run_game(ep, ResponseStore(path, "replay"))
+        assert [r.text for r in replayed] == [r.text for r in recorded] and s.hits == 4
+    recorder.close()
+
+
+def test_an_exit_without_close_loses_nothing(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "calls.sqlite"
+    script = (
+        "from llm_mesa.llm import Endpoint, LLMRequest, LLMResult, ResponseStore\n"
+        "from llm_mesa.llm import store as m\n"
+        "m.BATCH_WINDOW_S = 30.0\n"
+        f"store = ResponseStore({str(path)!r})\n"
+        "ep = Endpoint('http://127.0.0.1:9/v1', 'm')\n"
+        "for a in range(5):\n"
+        "    ident = m.request_identity(ep, LLMRequest(prompt='p', sample_key=f'a={a}'))\n"
+        "    store.put(m.request_key(ident), ident, LLMResult(text=str(a)))\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
+    assert _rows_on_disk(path) == 5
