@@ -4,7 +4,9 @@
 # LLM agents against the bundled loopback endpoint (a stand-in, not a model).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh test >/dev/null
+log=$(mktemp)
+bash scripts/setup.sh test >"$log" 2>&1 || { cat "$log"; exit 1; }
+rm -f "$log"
 echo "== rule agents =="
 .venv/bin/llm-mesa consensus --topology ba --n 36 --policy majority-inertia --seed 1
 echo
