@@ -41,6 +41,9 @@ COMMUNICATION_MODES = ("none", "local", "global")
 LABELS = ("llm", "human")
 BASELINE_STREAM = 0x5EED_BA5E  # spawn key of the baseline's own random stream
 
+# A rule decision is only a colour: the vectorised path shares these two (read-only).
+_RULE_DECISIONS = (ConsensusDecision(COLOURS[0]), ConsensusDecision(COLOURS[1]))
+
 PolicyLike = str | Policy
 Assignment = Mapping[str, PolicyLike] | Sequence[PolicyLike] | Callable[["ConsensusModel", int], PolicyLike]
 
@@ -301,7 +304,7 @@ class ConsensusModel(Model):
         if self._vector_policy is not None:
             codes = np.fromiter((c == "blue" for c in before), dtype=np.int8, count=self.n)
             chosen = self._vector_policy.decide_vector(codes, self._preference_codes, self.adjacency, self.random)
-            decisions = [ConsensusDecision(COLOURS[c]) for c in chosen.tolist()]
+            decisions = [_RULE_DECISIONS[c] for c in chosen.tolist()]
         else:
             decisions = decide_all([(a.policy, a.observe()) for a in agents], self.random)
         for agent, decision in zip(agents, decisions):
