@@ -93,6 +93,23 @@ def test_fault_kinds_are_survived_and_counted(server):
         assert s["calls"] == 12 * s["rounds"]
 
 
+def test_timeouts_are_retried_and_counted(server):
+    server.reset()
+    m = game(llm(server, "rule:majority-inertia?fail_first=1&fault=timeout&timeout_s=3", timeout=0.5), max_rounds=2)
+    s = m.summary()
+    assert s["failures"] == 0 and s["calls"] == 12 * s["rounds"]
+    assert server.stats()["by_fault"].get("timeout", 0) == 12 * s["rounds"]
+
+
+def test_truncated_answers_are_counted_apart_and_keep_the_colour(server):
+    server.reset()
+    m = game(llm(server, "rule:majority-inertia?fail_first=1&fault=truncate"), max_rounds=2)
+    s = m.summary()
+    assert m.outcomes == {"truncated": 24}
+    assert s["truncated"] == 24 and s["parse_failures"] == 0 and s["failures"] == 24 and s["calls"] == 24
+    assert m.colours == m.preferences
+
+
 def test_a_call_that_keeps_failing_keeps_the_colour_and_marks_the_game(server):
     server.reset()
     m = game(llm(server, "rule:voter?p500=1", max_attempts=2), max_rounds=2)

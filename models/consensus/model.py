@@ -527,7 +527,8 @@ class ConsensusModel(Model):
             "completion_tokens": totals["completion_tokens"],
             "cost": totals["cost"],
             "failures": totals["failures"],
-            "parse_failures": self.outcomes.get("parse_failure", 0) + self.outcomes.get("truncated", 0),
+            "parse_failures": self.outcomes.get("parse_failure", 0),
+            "truncated": self.outcomes.get("truncated", 0),  # cut by the token limit, counted apart
             "call_failures": self.outcomes.get("call_failure", 0),
             "invalid": totals["failures"] / decisions > self.max_failure_share,
             "game_key": self.game_key,
