@@ -5,7 +5,7 @@ aiohttp client loop keeps ``--concurrency`` requests in flight, so the figure is
 the endpoint's own ceiling, not the ``openai`` client's. Prints the median of
 ``--repeats`` runs per behaviour.
 
-    python -m llm_mesa.loopback.throughput --requests 5000 --repeats 3
+    python benchmarks/bench_loopback_server.py --requests 5000 --repeats 3
 """
 
 from __future__ import annotations
