@@ -441,3 +441,17 @@ def test_the_transport_negotiates_with_the_loopback_endpoint():
         assert usage.failures == {} and negotiated_dialect(ep) == "json_object"
         with pytest.raises(EndpointError, match="it offers: .*fixed"):
             preflight(Endpoint(stand_in.base_url, "no-such-behaviour"))
+
+
+def test_a_round_negotiates_the_dialect_once_not_once_per_agent():
+    from llm_mesa.llm.runtime import gather_sync
+    from llm_mesa.loopback.server import LoopbackServer
+
+    with LoopbackServer(reject_json_schema=True) as stand_in:
+        ep = Endpoint(stand_in.base_url, 'fixed?text={"answer": "red"}')
+        results = gather_sync([complete(ep, LLMRequest(messages=HELLO, schema=SCHEMA, sample_key=f"a={i}"))
+                               for i in range(12)])
+        assert all(r.ok and r.dialect == "json_object" for r in results)
+        stats = stand_in.stats()
+        assert stats["answered"] == 12
+        assert sum(stats["rejected"].values()) == 1  # one refused json_schema call for the whole round

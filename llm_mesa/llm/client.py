@@ -143,10 +143,12 @@ _RESULT_FIELDS = frozenset(LLMResult.__dataclass_fields__)
 # -- per-loop clients and semaphores ------------------------------------------------------
 
 class _LoopState:
-    __slots__ = ("clients", "semaphores", "routes")
+    __slots__ = ("clients", "semaphores", "routes", "negotiations")
 
     def __init__(self) -> None:
         self.clients: dict[tuple[str, str], openai.AsyncOpenAI] = {}
+        #: (base URL, model) -> lock held by the one call that finds the structured-output dialect
+        self.negotiations: dict[tuple[str, str], asyncio.Lock] = {}
         self.semaphores: dict[tuple[str, str, int], asyncio.Semaphore] = {}
         #: (base URL, key variable, path, timeout) -> prebuilt route, or None: use client.post
         self.routes: dict[tuple[str, str, str, float], "_DirectRoute | None"] = {}
@@ -404,7 +406,22 @@ def _parse_success(data: Any, chat: bool) -> tuple[str, str | None, int, int, st
 
 
 async def _call(endpoint: Endpoint, request: LLMRequest) -> LLMResult:
-    """Send one request with retries; never raises for a failed call."""
+    """Send one request with retries; never raises for a failed call.
+
+    Until an ``auto`` endpoint's dialect is known, schema requests go one at a
+    time, so a round of 36 agents sends one refused ``json_schema`` call, not 36.
+    """
+    if (request.schema is not None and endpoint.dialect == "auto" and endpoint.prompt_mode == "chat"
+            and dialects.negotiated_dialect(endpoint) is None):
+        negotiations = _loop_state().negotiations
+        lock = negotiations.setdefault((endpoint.base_url, endpoint.model), asyncio.Lock())
+        async with lock:
+            if dialects.negotiated_dialect(endpoint) is None:
+                return await _send_with_retries(endpoint, request)
+    return await _send_with_retries(endpoint, request)
+
+
+async def _send_with_retries(endpoint: Endpoint, request: LLMRequest) -> LLMResult:
     client = get_client(endpoint)
     chat = endpoint.prompt_mode == "chat"
     path = "/chat/completions" if chat else "/completions"
