@@ -19,6 +19,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("llm_mesa.loopback.cli", "start the loopback OpenAI-compatible stand-in endpoint"),
     "local": ("llm_mesa.local_server", "start a real small model (llama.cpp + Gemma 3 270M) on loopback"),
     "viz": ("llm_mesa.visualization.cli", "open the Solara explorer"),
+    "analyze": ("llm_mesa.analysis.cli", "the studies' statistics over a sweep's results"),
 }
 
 
