@@ -1,0 +1,151 @@
+"""`llm-mesa analyze`: its numbers are those of the games table and of the statistics called directly."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+
+import networkx as nx
+import pandas as pd
+import pytest
+
+from llm_mesa.analysis.cli import _game_graph, default_formula
+from llm_mesa.analysis.statistics import firth_consensus_regression, stubbornness_vs_consensus
+from llm_mesa.models.consensus import ConsensusModel
+from llm_mesa.sweep import read_sweep, run_sweep
+
+CONDITIONS = {
+    "ws-none": {"n": 12, "topology": "ws", "communication": "none"},
+    "cc-local": {"n": 12, "topology": "caveman", "communication": "local"},
+    "ba-global": {"n": 12, "topology": "ba", "communication": "global"},
+}
+FAST = {"max_rounds": 30, "baseline_permutations": 50}
+
+
+def analyze(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "llm_mesa.cli", "analyze", *map(str, args)],
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def sweep_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("analyze") / "sweep"
+    run_sweep(CONDITIONS, "mi-0.2;voter", 6, out, model_options=FAST, tables=("agents",))
+    return out
+
+
+def test_text_report_holds_the_consensus_counts_of_the_games_table(sweep_dir):
+    done = analyze(sweep_dir)
+    assert done.returncode == 0, done.stderr
+    games = read_sweep(sweep_dir)
+    counts = games.groupby(["condition", "policy"])["consensus"].agg(["sum", "count"])
+    block = done.stdout.split("consensus (successes / games):\n")[1].split("\n\n")[0]
+    lines = {line.split()[0]: line.split()[1:] for line in block.splitlines()[2:]}
+    assert block.splitlines()[0].split() == ["mi-0.2", "voter", "all"]
+    assert list(lines) == [*CONDITIONS, "all"]
+    for condition in CONDITIONS:  # columns: mi-0.2, voter, all
+        expected = [f"{int(counts.loc[(condition, p), 'sum'])}/{int(counts.loc[(condition, p), 'count'])}"
+                    for p in ("mi-0.2", "voter")]
+        sub = games[games["condition"] == condition]
+        assert lines[condition] == [*expected, f"{int(sub['consensus'].sum())}/{len(sub)}"]
+    assert lines["all"][-1] == f"{int(games['consensus'].sum())}/{len(games)}"
+    for heading in ("Firth logistic regression", "point-biserial", "Kruskal-Wallis", "Mann-Whitney",
+                    "majority following"):
+        assert heading in done.stdout
+
+
+def test_json_equals_the_statistics_called_directly(sweep_dir, tmp_path):
+    target = tmp_path / "analysis.json"
+    done = analyze(sweep_dir, "--json", "--out", target)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert json.loads(target.read_text()) == report
+    games = read_sweep(sweep_dir)
+
+    counts = games.groupby(["condition", "policy"])["consensus"].agg(["sum", "count"])
+    assert {(r["condition"], r["policy"]): (r["successes"], r["games"]) for r in report["consensus"]} == \
+        {key: (int(row["sum"]), int(row["count"])) for key, row in counts.iterrows()}
+
+    firth = report["firth"]
+    # only what varies enters the default formula: n = 12 everywhere drops out, and is named
+    assert firth["formula"] == default_formula(games)[0] == \
+        "consensus ~ C(topology) * C(communication) + C(policy)"
+    assert firth["single_level_terms_dropped"]["n"] == "12"
+    direct = firth_consensus_regression(games, firth["formula"])
+    assert list(firth["terms"]) == list(direct.table.index)
+    for term, row in direct.table.iterrows():
+        assert firth["terms"][term]["coef"] == pytest.approx(row["coef"], rel=1e-9, abs=1e-12)
+        assert firth["terms"][term]["odds_ratio"] == pytest.approx(row["odds_ratio"], rel=1e-9)
+    assert firth["lr_chi2"] == pytest.approx(direct.lr_chi2) and firth["lr_df"] == direct.lr_df
+
+    stub = stubbornness_vs_consensus(games)
+    assert report["stubbornness_vs_consensus"]["r"] == pytest.approx(stub.r)
+
+    major = report["majority_following"]
+    assert "skipped" not in major and major["games_left_out"] == []
+    # every agent with neighbours, every round but the last, of every game
+    assert major["transitions_total"] == int((games["n"] * games["rounds"]).sum())
+    assert major["slope"] > 0  # both rules follow their neighbourhood
+
+
+def test_transitions_are_capped_by_a_seeded_subsample(sweep_dir):
+    first, again = (json.loads(analyze(sweep_dir, "--json", "--max-transitions", 500).stdout)
+                    for _ in range(2))
+    major = first["majority_following"]
+    assert major["nobs"] == 500 and major["subsample"] == {"rows": 500, "seed": 0}
+    # the same rows each time (the variational fit itself is reproducible to optimiser tolerance only)
+    assert major["empirical"] == again["majority_following"]["empirical"]
+    assert sum(b["n"] for b in major["empirical"]) == 500
+    assert major["slope"] == pytest.approx(again["majority_following"]["slope"], rel=1e-3)
+    other = json.loads(analyze(sweep_dir, "--json", "--max-transitions", 500, "--sample-seed", 1).stdout)
+    assert other["majority_following"]["empirical"] != major["empirical"]
+
+
+@pytest.mark.parametrize("row", [
+    {"topology": "ba", "communication": "global"},
+    {"topology": "er", "communication": "none"},
+    {"topology": "ws", "communication": "local"},
+    {"topology": "caveman", "communication": "none"},
+])
+def test_redrawn_graph_is_the_games_graph(row):
+    for seed in (0, 7):
+        model = ConsensusModel(n=16, policy="stubborn", rng=seed, baseline_permutations=0, **row)
+        graph = _game_graph(pd.Series({**row, "n": 16, "seed": seed}))
+        assert nx.utils.graphs_equal(graph, model.graph)
+
+
+def test_tests_that_cannot_run_are_skipped_with_their_reason(tmp_path):
+    out = tmp_path / "stubborn"  # stubborn agents with 50/50 preferences never agree; no agents table kept
+    run_sweep({k: CONDITIONS[k] for k in ("ws-none", "cc-local")}, "stubborn", 3, out,
+              model_options={"max_rounds": 3, "baseline_permutations": 20})
+    done = analyze(out, "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert "false in all 6 rows" in report["firth"]["skipped"]
+    assert "skipped" in report["stubbornness_vs_consensus"]
+    assert "--tables agents" in report["majority_following"]["skipped"]
+    text = analyze(out).stdout
+    assert text.count("skipped:") == 3
+
+
+@pytest.mark.parametrize("make", ["missing", "not-a-sweep", "bad-formula"])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, sweep_dir, make):
+    if make == "missing":
+        done = analyze(tmp_path / "nowhere")
+    elif make == "not-a-sweep":
+        (tmp_path / "stray.txt").write_text("x")
+        done = analyze(tmp_path)
+    else:
+        done = analyze(sweep_dir, "--formula", "consensus ~ C(no_such_column)")
+    assert done.returncode == 2
+    assert done.stdout == "" and len(done.stderr.strip().splitlines()) == 1
+    assert done.stderr.startswith("llm-mesa analyze: error:")
+
+
+def test_too_few_games_is_bad_input(tmp_path):
+    out = tmp_path / "tiny"
+    run_sweep({"ws-none": CONDITIONS["ws-none"]}, "voter", 2, out, model_options=FAST)
+    done = analyze(out)
+    assert done.returncode == 2 and "2 finished game(s)" in done.stderr
