@@ -59,7 +59,7 @@ from llm_mesa.run_output import package_versions
 from llm_mesa.study_conditions import RULE_CONFIGURATIONS, resolve_conditions
 
 KEY = ("condition", "policy", "seed")
-TABLES = ("rounds", "agents", "messages", "transcript")
+TABLES = ("rounds", "agents", "messages", "transcript", "edges")
 _TRANSPORT_FIELDS = ("base_url", "api_key_env", "concurrency", "timeout", "max_attempts", "price")
 STORE_MODES = ("auto", "record", "replay", "replay-fill", "off")
 #: columns whose values may all be missing in one part: their type is fixed here
@@ -167,6 +167,8 @@ def play_game(task: GameTask, store: StoreOptions | None = None, tables: Sequenc
             df = model.agents_table()
         elif name == "messages":
             df = model.messages_table()
+        elif name == "edges":
+            df = model.graph_table()[1]
         else:
             df = pd.DataFrame(model.transcript)
         out[name] = df.assign(condition=task.condition, policy=task.policy, seed=task.seed)
@@ -579,7 +581,8 @@ def run_sweep(
         games_in_flight: games played at once in threads of each process
             (what LLM sweeps need: their calls overlap on one event loop).
         model_options: keyword arguments added to every condition (e.g. ``max_rounds``).
-        tables: per-game tables to save too: ``rounds``, ``agents``, ``messages``, ``transcript``.
+        tables: per-game tables to save too: ``rounds``, ``agents``, ``messages``, ``transcript``,
+            ``edges`` (saved with ``agents`` anyway).
         endpoint: the base ``Endpoint`` of LLM specs that give no URL.
         store: the SQLite file LLM calls are recorded to (default ``out/calls.sqlite``).
         store_mode: ``auto`` (record; ``replay-fill`` when resuming into an existing
@@ -614,6 +617,8 @@ def run_sweep(
     policy_targets = resolve_policies(policies)
     plan = {label: _plan_policy(label, target, endpoint) for label, target in policy_targets.items()}
     seed_list = resolve_seeds(seeds)
+    if "agents" in tables:  # per-agent rows are read against the network: keep its edges
+        tables = (*tables, "edges")
     tables = tuple(dict.fromkeys(tables))
 
     output = SweepOutput(out)

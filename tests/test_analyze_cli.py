@@ -149,3 +149,15 @@ def test_too_few_games_is_bad_input(tmp_path):
     run_sweep({"ws-none": CONDITIONS["ws-none"]}, "voter", 2, out, model_options=FAST)
     done = analyze(out)
     assert done.returncode == 2 and "2 finished game(s)" in done.stderr
+
+
+def test_saved_edges_give_the_same_transitions_as_redrawn_graphs(sweep_dir):
+    from llm_mesa.analysis.cli import load_edges, load_sweep, sweep_transitions
+
+    games, agents, _ = load_sweep(sweep_dir)
+    edges = load_edges(sweep_dir)
+    assert edges is not None and len(edges) > 0  # a sweep keeping agents keeps each game's edges
+    saved, left_saved = sweep_transitions(games, agents, edges)
+    redrawn, left_redrawn = sweep_transitions(games, agents, None)
+    assert left_saved == [] and left_redrawn == []
+    pd.testing.assert_frame_equal(saved, redrawn)

@@ -106,6 +106,14 @@ def load_sweep(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, pd.DataFrame
     return games, agents, manifest
 
 
+def load_edges(path: str | os.PathLike[str]) -> pd.DataFrame | None:
+    """Each game's edges, when the sweep saved them (it does with the agents table)."""
+    from llm_mesa.sweep import read_sweep
+
+    out = Path(path)
+    return read_sweep(out, "edges") if (out / "edges").is_dir() else None
+
+
 def _ordered(values: pd.Series, preferred: list[str]) -> list[str]:
     present = list(dict.fromkeys(values.astype(str)))
     return [v for v in preferred if v in present] + sorted(v for v in present if v not in preferred)
@@ -188,21 +196,30 @@ def components_part(games: pd.DataFrame) -> dict[str, Any]:
             "mann_whitney_vs_baseline": result.per_condition.to_dict(orient="records")}
 
 
-def _game_graph(row: pd.Series):
-    """The game's graph, redrawn as the model draws it: first from ``random.Random(seed)``.
+def _game_graph(row: pd.Series, edges: pd.DataFrame | None = None):
+    """The game's graph: from the sweep's saved edges, else redrawn as the model draws it.
 
-    ``ConsensusModel`` builds its topology from its stdlib rng before anything
-    else draws from it, so (topology, n, seed) fixes the graph. Custom graphs
-    cannot be redrawn (None).
+    Sweeps that keep the agents table save each game's edges. For older sweeps
+    the graph is redrawn: ``ConsensusModel`` builds its topology from its stdlib
+    rng before anything else draws from it, so (topology, n, seed) fixes it.
+    Custom graphs without saved edges cannot be had (None).
     """
+    import networkx as nx
+
     from llm_mesa.networks import build_topology
 
+    if edges is not None:
+        graph = nx.Graph()
+        graph.add_nodes_from(range(int(row["n"])))
+        graph.add_edges_from(zip(edges["source"].astype(int), edges["target"].astype(int)))
+        return graph
     if str(row["topology"]) not in ("ba", "er", "ws", "caveman"):
         return None
     return build_topology(str(row["topology"]), int(row["n"]), random.Random(int(row["seed"])))
 
 
-def sweep_transitions(games: pd.DataFrame, agents: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+def sweep_transitions(games: pd.DataFrame, agents: pd.DataFrame,
+                      edges: pd.DataFrame | None = None) -> tuple[pd.DataFrame, list[str]]:
     """Majority-following transitions of every game whose graph can be redrawn and checked.
 
     A redrawn graph is checked against the game's own record: the largest
@@ -212,12 +229,14 @@ def sweep_transitions(games: pd.DataFrame, agents: pd.DataFrame) -> tuple[pd.Dat
     from llm_mesa.measures import largest_same_colour_component
 
     by_game = {key: frame for key, frame in agents.groupby(["condition", "policy", "seed"], sort=False)}
+    edges_by_game = ({key: frame for key, frame in edges.groupby(["condition", "policy", "seed"], sort=False)}
+                     if edges is not None else {})
     frames, left_out = [], []
     for _, row in games.iterrows():
         key = (row["condition"], row["policy"], row["seed"])
         name = f"{key[0]}|{key[1]}|{key[2]}"
         rounds = by_game.get(key)
-        graph = _game_graph(row) if rounds is not None else None
+        graph = _game_graph(row, edges_by_game.get(key)) if rounds is not None else None
         if graph is None:
             left_out.append(name)
             continue
@@ -231,12 +250,12 @@ def sweep_transitions(games: pd.DataFrame, agents: pd.DataFrame) -> tuple[pd.Dat
     return transitions, left_out
 
 
-def majority_part(games: pd.DataFrame, agents: pd.DataFrame | None, max_transitions: int,
+def majority_part(games: pd.DataFrame, agents: pd.DataFrame | None, edges: pd.DataFrame | None, max_transitions: int,
                   sample_seed: int) -> dict[str, Any]:
     if agents is None:
         return {"skipped": "the sweep did not keep the agents table; rerun it with --tables agents "
                            "(into a new --out) to measure majority following"}
-    transitions, left_out = sweep_transitions(games, agents)
+    transitions, left_out = sweep_transitions(games, agents, edges)
     part: dict[str, Any] = {"games_left_out": left_out}
     if transitions.empty:
         return {**part, "skipped": "no game's graph could be redrawn (custom graphs?)"}
@@ -286,7 +305,8 @@ def analyze(path: str | os.PathLike[str], formula: str | None = None, *,
         "firth": firth_part(games, formula),
         "stubbornness_vs_consensus": stubbornness_part(games),
         "largest_component": components_part(games),
-        "majority_following": majority_part(games, agents, max_transitions, sample_seed),
+        "majority_following": majority_part(games, agents, load_edges(path) if agents is not None else None,
+                                            max_transitions, sample_seed),
     }
     return _json_ready(report)
 
