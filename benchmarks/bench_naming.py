@@ -2,7 +2,7 @@
 of the minimal naming game, and rounds/s of SIGN with LLM speakers against the loopback
 stand-in (zero latency: the transport's own cost). Medians of a few repeats, one run.
 
-    /tmp/venv/bin/python benchmarks/bench_naming.py [--repeats 5] [--no-llm]
+    python benchmarks/bench_naming.py [--repeats 5] [--no-llm]
 """
 
 from __future__ import annotations
