@@ -17,6 +17,7 @@ from typing import Any
 
 import networkx as nx
 import numpy as np
+import pandas as pd
 from mesa import DataCollector, Model
 from mesa.discrete_space import Network
 
@@ -464,8 +465,6 @@ class ConsensusModel(Model):
 
         With the per-round tables this is all a viewer needs to replay a game.
         """
-        import pandas as pd
-
         nodes = pd.DataFrame({"node": range(self.n), "preference": self.preferences,
                               "x": [self.layout[v][0] for v in range(self.n)],
                               "y": [self.layout[v][1] for v in range(self.n)],
@@ -475,8 +474,6 @@ class ConsensusModel(Model):
 
     def messages_table(self):
         """One row per message sent: round, sender, recipient (None: its audience), text."""
-        import pandas as pd
-
         return pd.DataFrame([{"round": m.round, "sender": m.sender, "to": m.to, "text": m.text}
                              for m in self.message_log], columns=["round", "sender", "to", "text"])
 
