@@ -65,11 +65,6 @@ def blue_share(colours) -> float:
     return float(_codes(colours).mean())
 
 
-def blue_neighbour_counts(graph, colours) -> np.ndarray:
-    """Number of blue neighbours of every node."""
-    return _adj(graph).matrix @ _codes(colours).astype(np.int64)
-
-
 def _component_labels(adj: Adjacency, codes: np.ndarray) -> tuple[int, np.ndarray]:
     keep = codes[adj.src] == codes[adj.dst]
     sub = csr_array((np.ones(int(keep.sum())), (adj.src[keep], adj.dst[keep])), shape=(adj.n, adj.n))

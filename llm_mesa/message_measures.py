@@ -76,10 +76,14 @@ def message_summary(messages: pd.DataFrame, graph: nx.Graph, rounds: int) -> dic
     if messages.empty:
         return {"messages": 0, "private_messages": 0, "distinct_share": None,
                 "template_similarity": None, "relayed_mentions": 0}
+    def mean_or_none(series: pd.Series) -> float | None:
+        value = series.mean()
+        return None if pd.isna(value) else float(value)
+
     return {
         "messages": int(len(messages)),
         "private_messages": int(messages["to"].notna().sum()),
-        "distinct_share": float(distinct_share_per_round(messages).mean()),
-        "template_similarity": float(template_similarity_per_round(messages).mean()),
+        "distinct_share": mean_or_none(distinct_share_per_round(messages)),
+        "template_similarity": mean_or_none(template_similarity_per_round(messages)),
         "relayed_mentions": int(len(relayed_mentions(messages, graph))),
     }

@@ -159,7 +159,9 @@ def make_policy(spec: str | Policy, game: str = "consensus", **overrides: Any) -
         raise PolicyError(f"unknown {game} policy {name!r}; choose one of: {known}")
     try:
         return entry.factory(**kwargs)
-    except TypeError as exc:
+    except PolicyError:
+        raise
+    except (TypeError, ValueError) as exc:
         raise PolicyError(f"bad parameters for policy {name!r}: {exc}") from None
 
 

@@ -24,8 +24,6 @@ def _check_probability(name: str, value: float) -> float:
 @register_policy("majority-inertia", "consensus",
                  "follow the neighbourhood majority; keep own colour with probability inertia")
 class MajorityInertia(Policy):
-    vectorised = True
-
     """Follow the neighbourhood majority, with a bias to keep the current colour.
 
     * With probability ``inertia`` the agent keeps its colour whatever it sees.
@@ -37,9 +35,14 @@ class MajorityInertia(Policy):
       the threshold.
     """
 
+    vectorised = True
+
     def __init__(self, inertia: float = 0.2, threshold: float = 0.5):
         self.inertia = _check_probability("inertia", inertia)
         self.threshold = _check_probability("threshold", threshold)
+        if self.threshold < 0.5:
+            raise PolicyError(f"threshold={self.threshold} must lie in [0.5, 1]: below a majority it would "
+                              "have agents yield to a minority")
 
     def params(self):
         return {"inertia": self.inertia, "threshold": self.threshold}

@@ -53,8 +53,11 @@ def check_output_dir(path: str | Path) -> Path:
     path = Path(path)
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         raise OutputError(f"{str(path)!r} already exists and is not empty; choose a new --out directory")
-    if not path.parent.exists():
-        raise OutputError(f"parent folder of {str(path)!r} does not exist; create it first")
+    for parent in path.parents:  # a parent that is a file can never hold the run
+        if parent.exists():
+            if not parent.is_dir():
+                raise OutputError(f"{str(parent)!r} is a file, so {str(path)!r} cannot be written; choose another --out")
+            break
     return path
 
 
@@ -70,6 +73,7 @@ def write_run(path: str | Path, tables: dict[str, pd.DataFrame], summary: dict[s
               manifest: dict[str, Any]) -> Path:
     """Write tables (Parquet), summary.json and manifest.json into ``path`` atomically."""
     path = check_output_dir(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
     try:
         for name, df in tables.items():

@@ -201,13 +201,34 @@ def _init_worker(blas_threads: int | None) -> None:
 
 
 def _play_batch(tasks: list[GameTask], store: StoreOptions | None, tables: tuple[str, ...],
-                games_in_flight: int) -> list[GameResult]:
-    """A worker's share: a batch of games, ``games_in_flight`` at a time in threads."""
+                games_in_flight: int) -> tuple[list[GameResult], BaseException | None]:
+    """A worker's share: a batch of games, ``games_in_flight`` at a time in threads.
+
+    Returns the games that finished and the first error, so that one failing game
+    never takes the finished games of its batch down with it.
+    """
+    results: list[GameResult] = []
+    error: BaseException | None = None
+
+    def play(task: GameTask) -> GameResult | None:
+        nonlocal error
+        try:
+            return play_game(task, store, tables)
+        except Exception as exc:  # noqa: BLE001  (reported to the parent, after the batch)
+            error = error or exc
+            return None
+
     try:
         if games_in_flight <= 1 or len(tasks) == 1:
-            return [play_game(t, store, tables) for t in tasks]
-        with ThreadPoolExecutor(min(games_in_flight, len(tasks)), thread_name_prefix="game") as pool:
-            return list(pool.map(lambda t: play_game(t, store, tables), tasks))
+            for task in tasks:
+                result = play(task)
+                if result is None:
+                    break  # stop this batch at its first failure, like a sequential sweep
+                results.append(result)
+        else:
+            with ThreadPoolExecutor(min(games_in_flight, len(tasks)), thread_name_prefix="game") as pool:
+                results = [r for r in pool.map(play, tasks) if r is not None]
+        return results, error
     finally:
         _close_process_stores()
 
@@ -228,9 +249,12 @@ def resolve_seeds(seeds: int | str | Iterable[int]) -> list[int]:
             elif "," in text:
                 values = [int(s) for s in text.split(",") if s.strip()]
             else:
-                return resolve_seeds(int(text))
+                values = None
+                count = int(text)
         except ValueError:
             raise SweepError(f"--seeds {seeds!r}: give a count (30), a range (1-30) or a list (1,5,9)") from None
+        if values is None:
+            return resolve_seeds(count)
     elif isinstance(seeds, int):
         if seeds < 1:
             raise SweepError(f"seeds must be at least 1 game per cell (got {seeds})")
@@ -240,6 +264,8 @@ def resolve_seeds(seeds: int | str | Iterable[int]) -> list[int]:
     values = list(dict.fromkeys(values))
     if not values:
         raise SweepError("no seeds given; pass e.g. --seeds 30")
+    if min(values) < 0:
+        raise SweepError(f"seeds must be non-negative integers (got {min(values)})")
     return values
 
 
@@ -726,7 +752,9 @@ def _deliver(done: Iterable[Any], finished: Callable[[Sequence[GameResult]], Non
         if exc is not None:
             error = error or exc
         elif batched:
-            results.extend(future.result())
+            finished_games, batch_error = future.result()
+            results.extend(finished_games)
+            error = error or batch_error
         else:
             results.append(future.result())
     finished(results)

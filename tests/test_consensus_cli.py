@@ -78,3 +78,9 @@ def test_help_documents_every_option():
     text = cli("--help").stdout
     for option in ["--topology", "--n", "--policy", "--assign", "--comm", "--label", "--seed", "--json", "--out"]:
         assert option in text
+
+
+def test_out_creates_missing_parent_folders(tmp_path):
+    out = tmp_path / "runs" / "deep" / "g1"
+    cli("--topology", "ba", "--seed", "2", "--out", str(out))
+    assert (out / "manifest.json").exists()

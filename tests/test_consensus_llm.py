@@ -220,3 +220,14 @@ def test_bad_endpoint_is_one_line_before_the_game(server, tmp_path, args, words)
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and words in lines[0], proc.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_an_undeliverable_private_message_does_not_cost_the_move(server):
+    from llm_mesa.opinions import ConsensusDecision
+    m = ConsensusModel(12, "ws", policy="majority-inertia", communication="local", direct_messages=False, rng=1)
+    agent = m.agents_by_node[0]
+    assert not m.deliverable(agent, ConsensusDecision("blue", message="psst", message_to=agent.neighbour_ids[0]))
+    assert m.deliverable(agent, ConsensusDecision("blue", message="hello all"))
+    m2 = ConsensusModel(12, "ws", policy="majority-inertia", communication="local", direct_messages=True, rng=1)
+    far = next(v for v in range(12) if v not in m2.agents_by_node[0].neighbour_ids and v != 0)
+    assert not m2.deliverable(m2.agents_by_node[0], ConsensusDecision("blue", message="psst", message_to=far))

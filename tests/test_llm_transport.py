@@ -455,3 +455,25 @@ def test_a_round_negotiates_the_dialect_once_not_once_per_agent():
         stats = stand_in.stats()
         assert stats["answered"] == 12
         assert sum(stats["rejected"].values()) == 1  # one refused json_schema call for the whole round
+
+
+def test_a_failing_server_is_probed_once_then_called_concurrently():
+    from llm_mesa.llm.runtime import gather_sync
+    from llm_mesa.loopback.server import LoopbackServer
+
+    with LoopbackServer(latency=0.3) as stand_in:
+        ep = Endpoint(stand_in.base_url, "fixed?text=%7B%7D&p500=1", max_attempts=1)
+        gather_sync([complete(ep, LLMRequest(messages=HELLO, schema=SCHEMA, sample_key=f"a={i}"))
+                     for i in range(8)])
+        # one probe alone, then the other seven together: never one at a time
+        assert stand_in.stats()["max_in_flight"] == 7
+
+
+def test_one_concurrency_limit_per_server_across_its_models():
+    from llm_mesa.llm.runtime import gather_sync
+    from llm_mesa.loopback.server import LoopbackServer
+
+    with LoopbackServer(latency=0.1) as stand_in:
+        eps = [Endpoint(stand_in.base_url, f"fixed?text=m{i}", concurrency=2) for i in range(4)]
+        gather_sync([complete(ep, LLMRequest(messages=HELLO, sample_key=f"k={j}")) for ep in eps for j in range(3)])
+        assert stand_in.stats()["max_in_flight"] == 2

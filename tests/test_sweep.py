@@ -283,3 +283,14 @@ def test_cli_runs_llm_agents_from_the_endpoint_options(tmp_path, capsys):
     assert len(llm_rows) == 2 and int(llm_rows["calls"].sum()) == 36 * int(llm_rows["rounds"].sum()) <= answered
     assert (results[results.policy == "voter"]["calls"] == 0).all()
     assert "llm:model=rule:majority-inertia" in captured.out and (out / "calls.sqlite").exists()
+
+
+def test_a_failing_game_in_a_worker_keeps_the_finished_games_of_its_batch(tmp_path):
+    # spawn workers do not know the test-only policy, so its games fail there;
+    # the voter games played before them in the same batch must still be written
+    out = tmp_path / "s"
+    with pytest.raises(Exception, match="test-fails-at-round"):
+        run_sweep({"ws-none": SMALL["ws-none"]}, "voter;test-fails-at-round:round=3", 2, out,
+                  processes=2, batch_size=100, model_options=FAST)
+    kept = read_sweep(out)
+    assert sorted(kept["seed"]) == [0, 1] and set(kept["policy"]) == {"voter"}

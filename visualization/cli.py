@@ -7,7 +7,7 @@ without a route to a public CDN. Then it starts ``solara run`` on the chosen pag
   llm-mesa viz                      # the consensus game: step, play, reset with new controls
   llm-mesa viz --game naming        # the naming game (SIGN)
   llm-mesa viz --replay runs/cave1  # scrub through a game recorded with llm-mesa consensus --out
-  llm-mesa viz --port 8765 --host 127.0.0.1
+  llm-mesa viz --port 8521 --host 127.0.0.1
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replay", metavar="DIR", type=Path, default=None,
                         help="open the replay viewer on a run directory written by llm-mesa consensus --out DIR")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback)")
-    parser.add_argument("--port", type=int, default=8765, help="port to listen on (default: 8765)")
+    parser.add_argument("--port", type=int, default=8521,
+                        help="port to listen on (default: 8521; the loopback endpoint's `serve` uses 8765)")
     parser.add_argument("--assets-dir", type=Path, default=None,
                         help=f"offline front-end cache (default: ${assets.ASSETS_DIR_ENV} or "
                              f"{assets.default_cache_dir()})")
@@ -77,11 +78,12 @@ def solara_command(args: argparse.Namespace) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     if not 0 < args.port < 65536:
-        raise VizError(f"--port {args.port} is not a TCP port; use e.g. --port 8765")
+        raise VizError(f"--port {args.port} is not a TCP port; use e.g. --port 8521")
     replay_dir = None
     if args.replay is not None:
         from .replay import RecordedGame
         replay_dir = RecordedGame.load(args.replay).path.resolve()  # a bad directory fails here, in one line
+    _check_port_free(args.host, args.port)
     command = solara_command(args)
     cache_dir = assets.use_cache(args.assets_dir, fill_missing=not args.no_fill,
                                  log=lambda text: print(f"llm-mesa viz: {text}", file=sys.stderr))
@@ -92,3 +94,15 @@ def run(args: argparse.Namespace) -> int:
     # replace this process: a signal to `llm-mesa viz` then reaches the server itself
     os.execve(command[0], command, solara_environment(cache_dir, replay_dir))
     return 0  # not reached
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """One clear line, before Solara starts, when the port is taken."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            raise VizError(f"port {port} on {host} is taken ({exc.strerror}); pass another --port") from None

@@ -143,13 +143,15 @@ _RESULT_FIELDS = frozenset(LLMResult.__dataclass_fields__)
 # -- per-loop clients and semaphores ------------------------------------------------------
 
 class _LoopState:
-    __slots__ = ("clients", "semaphores", "routes", "negotiations")
+    __slots__ = ("clients", "semaphores", "routes", "negotiations", "probed")
 
     def __init__(self) -> None:
         self.clients: dict[tuple[str, str], openai.AsyncOpenAI] = {}
         #: (base URL, model) -> lock held by the one call that finds the structured-output dialect
         self.negotiations: dict[tuple[str, str], asyncio.Lock] = {}
-        self.semaphores: dict[tuple[str, str, int], asyncio.Semaphore] = {}
+        #: endpoints whose first schema call has returned (found a dialect or not)
+        self.probed: set[tuple[str, str]] = set()
+        self.semaphores: dict[tuple[str, int], asyncio.Semaphore] = {}
         #: (base URL, key variable, path, timeout) -> prebuilt route, or None: use client.post
         self.routes: dict[tuple[str, str, str, float], "_DirectRoute | None"] = {}
 
@@ -191,7 +193,7 @@ def get_client(endpoint: Endpoint) -> openai.AsyncOpenAI:
 
 def _semaphore(endpoint: Endpoint) -> asyncio.Semaphore:
     state = _loop_state()
-    key = (endpoint.base_url, endpoint.model, endpoint.concurrency)
+    key = (endpoint.base_url, endpoint.concurrency)  # one limit per server, whatever models it serves
     sem = state.semaphores.get(key)
     if sem is None:
         sem = state.semaphores[key] = asyncio.Semaphore(endpoint.concurrency)
@@ -413,11 +415,15 @@ async def _call(endpoint: Endpoint, request: LLMRequest) -> LLMResult:
     """
     if (request.schema is not None and endpoint.dialect == "auto" and endpoint.prompt_mode == "chat"
             and dialects.negotiated_dialect(endpoint) is None):
-        negotiations = _loop_state().negotiations
-        lock = negotiations.setdefault((endpoint.base_url, endpoint.model), asyncio.Lock())
-        async with lock:
-            if dialects.negotiated_dialect(endpoint) is None:
-                return await _send_with_retries(endpoint, request)
+        state = _loop_state()
+        key = (endpoint.base_url, endpoint.model)
+        if key not in state.probed:
+            async with state.negotiations.setdefault(key, asyncio.Lock()):
+                if key not in state.probed and dialects.negotiated_dialect(endpoint) is None:
+                    try:
+                        return await _send_with_retries(endpoint, request)
+                    finally:
+                        state.probed.add(key)  # one probe only: a failing server must not serialise calls
     return await _send_with_retries(endpoint, request)
 
 

@@ -157,7 +157,7 @@ class ResponseStore:
             conn.execute("PRAGMA synchronous=NORMAL")
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open response store {self.path}: {exc}; "
-                             "choose a writable path with --store") from None
+                             "choose a writable path") from None
         return conn
 
     def _connection(self) -> sqlite3.Connection:

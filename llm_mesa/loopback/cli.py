@@ -7,7 +7,7 @@ It is not a language model. The request's model name picks a behaviour, e.g.
 
 Example:
   llm-mesa serve --port 8765 --latency 0.05 --p429 0.02
-  llm-mesa consensus --endpoint http://127.0.0.1:8765/v1 --model rule:majority-inertia
+  llm-mesa consensus --policy llm --base-url http://127.0.0.1:8765/v1 --model rule:majority-inertia
 """
 
 from __future__ import annotations

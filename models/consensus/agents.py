@@ -85,7 +85,7 @@ class ConsensusAgent(FixedAgent):
         if decision.diary is not None:
             self.diary = decision.diary
         new_colour = decision.colour
-        if decision.message and self.model.message_replaces_move and self.model.communication != "none":
+        if self.model.message_replaces_move and self.model.deliverable(self, decision):
             new_colour = self.colour  # a message is sent instead of a move
         self.flipped = new_colour != self.colour
         self.flips += self.flipped

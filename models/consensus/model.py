@@ -122,6 +122,8 @@ class ConsensusModel(Model):
         fast_rules: bool = True,
         rng: int | None = None,
     ) -> None:
+        if isinstance(rng, int) and rng < 0:
+            raise ConsensusConfigError(f"the seed must be a non-negative integer (got {rng})")
         super().__init__(rng=rng)
         self.seed = rng
         if communication not in COMMUNICATION_MODES:
@@ -130,6 +132,8 @@ class ConsensusModel(Model):
             raise ConsensusConfigError(f"unknown label {label!r}; choose llm or human")
         if direct_messages and communication == "none":
             raise ConsensusConfigError("private messages need communication local or global; add --comm local")
+        if baseline_permutations < 0:
+            raise ConsensusConfigError(f"baseline permutations must be >= 0 (got {baseline_permutations}); 0 skips the baseline")
         if max_rounds < 1:
             raise ConsensusConfigError(f"max_rounds must be at least 1 (got {max_rounds})")
         if preferences not in PREFERENCE_DESIGNS:
@@ -330,27 +334,38 @@ class ConsensusModel(Model):
 
     def _deliver_messages(self, decisions) -> None:
         inboxes: dict[int, list[Message]] = {}
+        first_new = len(self.message_log)
         for agent in self.agents_by_node:
             agent.inbox = []
         for agent, decision in zip(self.agents_by_node, decisions):
-            if not decision.message or self.communication == "none":
+            if not self.deliverable(agent, decision):
                 continue
-            text = decision.message
             if decision.message_to is not None:
-                if not self.direct_messages or decision.message_to not in agent.neighbour_ids:
-                    continue  # private messages go only to a neighbour, and only where allowed
                 recipients = [decision.message_to]
             elif self.communication == "local":
                 recipients = list(agent.neighbour_ids)
             else:
                 recipients = [v for v in range(self.n) if v != agent.node]
-            message = Message(sender=agent.node, round=self.round, text=text, to=decision.message_to)
+            message = Message(sender=agent.node, round=self.round, text=decision.message, to=decision.message_to)
             self.message_log.append(message)
             for v in recipients:
                 inboxes.setdefault(v, []).append(message)
         for v, received in inboxes.items():
             self.agents_by_node[v].inbox = received
         self._inbox_by_round[self.round] = inboxes
+        sent = self.message_log[first_new:]
+        self._sent_this_round = (len(sent), sum(m.to is not None for m in sent))
+
+    def deliverable(self, agent: ConsensusAgent, decision) -> bool:
+        """Does this decision's message reach anyone? (Only then does it replace the move.)
+
+        Private messages go only to a neighbour, and only where they are allowed.
+        """
+        if not decision.message or self.communication == "none":
+            return False
+        if decision.message_to is None:
+            return True
+        return self.direct_messages and decision.message_to in agent.neighbour_ids
 
     def messages_received(self, node: int, round_: int) -> list[Message]:
         """Messages that reached ``node`` in round ``round_``."""
@@ -380,8 +395,8 @@ class ConsensusModel(Model):
         self._round_accounting = {
             "calls": round_calls, "prompt_tokens": round_prompt,
             "completion_tokens": round_completion, "cost": round_cost, "failures": round_failures,
-            "messages": sum(1 for m in self.message_log if m.round == self.round),
-            "private_messages": sum(1 for m in self.message_log if m.round == self.round and m.to is not None),
+            "messages": self._sent_this_round[0],
+            "private_messages": self._sent_this_round[1],
         }
 
     def _measure_round(self, before: list[str] | None) -> None:

@@ -104,6 +104,8 @@ class NamingModel(mesa.Model):
                  lexicon_size: int = 12, max_rounds: int = DEFAULT_MAX_ROUNDS,
                  stop_at_consensus: bool = False, convergence_basis: str | None = None,
                  rng: int | None = None):
+        if isinstance(rng, int) and rng < 0:
+            raise NamingConfigError(f"the seed must be a non-negative integer (got {rng})")
         super().__init__(rng=rng)
         self.seed = rng
         self.memory_size = default_memory(mode) if memory is None else memory
