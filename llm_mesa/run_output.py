@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-VERSIONED_PACKAGES = ("llm-mesa", "mesa", "networkx", "numpy", "pandas", "scipy", "openai")
+VERSIONED_PACKAGES = ("llm-mesa", "mesa", "networkx", "numpy", "pandas", "pyarrow", "scipy", "statsmodels", "openai")
 
 
 class OutputError(ValueError):

@@ -15,13 +15,13 @@
 
 from __future__ import annotations
 
-import platform
 from collections import Counter
 from dataclasses import dataclass, field
-from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
+
+from llm_mesa.run_output import package_versions
 
 from .observation import OUTCOMES, name_index
 
@@ -161,13 +161,6 @@ def summary(model: "NamingModel") -> dict[str, Any]:
     return out
 
 
-def _version(package: str) -> str | None:
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return None
-
-
 def manifest(model: "NamingModel") -> dict[str, Any]:
     """Everything needed to rerun and judge the game: parameters, seed, versions, endpoint."""
     from .prompts import TEMPLATE_HASH
@@ -192,7 +185,5 @@ def manifest(model: "NamingModel") -> dict[str, Any]:
         "prompt_template_hash": TEMPLATE_HASH,
         "speakers": speakers,
         "summary": summary(model),
-        "versions": {"python": platform.python_version(),
-                     **{p: _version(p) for p in ("llm-mesa", "mesa", "networkx", "numpy",
-                                                 "pandas", "pyarrow", "openai")}},
+        "versions": package_versions(),
     }
