@@ -46,15 +46,6 @@ def decode_schema(text: str | None, lexicon_size: int = 12) -> str | None:
     return None
 
 
-def schema_rationale(text: str) -> str | None:
-    """The ``| rationale`` part of a schema line, if any (for transcripts)."""
-    for line in text.splitlines():
-        if line.strip():
-            match = SCHEMA_LINE.fullmatch(line.strip())
-            return match.group("rationale") if match else None
-    return None
-
-
 def decode_free_text(text: str | None, lexicon_size: int = 12) -> str | None:
     """The one lexicon name a message names, or None when it names none or several."""
     if not text:
