@@ -7,11 +7,13 @@ step, so an interrupted or failed run never leaves a half-written result.
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import shutil
 import sys
 import tempfile
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -61,11 +63,28 @@ def check_output_dir(path: str | Path) -> Path:
     return path
 
 
-def _to_parquet_safe(df: pd.DataFrame) -> pd.DataFrame:
+def parquet_ready(df: pd.DataFrame, types: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Columns Parquet can hold with stable types: lists and dicts as JSON, strings as strings.
+
+    ``types`` fixes the type of columns whose values may all be missing in one
+    table (a sweep writes many parts that must agree).
+    """
+    types = types or {}
     df = df.copy()
     for col in df.columns:
-        if df[col].dtype == object and df[col].map(lambda v: isinstance(v, (list, dict, tuple))).any():
-            df[col] = df[col].map(lambda v: json.dumps(v, default=str))
+        if col in types:
+            kind = types[col]
+            if kind == "string":
+                df[col] = df[col].map(lambda v: None if v is None or (isinstance(v, float) and math.isnan(v))
+                                      else str(v)).astype("string")
+            else:
+                df[col] = df[col].astype(kind)
+        elif df[col].dtype == object:
+            values = df[col].dropna()
+            if values.map(lambda v: isinstance(v, (list, tuple, dict))).any():
+                df[col] = df[col].map(lambda v: json.dumps(v, default=str) if v is not None else None).astype("string")
+            elif values.map(lambda v: isinstance(v, str)).all():
+                df[col] = df[col].astype("string")
     return df
 
 
@@ -77,7 +96,7 @@ def write_run(path: str | Path, tables: dict[str, pd.DataFrame], summary: dict[s
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
     try:
         for name, df in tables.items():
-            _to_parquet_safe(df).to_parquet(staging / f"{name}.parquet", index=False)
+            parquet_ready(df).to_parquet(staging / f"{name}.parquet", index=False)
         (staging / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n")
         if path.exists():

@@ -55,7 +55,7 @@ from typing import Any
 import pandas as pd
 
 from llm_mesa.policy import PolicyError, make_policy, parse_policy_spec
-from llm_mesa.run_output import package_versions
+from llm_mesa.run_output import package_versions, parquet_ready
 from llm_mesa.study_conditions import RULE_CONFIGURATIONS, resolve_conditions
 
 KEY = ("condition", "policy", "seed")
@@ -351,26 +351,6 @@ def _grid_policy_entry(spec: str, endpoint: Any) -> Any:
 # --- output --------------------------------------------------------------------------
 
 
-def _parquet_ready(df: pd.DataFrame) -> pd.DataFrame:
-    """Stable column types across parts: lists as JSON, known nullable columns typed."""
-    df = df.copy()
-    for col in df.columns:
-        if col in _NULLABLE_TYPES:
-            kind = _NULLABLE_TYPES[col]
-            if kind == "string":
-                df[col] = df[col].map(lambda v: None if v is None or (isinstance(v, float) and math.isnan(v))
-                                      else str(v)).astype("string")
-            else:
-                df[col] = df[col].astype(kind)
-        elif df[col].dtype == object:
-            values = df[col].dropna()
-            if values.map(lambda v: isinstance(v, (list, tuple, dict))).any():
-                df[col] = df[col].map(lambda v: json.dumps(v, default=str) if v is not None else None).astype("string")
-            elif values.map(lambda v: isinstance(v, str)).all():
-                df[col] = df[col].astype("string")
-    return df
-
-
 _ARROW_TYPES = {"string": "string", "boolean": "bool", "float64": "float64", "Int64": "int64"}
 
 
@@ -397,7 +377,7 @@ def _write_atomic(path: Path, data: pd.DataFrame | Sequence[dict[str, Any]]) -> 
     os.close(fd)
     try:
         if isinstance(data, pd.DataFrame):
-            _parquet_ready(data).to_parquet(tmp, index=False)
+            parquet_ready(data, _NULLABLE_TYPES).to_parquet(tmp, index=False)
         else:
             pq.write_table(_rows_table(data), tmp)
         os.replace(tmp, path)
