@@ -501,7 +501,7 @@ class ConsensusModel(Model):
             0.0 if not consensus else (self.payoff_preferred if p == winner else self.payoff_other)
             for p in self.preferences
         ]
-        size, colour = measures.largest_same_colour_component(self.adjacency, colours)
+        size, colour = self._round_stats["largest_component"], self._round_stats["largest_component_colour"]
         baseline = None
         if self.baseline_permutations:
             stream = np.random.default_rng(np.random.SeedSequence(
