@@ -83,7 +83,7 @@ def parquet_ready(df: pd.DataFrame, types: Mapping[str, str] | None = None) -> p
             values = df[col].dropna()
             if values.map(lambda v: isinstance(v, (list, tuple, dict))).any():
                 df[col] = df[col].map(lambda v: json.dumps(v, default=str) if v is not None else None).astype("string")
-            elif values.map(lambda v: isinstance(v, str)).all():
+            elif len(values) and values.map(lambda v: isinstance(v, str)).all():
                 df[col] = df[col].astype("string")
     return df
 
