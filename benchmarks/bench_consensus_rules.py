@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from llm_mesa.models.consensus import ConsensusModel
-from llm_mesa.study_conditions import RULE_CONFIGURATIONS, STUDY_CONDITIONS
+from llm_mesa.models.consensus.conditions import RULE_CONFIGURATIONS, STUDY_CONDITIONS
 from llm_mesa.sweep import limit_blas_threads, run_sweep
 
 INERTIA = 0.2
@@ -133,7 +133,7 @@ def bench_grid(quick: bool, seeds: int = 30) -> dict:
         wall = time.perf_counter() - t0
     games = result.played
     full_games = len(STUDY_CONDITIONS) * len(RULE_CONFIGURATIONS) * seeds
-    table = result.consensus_table()
+    table = result.headline()
     return {"games": games, "wall_s": wall, "per_game_s": wall / games,
             "projected_s": wall / games * full_games, "full_games": full_games,
             "projected": quick, "table": table}
@@ -178,7 +178,7 @@ def main() -> None:
         print(f"  played {grid['games']} games in {grid['wall_s']:.1f} s ({grid['per_game_s'] * 1000:.0f} ms per game); "
               f"full grid {grid['projected_s'] / 60:.1f} min ({kind})")
         print("consensus (successes / games):")
-        print(grid["table"].to_string())
+        print(grid["table"])
 
 
 if __name__ == "__main__":

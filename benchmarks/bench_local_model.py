@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 
 import openai
 
-from llm_mesa.llm.consensus_prompt import ConsensusPrompt, answer_schema
+from llm_mesa.models.consensus.prompt import ConsensusPrompt, answer_schema
 from llm_mesa.local_server import MODEL_ALIAS, LocalModelServer
-from llm_mesa.opinions import COLOURS, ConsensusObservation, Message, RoundRecord
+from llm_mesa.models.consensus.observation import COLOURS, ConsensusObservation, Message, RoundRecord
 
 CONSENSUS_GRID_DECISIONS = 11 * 30 * 50 * 36   # conditions x reps x max rounds x agents
 SIGN_CELL_DECISIONS = 300 * 12                  # 300 rounds x 12 speakers (pairing "all", N = 12)

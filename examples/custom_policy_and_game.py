@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import mesa
 
 from llm_mesa.models.consensus import ConsensusModel
-from llm_mesa.opinions import ConsensusDecision, other
+from llm_mesa.models.consensus.observation import ConsensusDecision, other
 from llm_mesa.policy import Policy, make_policy, register_policy
 from llm_mesa.rounds import decide_all
 

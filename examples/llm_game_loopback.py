@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from llm_mesa.llm import Endpoint, ResponseStore
-from llm_mesa.llm.consensus_policy import LLMConsensusPolicy
+from llm_mesa.models.consensus.llm_policy import LLMConsensusPolicy
 from llm_mesa.loopback import LoopbackServer
 from llm_mesa.models.consensus import ConsensusModel
 

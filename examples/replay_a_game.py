@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from llm_mesa.llm import Endpoint, ResponseStore, Usage
-from llm_mesa.llm.consensus_policy import LLMConsensusPolicy
+from llm_mesa.models.consensus.llm_policy import LLMConsensusPolicy
 from llm_mesa.loopback import LoopbackServer
 from llm_mesa.models.consensus import ConsensusModel
 

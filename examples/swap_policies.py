@@ -11,7 +11,7 @@ real LLM agents instead.
 """
 
 from llm_mesa.llm import Endpoint
-from llm_mesa.llm.consensus_policy import LLMConsensusPolicy
+from llm_mesa.models.consensus.llm_policy import LLMConsensusPolicy
 from llm_mesa.loopback import LoopbackServer
 from llm_mesa.models.consensus import ConsensusModel
 

@@ -26,8 +26,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from llm_mesa.study_conditions import RULE_CONFIGURATIONS, STUDY_CONDITIONS
-from llm_mesa.sweep import format_consensus_table, read_sweep, run_sweep
+from llm_mesa.models.consensus.conditions import RULE_CONFIGURATIONS, STUDY_CONDITIONS
+from llm_mesa.sweep import read_sweep, run_sweep
 
 
 def main() -> None:
@@ -46,7 +46,7 @@ def main() -> None:
                        processes=args.processes, progress=progress)
     print(f"{result.played} games played, {result.skipped} already present")
     print("consensus (successes / games):")
-    print(format_consensus_table(result.consensus_table()))
+    print(result.headline())
 
     # The results are a tidy table: one row per game, keyed by condition, policy, seed.
     games = read_sweep(args.out)

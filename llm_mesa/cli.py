@@ -12,15 +12,26 @@ import importlib
 import os
 import sys
 
-SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "consensus": ("llm_mesa.models.consensus.cli", "play the network consensus game"),
-    "naming": ("llm_mesa.models.naming.cli", "play the SIGN naming game"),
-    "sweep": ("llm_mesa.sweep_cli", "run a parameter sweep, appending results to Parquet"),
+#: the core's own subcommands; each installed game adds its own (``Game.cli_module``)
+CORE_SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "sweep": ("llm_mesa.sweep.cli", "run a parameter sweep of any game, appending results to Parquet"),
     "serve": ("llm_mesa.loopback.cli", "start the loopback OpenAI-compatible stand-in endpoint"),
     "local": ("llm_mesa.local_server", "start a real small model (llama.cpp + Gemma 3 270M) on loopback"),
     "viz": ("llm_mesa.visualization.cli", "open the Solara explorer"),
     "analyze": ("llm_mesa.analysis.cli", "the studies' statistics over a sweep's results"),
 }
+
+
+def subcommands() -> dict[str, tuple[str, str]]:
+    """Every subcommand: one per installed game (found through the game registry), then the core's."""
+    from llm_mesa.games import game_names, get_game
+
+    games = {}
+    for name in game_names():
+        game = get_game(name)
+        if game.cli_module:
+            games[name] = (game.cli_module, f"play {game.summary}")
+    return {**games, **CORE_SUBCOMMANDS}
 
 
 class UsageError(ValueError):
@@ -32,7 +43,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="llm-mesa", description="Networks of LLM and rule agents on Mesa.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name, (module_name, help_text) in SUBCOMMANDS.items():
+    for name, (module_name, help_text) in subcommands().items():
         if command is not None and name != command:
             sub.add_parser(name, help=help_text)
             continue
@@ -51,7 +62,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    command = argv[0] if argv and argv[0] in SUBCOMMANDS else None
+    command = argv[0] if argv and argv[0] in subcommands() else None
     parser = build_parser(command)
     args = parser.parse_args(argv)
     try:

@@ -30,8 +30,8 @@ class Policy:
 
     #: registry name, e.g. ``"majority-inertia"``
     name: ClassVar[str] = "policy"
-    #: the game this policy plays (``"consensus"`` or ``"naming"``)
-    game: ClassVar[str] = "consensus"
+    #: the game this policy plays (set by ``register_policy``)
+    game: ClassVar[str] = ""
     #: True when decisions come from ``adecide`` (network-bound policies)
     is_async: ClassVar[bool] = False
     #: True when the policy reads the round history (built only when needed)
@@ -97,25 +97,18 @@ def register_policy(name: str, game: str, summary: str = ""):
     return wrap
 
 
-# Policies whose modules are heavy (the LLM policy imports openai) are listed
-# here by name and imported only when asked for.
-_LAZY: dict[str, tuple[str, str, str]] = {
-    "llm": ("llm_mesa.llm.consensus_policy", "consensus",
-            "an LLM agent behind any OpenAI-compatible endpoint"),
-}
-# Modules registering each game's built-in policies.
-_GAME_MODULES: dict[str, str] = {
-    "consensus": "llm_mesa.rule_policies",
-    "naming": "llm_mesa.models.naming.speakers",
-}
-
-
 def available_policies(game: str | None = None) -> dict[str, str]:
     """Registered policy names (for one game, or all) with their one-line summary."""
-    for g in ([game] if game else list(_GAME_MODULES)):
+    from llm_mesa.games import game_names, get_game
+
+    games = [game] if game else game_names()
+    names: dict[str, str] = {}
+    for g in games:
         _load_game(g)
-    names = {n: e.summary for (g, n), e in _REGISTRY.items() if game in (None, g)}
-    names.update({n: summary for n, (_, g, summary) in _LAZY.items() if game in (None, g) and n not in names})
+        names.update({n: e.summary for (eg, n), e in _REGISTRY.items() if eg == g})
+        if g in game_names():
+            for n, (_, summary) in get_game(g).lazy_policies.items():
+                names.setdefault(n, summary)
     return dict(sorted(names.items()))
 
 
@@ -144,15 +137,19 @@ def parse_policy_spec(spec: str) -> tuple[str, dict[str, Any]]:
     return name.strip(), kwargs
 
 
-def make_policy(spec: str | Policy, game: str = "consensus", **overrides: Any) -> Policy:
+def make_policy(spec: str | Policy, game: str, **overrides: Any) -> Policy:
     """Build a policy from a registry spec string (or pass a policy through)."""
     if isinstance(spec, Policy):
         return spec
     name, kwargs = parse_policy_spec(spec)
     kwargs.update(overrides)
+    from llm_mesa.games import game_names, get_game
+
     _load_game(game)
-    if name in _LAZY and _LAZY[name][1] == game and (game, name) not in _REGISTRY:
-        importlib.import_module(_LAZY[name][0])
+    if (game, name) not in _REGISTRY and game in game_names():
+        lazy = get_game(game).lazy_policies.get(name)
+        if lazy is not None:
+            importlib.import_module(lazy[0])
     entry = _REGISTRY.get((game, name))
     if entry is None:
         known = ", ".join(available_policies(game))
@@ -166,6 +163,11 @@ def make_policy(spec: str | Policy, game: str = "consensus", **overrides: Any) -
 
 
 def _load_game(game: str) -> None:
-    module = _GAME_MODULES.get(game)
-    if module:
-        importlib.import_module(module)
+    """Import the game's rule policies (through the game registry: the core names no game).
+
+    A game defined in a script (not installed) registers its policies itself.
+    """
+    from llm_mesa.games import game_names, get_game
+
+    if game in game_names():
+        get_game(game).load_policies()

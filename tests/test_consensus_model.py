@@ -6,7 +6,7 @@ import pytest
 from mesa import batch_run
 
 from llm_mesa.models.consensus import ConsensusConfigError, ConsensusModel
-from llm_mesa.networks import NetworkError, build_topology, caveman_shape
+from llm_mesa.graphs import NetworkError, build_topology, caveman_shape
 from llm_mesa.policy import PolicyError
 
 
@@ -95,7 +95,7 @@ def test_bad_input_is_named(kwargs, error, match):
 def test_graphml_file_round_trip(tmp_path):
     import networkx as nx
 
-    from llm_mesa.networks import load_graph
+    from llm_mesa.graphs import load_graph
     g = nx.relabel_nodes(nx.petersen_graph(), {v: f"n{v}" for v in range(10)})
     nx.write_graphml(g, tmp_path / "p.graphml")
     loaded = load_graph(tmp_path / "p.graphml")
@@ -108,7 +108,7 @@ def test_graphml_file_round_trip(tmp_path):
 def test_unreadable_graph_file_is_named(tmp_path):
     bad = tmp_path / "bad.graphml"
     bad.write_text("<graphml><not closed")
-    from llm_mesa.networks import load_graph
+    from llm_mesa.graphs import load_graph
     with pytest.raises(NetworkError, match="cannot read graph file"):
         load_graph(bad)
 

@@ -14,7 +14,7 @@ import json
 import networkx as nx
 import pytest
 
-from llm_mesa import measures
+from llm_mesa.models.consensus import measures
 from llm_mesa.cli import main
 from llm_mesa.models.consensus import ConsensusModel
 from llm_mesa.visualization import cli as viz_cli

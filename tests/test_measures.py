@@ -4,7 +4,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from llm_mesa import measures
+from llm_mesa.models.consensus import measures
 
 
 def test_components_on_a_path():

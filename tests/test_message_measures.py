@@ -3,7 +3,7 @@
 import networkx as nx
 import pandas as pd
 
-from llm_mesa import message_measures as mm
+from llm_mesa.models.consensus import messages as mm
 
 
 def table(rows):

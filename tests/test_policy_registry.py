@@ -13,13 +13,13 @@ def test_specs_parse_into_names_and_typed_parameters():
 
 
 def test_a_spec_round_trips():
-    policy = make_policy("majority-inertia:inertia=0.3,threshold=0.7")
-    assert make_policy(policy.spec()).params() == policy.params()
+    policy = make_policy("majority-inertia:inertia=0.3,threshold=0.7", "consensus")
+    assert make_policy(policy.spec(), "consensus").params() == policy.params()
 
 
 def test_each_game_keeps_its_own_llm_policy():
     import llm_mesa.models.naming.speakers  # noqa: F401  registers the naming game's "llm"
-    from llm_mesa.llm.consensus_policy import LLMConsensusPolicy
+    from llm_mesa.models.consensus.llm_policy import LLMConsensusPolicy
     policy = make_policy("llm:base_url=http://127.0.0.1:9/v1,model=m", game="consensus")
     assert isinstance(policy, LLMConsensusPolicy)
     assert "llm" in available_policies("consensus") and "llm" in available_policies("naming")

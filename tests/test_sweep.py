@@ -9,24 +9,25 @@ import pytest
 from llm_mesa.cli import main
 from llm_mesa.loopback.server import LoopbackServer
 from llm_mesa.models.consensus import ConsensusModel
-from llm_mesa.opinions import ConsensusDecision
+from llm_mesa.models.consensus.observation import ConsensusDecision
 from llm_mesa.policy import Policy, register_policy
-from llm_mesa.study_conditions import (
+from llm_mesa.models.consensus.conditions import (
     EXTRA_CONDITIONS,
     RULE_CONFIGURATIONS,
     STUDY_CONDITIONS,
     ConditionError,
     resolve_conditions,
 )
-from llm_mesa.sweep import (
-    SweepError,
-    consensus_table,
-    policy_label,
-    read_sweep,
-    resolve_policies,
-    resolve_seeds,
-    run_sweep,
-)
+from llm_mesa.games import get_game
+from llm_mesa.models.consensus.tables import consensus_table
+from llm_mesa.sweep import SweepError, policy_label, read_sweep, resolve_seeds, run_sweep
+
+
+def resolve_policies(policies):
+    return _resolve_policies(get_game("consensus"), policies)
+
+
+from llm_mesa.sweep import resolve_policies as _resolve_policies  # noqa: E402
 
 # Small games (12 agents, few rounds) keep the file fast; the runner is what is tested.
 SMALL = {

@@ -6,7 +6,7 @@ or ``solara run llm_mesa.visualization.app`` once the asset cache is filled and
 
 This module only draws: the game, its measures (local agreement, same-colour
 components, pseudo-equilibrium, flippers) and its accounting all come from
-``llm_mesa.models.consensus`` and ``llm_mesa.measures``.
+``llm_mesa.models.consensus`` and ``llm_mesa.models.consensus.measures``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from mesa.visualization.utils import update_counter
 
 from llm_mesa.visualization.builtin_endpoint import BUILTIN, resolve_endpoint
 
-from llm_mesa import measures
+from llm_mesa.models.consensus import measures
 from llm_mesa.models.consensus import ConsensusModel
 from llm_mesa.policy import available_policies
 

@@ -16,7 +16,7 @@ import solara
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from llm_mesa import measures
+from llm_mesa.models.consensus import measures
 
 COLOUR_HEX = {"red": "#d62728", "blue": "#1f77b4"}
 #: The per-round measures plotted under the network (column -> title).

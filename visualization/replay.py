@@ -5,7 +5,7 @@
 network with its layout (``nodes.parquet``, ``edges.parquet``), the messages, the
 summary and manifest, and for LLM games the transcript. That is all the viewer
 needs: it calls no endpoint and plays no game logic; the few quantities not stored
-per round (who is locally satisfied) come from ``llm_mesa.measures``.
+per round (who is locally satisfied) come from ``llm_mesa.models.consensus.measures``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import networkx as nx
 import pandas as pd
 from matplotlib.figure import Figure
 
-from llm_mesa import measures
+from llm_mesa.models.consensus import measures
 
 from .network_view import draw_network
 

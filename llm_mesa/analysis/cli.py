@@ -206,7 +206,7 @@ def _game_graph(row: pd.Series, edges: pd.DataFrame | None = None):
     """
     import networkx as nx
 
-    from llm_mesa.networks import build_topology
+    from llm_mesa.graphs import build_topology
 
     if edges is not None:
         graph = nx.Graph()
@@ -226,7 +226,7 @@ def sweep_transitions(games: pd.DataFrame, agents: pd.DataFrame,
     same-colour component of the final colours on it must equal the game's
     ``largest_component``; a game that fails the check is left out and named.
     """
-    from llm_mesa.measures import largest_same_colour_component
+    from llm_mesa.models.consensus.measures import largest_same_colour_component
 
     by_game = {key: frame for key, frame in agents.groupby(["condition", "policy", "seed"], sort=False)}
     edges_by_game = ({key: frame for key, frame in edges.groupby(["condition", "policy", "seed"], sort=False)}

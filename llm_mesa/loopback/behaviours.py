@@ -36,7 +36,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from llm_mesa.loopback.faults import FaultSettings, LoopbackError
-from llm_mesa.opinions import ConsensusObservation
+from llm_mesa.models.consensus.observation import ConsensusObservation
 from llm_mesa.policy import Policy, PolicyError, available_policies, make_policy
 
 # ---------------------------------------------------------------- tokens

@@ -1,6 +1,27 @@
-"""The network consensus game of the first study, on Mesa."""
+"""The network consensus game of the first study, on Mesa.
 
-from .agents import ConsensusAgent
-from .model import ROUND_COLUMNS, ConsensusConfigError, ConsensusModel
+Imports are lazy: the core finds the game through ``game.py`` without loading
+Mesa models, and ``from llm_mesa.models.consensus import ConsensusModel`` still works.
+"""
 
-__all__ = ["ConsensusAgent", "ConsensusConfigError", "ConsensusModel", "ROUND_COLUMNS"]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "ConsensusAgent": ".agents",
+    "ConsensusConfigError": ".model",
+    "ConsensusModel": ".model",
+    "ROUND_COLUMNS": ".model",
+    "GAME": ".game",
+    "PARAMETERS": ".game",
+}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from mesa.discrete_space import FixedAgent
 
-from llm_mesa.opinions import ConsensusDecision, ConsensusObservation, Message, RoundRecord
+from .observation import ConsensusDecision, ConsensusObservation, Message, RoundRecord
 from llm_mesa.policy import Policy
+from llm_mesa.rounds import PolicyAgent
 
 HISTORY_ROUNDS = 10  # rounds of history an LLM agent is shown (the study's cut)
 
 
-class ConsensusAgent(FixedAgent):
+class ConsensusAgent(FixedAgent, PolicyAgent):
     """One player: a preferred colour, a current colour and a policy.
 
     Its step is split in two so that rounds are synchronous: ``observe`` (the

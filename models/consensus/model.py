@@ -21,22 +21,15 @@ import pandas as pd
 from mesa import DataCollector, Model
 from mesa.discrete_space import Network
 
-from llm_mesa import measures
-from llm_mesa.message_measures import message_summary
-from llm_mesa.networks import (
-    PREFERENCE_DESIGNS,
-    NetworkError,
-    assign_preferences,
-    build_topology,
-    highest_degree_nodes,
-    normalise_graph,
-    seeded_layout,
-)
-from llm_mesa.opinions import COLOURS, ConsensusDecision, Message, colour_code
+from llm_mesa.graphs import NetworkError, build_topology, highest_degree_nodes, normalise_graph, seeded_layout
 from llm_mesa.policy import Policy, PolicyError, make_policy
-from llm_mesa.rounds import decide_all
+from llm_mesa.rounds import play_round
 
+from . import measures
 from .agents import ConsensusAgent
+from .messages import message_summary
+from .observation import COLOURS, ConsensusDecision, Message, colour_code
+from .preferences import PREFERENCE_DESIGNS, assign_preferences
 
 COMMUNICATION_MODES = ("none", "local", "global")
 LABELS = ("llm", "human")
@@ -58,7 +51,7 @@ class ConsensusModel(Model):
 
     Args:
         n: number of agents (ignored when ``graph`` is given).
-        topology: ``er``, ``ba``, ``ws`` or ``caveman`` (see ``llm_mesa.networks``).
+        topology: ``er``, ``ba``, ``ws`` or ``caveman`` (see ``llm_mesa.graphs``).
         graph: a networkx graph to play on instead of a drawn topology.
         policy: the default policy of every agent (a registry spec or a Policy).
         assign: per-agent exceptions to ``policy``: a mapping of selector to
@@ -255,19 +248,19 @@ class ConsensusModel(Model):
         return colours
 
     def _policies(self, default: PolicyLike, assign: Assignment | None, prefs: list[str]) -> list[Policy]:
-        base = make_policy(default)
+        base = make_policy(default, "consensus")
         policies: list[Policy] = [base] * self.n
         if assign is None:
             return policies
         if callable(assign):
-            return [make_policy(assign(self, v)) for v in range(self.n)]
+            return [make_policy(assign(self, v), "consensus") for v in range(self.n)]
         if not isinstance(assign, Mapping):
             specs = list(assign)
             if len(specs) != self.n:
                 raise ConsensusConfigError(f"a per-node policy list needs {self.n} entries (got {len(specs)})")
-            return [make_policy(s) for s in specs]
+            return [make_policy(s, "consensus") for s in specs]
         for selector, spec in assign.items():
-            chosen = make_policy(spec)
+            chosen = make_policy(spec, "consensus")
             for v in self._select(selector, prefs):
                 policies[v] = chosen
         return policies
@@ -311,7 +304,7 @@ class ConsensusModel(Model):
             chosen = self._vector_policy.decide_vector(codes, self._preference_codes, self.adjacency, self.random)
             decisions = [_RULE_DECISIONS[c] for c in chosen.tolist()]
         else:
-            decisions = decide_all([(a.policy, a.observe()) for a in agents], self.random)
+            decisions = play_round(agents, self.random, advance=False)
         for agent, decision in zip(agents, decisions):
             agent.pending = decision
             if decision.outcome:

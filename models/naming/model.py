@@ -30,6 +30,7 @@ from typing import Any
 import mesa
 
 from llm_mesa.policy import Policy, PolicyError, make_policy
+from llm_mesa.rounds import PolicyAgent, play_round
 
 from . import metrics
 from .observation import (MODES, OUTCOMES, NamingConfigError, NamingObservation, Utterance,
@@ -63,13 +64,13 @@ def next_name(current: str, own_said: str | None, partner_said: str | None,
     return memory_majority(memory) or current
 
 
-class NamingAgent(mesa.Agent):
-    """One player: a current name, a window of partner names, and a speaker."""
+class NamingAgent(PolicyAgent):
+    """One player: a current name, a window of partner names, and a speaker (its policy)."""
 
     def __init__(self, model: "NamingModel", name: str, speaker: Policy, memory_size: int):
         super().__init__(model)
         self.name = name
-        self.speaker = speaker
+        self.policy = speaker
         self.memory: deque[str] = deque(maxlen=memory_size)
         self.memory_size = memory_size
         self.utterance: Utterance | None = None
@@ -80,6 +81,18 @@ class NamingAgent(mesa.Agent):
         model = self.model
         return NamingObservation(self.unique_id, model.steps, self.name, model.mode,
                                  model.lexicon, tuple(self.memory), game_key=model.game_key)
+
+    @property
+    def speaker(self) -> Policy:
+        return self.policy
+
+    def advance(self) -> None:
+        """The SIGN update, once both partners have spoken (their utterances are ``pending``)."""
+        said, heard = self.pending.name, self.partner.pending.name
+        self.utterance = self.pending
+        self.last_said = said
+        self.remember(heard)
+        self.name = next_name(self.name, said, heard, self.memory, self.model.adopts(said, heard))
 
     def remember(self, heard: str | None) -> None:
         """Record a partner's decoded name; K = 0 keeps nothing, None is never kept."""
@@ -161,44 +174,20 @@ class NamingModel(mesa.Model):
         self.random.shuffle(order)
         return [(order[i], order[i + 1]) for i in range(0, len(order) - 1, 2)]
 
-    def speak(self, speakers: list[NamingAgent]) -> list[Utterance]:
-        """Every speaker's utterance: rule speakers at once, LLM speakers gathered together."""
-        results: list[Utterance | None] = [None] * len(speakers)
-        pending: list[tuple[int, Any]] = []
-        for i, agent in enumerate(speakers):
-            if agent.speaker.is_async:
-                pending.append((i, agent.speaker.adecide(agent.observe(), self.random)))
-            else:
-                results[i] = agent.speaker.decide(agent.observe(), self.random)
-        if pending:
-            from llm_mesa.llm.runtime import gather_sync
-            for (i, _), utterance in zip(pending, gather_sync([c for _, c in pending])):
-                results[i] = utterance
-        return [u for u in results if u is not None]
-
     def step(self) -> None:
         pairs = self.draw_pairs()
         speakers = [agent for pair in pairs for agent in pair]
         for agent in self.players:
-            agent.utterance = None
-            agent.partner = None
-        for agent, utterance in zip(speakers, self.speak(speakers)):
-            agent.utterance = utterance
-            agent.last_said = utterance.name
+            agent.utterance = agent.pending = agent.partner = None
         for a, b in pairs:
             a.partner, b.partner = b, a
-            said_a, said_b = a.utterance.name, b.utterance.name
-            a.remember(said_b)
-            b.remember(said_a)
-            new_a = next_name(a.name, said_a, said_b, a.memory, self._adopts(said_a, said_b))
-            new_b = next_name(b.name, said_b, said_a, b.memory, self._adopts(said_b, said_a))
-            a.name, b.name = new_a, new_b
+        play_round(speakers, self.random)  # all speak (LLM calls together), then all update
         self.round_stats = metrics.round_stats(self, speakers, len(pairs))
         self.datacollector.collect(self)
         if self.steps >= self.max_rounds or (self.stop_at_consensus and self.round_stats["held_share"] == 1.0):
             self.running = False
 
-    def _adopts(self, own: str | None, partner: str | None) -> bool:
+    def adopts(self, own: str | None, partner: str | None) -> bool:
         if partner is None or (own is not None and own == partner):
             return False
         return self.random.random() < self.alpha

@@ -1,7 +1,8 @@
-"""Run a sweep of the consensus game: conditions x policies x seeds, resumable.
+"""Run a sweep of any game: conditions x axes x policies x seeds, resumable.
 
 Examples:
   llm-mesa sweep --conditions study --policies rules --seeds 30 --out runs/rules --processes 2
+  llm-mesa sweep --game naming --set n=12,24 --set alpha=0.5,0.9 --set speaker=echo --seeds 3 --out runs/sign
   llm-mesa sweep --conditions ba-local,ba-global --policies 'mi-0.2;voter' --seeds 1-10 --out runs/ba.parquet
   llm-mesa sweep --conditions study --policies 'llm:model=qwen2.5-3b' --base-url http://127.0.0.1:8000/v1 \\
       --temperature 0.7 --seeds 30 --out runs/qwen3b --games-in-flight 30 --concurrency 1200
@@ -9,9 +10,11 @@ Examples:
 
 Each finished game is appended to --out at once; rerun the same command to resume
 (games already present are skipped; recorded LLM calls are replayed, not paid twice).
-Policies are separated by ';' (specs contain commas): rule configuration names
-(see --list), 'rules' for all six, registry specs NAME[:k=v,...], or
-'llm[:model=...,temperature=...]' on top of the endpoint options below.
+Policies are separated by ';' (specs contain commas): configuration names
+(see --list), 'rules' for all of the game's rule configurations, registry specs
+NAME[:k=v,...], or 'llm[:model=...,temperature=...]' on top of the endpoint options.
+--set NAME=V1,V2 makes any parameter of the game an axis, crossed with --conditions
+(--set policy=... or, in the naming game, --set speaker=... is the same as --policies).
 """
 
 from __future__ import annotations
@@ -21,40 +24,37 @@ import sys
 import time
 from typing import Any
 
+from llm_mesa.games import Game, game_names, get_game
 from llm_mesa.llm.endpoint import add_endpoint_arguments
 from llm_mesa.policy import parse_policy_spec
-from llm_mesa.study_conditions import ALL_CONDITIONS, CONDITION_GROUPS, RULE_CONFIGURATIONS, describe_condition
-from llm_mesa.sweep import (
-    STORE_MODES,
-    TABLES,
-    SweepError,
-    consensus_table,
-    format_consensus_table,
-    llm_endpoint,
-    resolve_policies,
-    run_sweep,
-)
+from llm_mesa.sweep.engine import STORE_MODES, run_sweep
+from llm_mesa.sweep.grid import llm_endpoint, resolve_policies
+from llm_mesa.sweep.output import SweepError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     grid = parser.add_argument_group("grid")
-    grid.add_argument("--conditions", default="study",
-                      help="a group (" + ", ".join(CONDITION_GROUPS) + ") or condition names, comma-separated "
-                           "(default study: the 11 identified conditions)")
-    grid.add_argument("--policies", default="rules",
-                      help="';'-separated rule configuration names, 'rules' (all six), or policy specs (default rules)")
+    grid.add_argument("--game", default="consensus", choices=game_names(), help="the game to sweep (default consensus)")
+    grid.add_argument("--conditions", default=None,
+                      help="a group or condition names of the game, comma-separated (see --list; default: "
+                           "the study's conditions, or one condition of defaults when --set is given)")
+    grid.add_argument("--set", dest="axes", action="append", default=[], metavar="NAME=V1,V2",
+                      help="make a game parameter an axis of the grid (repeatable), e.g. --set n=12,24")
+    grid.add_argument("--policies", default=None,
+                      help="';'-separated configuration names, 'rules' (all of them), or policy specs (default rules)")
     grid.add_argument("--seeds", default="30", help="a count (30 = seeds 0..29), a range (1-30) or a list (1,5,9)")
-    grid.add_argument("--max-rounds", type=int, help="round limit of every game (default: the study's 50)")
+    grid.add_argument("--max-rounds", type=int, help="round limit of every game (default: the game's own)")
     grid.add_argument("--baseline-permutations", type=int,
-                      help="random recolourings for the largest-component baseline (default 1000)")
-    grid.add_argument("--list", action="store_true", help="list the conditions and rule configurations, then exit")
+                      help="consensus game: random recolourings for the largest-component baseline (default 1000)")
+    grid.add_argument("--list", action="store_true", help="list the game's conditions and rule configurations, then exit")
     run = parser.add_argument_group("execution and output")
     run.add_argument("--out", metavar="DIR|FILE.parquet", help="results: a dataset directory, or one .parquet file")
     run.add_argument("--processes", type=int, default=1, help="worker processes (rule sweeps; default 1)")
     run.add_argument("--games-in-flight", type=int, default=1,
                      help="games played at once in threads per process (LLM sweeps; default 1)")
     run.add_argument("--batch-size", type=int, help="games per task sent to a worker process (default: automatic)")
-    run.add_argument("--tables", default="", help=f"per-game tables to save too, comma-separated: {', '.join(TABLES)}")
+    run.add_argument("--tables", default="", help="per-game tables to save too, comma-separated "
+                     "(consensus: rounds, agents, messages, transcript, edges; naming: rounds)")
     run.add_argument("--store", metavar="FILE", help="SQLite file recording LLM calls (default OUT/calls.sqlite)")
     run.add_argument("--store-mode", choices=STORE_MODES, default="auto",
                      help="auto: record, and replay-fill when resuming (default auto)")
@@ -62,11 +62,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_endpoint_arguments(parser)
 
 
-def list_grid() -> str:
-    lines = ["conditions (groups: " + ", ".join(f"{g} ({len(v)})" for g, v in CONDITION_GROUPS.items()) + "):"]
-    lines += [f"  {name:<24} {describe_condition(kwargs)}" for name, kwargs in ALL_CONDITIONS.items()]
-    lines.append("rule configurations ('rules' = all):")
-    lines += [f"  {name:<24} {spec}" for name, spec in RULE_CONFIGURATIONS.items()]
+def list_grid(game: Game) -> str:
+    lines = [f"{game.name} conditions (groups: "
+             + ", ".join(f"{g} ({len(v)})" for g, v in game.condition_groups.items()) + "):"]
+    lines += [f"  {name:<24} {game.describe(kwargs)}" for name, kwargs in game.conditions.items()]
+    for group, configurations in game.policy_groups.items():
+        lines.append(f"{group} configurations ('{group}' = all):")
+        lines += [f"  {name:<24} {spec}" for name, spec in configurations.items()]
+    lines.append("parameters (--set NAME=V1,V2):")
+    lines += [f"  {p.name:<24} {p.help}" for p in game.parameters if p.sweep]
     return "\n".join(lines)
 
 
@@ -85,10 +89,10 @@ def _endpoint_for(spec: str, args: argparse.Namespace):
     return llm_endpoint("llm" + (":" + rest if rest else ""), base)
 
 
-def build_policies(args: argparse.Namespace) -> dict[str, Any]:
+def build_policies(game: Game, args: argparse.Namespace) -> dict[str, Any]:
     """Labels -> rule specs or Endpoints (LLM specs resolved against the endpoint options)."""
     policies: dict[str, Any] = {}
-    for label, target in resolve_policies(args.policies).items():
+    for label, target in resolve_policies(game, args.policies).items():
         if parse_policy_spec(target)[0] != "llm":
             policies[label] = target
             continue
@@ -102,7 +106,8 @@ def build_policies(args: argparse.Namespace) -> dict[str, Any]:
 class ProgressPrinter:
     """One line per finished game at most every ``interval`` seconds, and the last one."""
 
-    def __init__(self, interval: float = 2.0, stream=sys.stdout) -> None:
+    def __init__(self, game: Game, interval: float = 2.0, stream=sys.stdout) -> None:
+        self.game = game
         self.interval = interval
         self.stream = stream
         self.started = time.perf_counter()
@@ -119,9 +124,8 @@ class ProgressPrinter:
         played = done - self.first_done
         rate = played / max(now - self.started, 1e-9)
         eta = (total - done) / rate if rate > 0 else float("nan")
-        outcome = f"consensus on {row['winner']}" if row["consensus"] else "no consensus"
         print(f"[{done:>6}/{total}] {row['condition']} | {row['policy']} | seed {row['seed']}: "
-              f"{outcome} after {row['rounds']} rounds   {rate:.2f} games/s, ETA {_duration(eta)}",
+              f"{self.game.outcome(row)}   {rate:.2f} games/s, ETA {_duration(eta)}",
               file=self.stream, flush=True)
 
 
@@ -133,14 +137,15 @@ def _duration(seconds: float) -> str:
         f"{seconds // 60}m{seconds % 60:02d}s"
 
 
-def _warn_if_capped(policies: dict[str, Any], args: argparse.Namespace) -> None:
+def _warn_if_capped(game: Game, policies: dict[str, Any], args: argparse.Namespace) -> None:
     """Say when the endpoint's concurrency limit, not the games in flight, bounds the calls."""
-    from llm_mesa.study_conditions import resolve_conditions
+    from llm_mesa.sweep.grid import build_conditions
 
     endpoints = [p for p in policies.values() if not isinstance(p, str)]
     if not endpoints or args.games_in_flight == 1:
         return
-    largest = max(kwargs.get("n", 36) for kwargs in resolve_conditions(args.conditions).values())
+    conditions = build_conditions(game, args.conditions, args.axes)
+    largest = max(kwargs.get("n", game.parameters["n"].default) for kwargs in conditions.values())
     wanted = args.games_in_flight * largest
     limit = min(ep.concurrency for ep in endpoints)
     if limit < wanted:
@@ -149,30 +154,56 @@ def _warn_if_capped(policies: dict[str, Any], args: argparse.Namespace) -> None:
               file=sys.stderr)
 
 
+def _split_policy_axes(game: Game, args: argparse.Namespace) -> None:
+    """``--set policy=...`` (``speaker=...`` in the naming game) is ``--policies``."""
+    kept = []
+    for text in args.axes:
+        name = text.partition("=")[0].strip()
+        if name in ("policy", game.policy_parameter):
+            values = text.partition("=")[2]
+            args.policies = ";".join(filter(None, [args.policies, *values.split(",")]))
+        else:
+            kept.append(text)
+    args.axes = kept
+
+
+def _apply_endpoint_defaults(game: Game, args: argparse.Namespace) -> None:
+    """The game's own sampling defaults (SIGN's raw completion) where the command line set none."""
+    for name, value in getattr(game, "endpoint_defaults", {}).items():
+        if getattr(args, name, None) in (None, "") or (name == "prompt_mode" and args.prompt_mode == "chat"
+                                                        and "--prompt-mode" not in sys.argv):
+            setattr(args, name, value)
+
+
 def run(args: argparse.Namespace) -> int:
+    game = get_game(args.game)
     if args.list:
-        print(list_grid())
+        print(list_grid(game))
         return 0
     if not args.out:
         raise SweepError("no output given; pass --out DIR (a new or earlier sweep's directory) or --out FILE.parquet")
+    _split_policy_axes(game, args)
+    if args.policies is None:
+        args.policies = "rules"
+    if args.conditions is None and not args.axes and game.condition_groups.get("study"):
+        args.conditions = "study"
+    _apply_endpoint_defaults(game, args)
     options = {k: v for k, v in (("max_rounds", args.max_rounds),
                                  ("baseline_permutations", args.baseline_permutations)) if v is not None}
+    if "baseline_permutations" in options and "baseline_permutations" not in game.parameters:
+        raise SweepError(f"--baseline-permutations applies to the consensus game, not {game.name}")
     tables = [t.strip() for t in args.tables.split(",") if t.strip()]
-    policies = build_policies(args)
-    _warn_if_capped(policies, args)
+    policies = build_policies(game, args)
+    _warn_if_capped(game, policies, args)
     result = run_sweep(
         args.conditions, policies, args.seeds, args.out, processes=args.processes,
-        games_in_flight=args.games_in_flight, batch_size=args.batch_size, model_options=options,
-        tables=tables, store=args.store, store_mode=args.store_mode,
-        progress=None if args.quiet else ProgressPrinter(), command=sys.argv,
+        games_in_flight=args.games_in_flight, game=game, axes=args.axes, batch_size=args.batch_size,
+        model_options=options, tables=tables, store=args.store, store_mode=args.store_mode,
+        progress=None if args.quiet else ProgressPrinter(game), command=sys.argv,
     )
     print(f"{result.played} games played, {result.skipped} already present, in {_duration(result.wall_s)}; "
           f"results in {result.out}")
-    results = result.results
-    print("consensus (successes / games):")
-    print(format_consensus_table(consensus_table(results, result.conditions, result.policies)))
-    if not results.empty and "invalid" in results and results["invalid"].any():
-        print(f"note: {int(results['invalid'].sum())} game(s) marked invalid (too many failed LLM decisions)")
+    print(result.headline())
     return 0
 
 

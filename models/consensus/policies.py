@@ -10,7 +10,7 @@ import random
 
 import numpy as np
 
-from llm_mesa.opinions import ConsensusDecision, ConsensusObservation, other
+from llm_mesa.models.consensus.observation import ConsensusDecision, ConsensusObservation, other
 from llm_mesa.policy import Policy, PolicyError, register_policy
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from llm_mesa.opinions import ConsensusObservation, Message
+from llm_mesa.models.consensus.observation import ConsensusObservation, Message
 
 RULES = """You are a player in a networked coordination game with {n_others} other players, who are {players}.
 Each player sits on a node of a network and sees only its own colour and its direct neighbours' colours, never the whole network.

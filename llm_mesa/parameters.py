@@ -1,0 +1,231 @@
+"""One definition of a game's parameters, from which everything else derives.
+
+A game lists its parameters once (name, type, default, bounds, choices, help).
+From that list come the model's validation, the command line's options, the
+explorer's controls and the sweep grid's validation, so a parameter is never
+spelled out in four places that can drift apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class ParameterError(ValueError):
+    """A parameter value that the game cannot take; the message names the fix."""
+
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One game parameter.
+
+    ``low``/``high`` are inclusive bounds for numbers; ``choices`` the allowed
+    values of a string; ``nullable`` lets ``None`` through (meaning "the game
+    picks", e.g. a memory size that depends on the mode). ``cli`` is the
+    command-line option (default ``--name`` with dashes); ``sweep`` says whether
+    the parameter may be a sweep axis; ``control`` whether the explorer shows it.
+    """
+
+    name: str
+    kind: type
+    default: Any
+    help: str
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[Any, ...] | None = None
+    nullable: bool = False
+    cli: str | None = None
+    sweep: bool = True
+    control: bool = True
+    step: float | None = None  # slider step in the explorer
+
+    @property
+    def option(self) -> str:
+        return self.cli or "--" + self.name.replace("_", "-")
+
+    def convert(self, value: Any) -> Any:
+        """``value`` (a Python value or command-line text) as this parameter's type, checked."""
+        if value is None or (isinstance(value, str) and value.strip().lower() in ("none", "null")
+                             and self.nullable):
+            if self.nullable:
+                return None
+            raise ParameterError(f"{self.name} needs a value; {self._expected()}")
+        try:
+            converted = self._cast(value)
+        except (TypeError, ValueError):
+            raise ParameterError(f"{self.name}={value!r} is not {self._expected()}") from None
+        self.check(converted)
+        return converted
+
+    def _cast(self, value: Any) -> Any:
+        if self.kind is bool:
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in _TRUE:
+                return True
+            if text in _FALSE:
+                return False
+            raise ValueError(value)
+        if self.kind is int:
+            if isinstance(value, bool):
+                raise ValueError(value)
+            if isinstance(value, float):
+                if not value.is_integer():
+                    raise ValueError(value)
+                return int(value)
+            return int(str(value).strip())
+        if self.kind is float:
+            if isinstance(value, bool):
+                raise ValueError(value)
+            number = float(value)
+            if not math.isfinite(number):
+                raise ValueError(value)
+            return number
+        return self.kind(value)
+
+    def check(self, value: Any) -> None:
+        if value is None and self.nullable:
+            return
+        if self.choices is not None and value not in self.choices:
+            raise ParameterError(f"{self.name}={value!r} is not allowed; choose one of: "
+                                 + ", ".join(map(str, self.choices)))
+        if self.low is not None and value < self.low:
+            raise ParameterError(f"{self.name}={value} is below its minimum {self.low:g}; {self.help}")
+        if self.high is not None and value > self.high:
+            raise ParameterError(f"{self.name}={value} is above its maximum {self.high:g}; {self.help}")
+
+    def _expected(self) -> str:
+        kind = {int: "a whole number", float: "a number", bool: "true or false", str: "a text"}.get(
+            self.kind, self.kind.__name__)
+        if self.choices is not None:
+            return "one of " + ", ".join(map(str, self.choices))
+        bounds = [f">= {self.low:g}" if self.low is not None else "", f"<= {self.high:g}" if self.high is not None else ""]
+        bounds = " and ".join(b for b in bounds if b)
+        return kind + (f" {bounds}" if bounds else "")
+
+    def control_spec(self) -> dict[str, Any]:
+        """This parameter as an explorer control (Mesa's ``model_params`` format)."""
+        label = self.help.split(";")[0].split("(")[0].strip() or self.name
+        if self.choices is not None:
+            return {"type": "Select", "value": self.default, "values": list(self.choices), "label": label}
+        if self.kind is bool:
+            return {"type": "Checkbox", "value": bool(self.default), "label": label}
+        if self.kind in (int, float) and self.low is not None and self.high is not None:
+            slider = "SliderInt" if self.kind is int else "SliderFloat"
+            step = self.step if self.step is not None else (1 if self.kind is int else (self.high - self.low) / 20)
+            return {"type": slider, "value": self.default, "min": self.low, "max": self.high,
+                    "step": step, "label": label}
+        return {"type": "InputText", "value": "" if self.default is None else str(self.default), "label": label}
+
+
+@dataclass(frozen=True)
+class ParameterSet:
+    """A game's parameters, in the order they are shown."""
+
+    parameters: tuple[Parameter, ...]
+    _index: dict[str, Parameter] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_index", {p.name: p for p in self.parameters})
+        if len(self._index) != len(self.parameters):
+            raise ValueError("parameter names must be unique")
+
+    @classmethod
+    def of(cls, *parameters: Parameter) -> "ParameterSet":
+        return cls(tuple(parameters))
+
+    def __iter__(self) -> Iterator[Parameter]:
+        return iter(self.parameters)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._index
+
+    def __getitem__(self, name: str) -> Parameter:
+        try:
+            return self._index[name]
+        except KeyError:
+            raise ParameterError(f"unknown parameter {name!r}; choose among: {', '.join(self._index)}") from None
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._index)
+
+    def defaults(self) -> dict[str, Any]:
+        return {p.name: p.default for p in self.parameters}
+
+    def validate(self, values: Mapping[str, Any], *, complete: bool = False) -> dict[str, Any]:
+        """``values`` converted and checked; unknown names refused. ``complete`` fills in defaults."""
+        out = self.defaults() if complete else {}
+        for name, value in values.items():
+            out[name] = self[name].convert(value)
+        return out
+
+    # --- the command line ------------------------------------------------------------
+    def add_arguments(self, parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+                      names: Iterable[str] | None = None, **defaults: Any) -> None:
+        """One option per parameter; its type check is the parameter's own (one error line)."""
+        for p in (self[n] for n in names) if names is not None else self.parameters:
+            default = defaults.get(p.name, p.default)
+            shown = "" if default is None else f" (default {default})"
+            if p.kind is bool and not default:
+                parser.add_argument(p.option, dest=p.name, action="store_true", help=p.help)
+                continue
+            parser.add_argument(p.option, dest=p.name, default=default, type=_ArgumentType(p),
+                                metavar=p.name.upper() if p.choices is None else None,
+                                choices=p.choices, help=p.help + shown)
+
+    def from_args(self, args: argparse.Namespace) -> dict[str, Any]:
+        """The parameter values an ``argparse`` namespace holds (those it has)."""
+        return {p.name: getattr(args, p.name) for p in self.parameters if hasattr(args, p.name)}
+
+    # --- sweeps ----------------------------------------------------------------------
+    def parse_axis(self, text: str) -> tuple[str, list[Any]]:
+        """``"alpha=0.5,0.9"`` -> ``("alpha", [0.5, 0.9])``, each value checked."""
+        name, eq, rest = text.partition("=")
+        name = name.strip().replace("-", "_")
+        if not eq or not name or not rest.strip():
+            raise ParameterError(f"--set {text!r} needs the form NAME=V1,V2,... (e.g. --set n=12,24)")
+        parameter = self[name]
+        if not parameter.sweep:
+            raise ParameterError(f"{name} cannot be a sweep axis")
+        values = [parameter.convert(v.strip()) for v in rest.split(",") if v.strip()]
+        if not values:
+            raise ParameterError(f"--set {text!r} gives no values")
+        return name, list(dict.fromkeys(values))
+
+    # --- the explorer ----------------------------------------------------------------
+    def controls(self, names: Sequence[str] | None = None, **overrides: Any) -> dict[str, dict[str, Any]]:
+        """Explorer controls (Mesa ``model_params``) for the parameters that have one."""
+        chosen = [self[n] for n in names] if names is not None else [p for p in self.parameters if p.control]
+        out = {}
+        for p in chosen:
+            spec = p.control_spec()
+            spec.update(overrides.get(p.name, {}))
+            out[p.name] = spec
+        return out
+
+
+class _ArgumentType:
+    """argparse's ``type=``: converts with the parameter's own checks and messages."""
+
+    def __init__(self, parameter: Parameter) -> None:
+        self.parameter = parameter
+        self.__name__ = parameter.kind.__name__
+
+    def __call__(self, text: str) -> Any:
+        try:
+            return self.parameter.convert(text)
+        except ParameterError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+__all__ = ["Parameter", "ParameterError", "ParameterSet"]

@@ -1,0 +1,190 @@
+"""A sweep's grid: conditions x axes x policies x seeds, each named so it can resume.
+
+A *condition* is a name and a set of game parameters. It comes from the game's
+named conditions (``--conditions``), crossed with any axes given as
+``--set NAME=V1,V2`` (validated against the game's one parameter definition),
+so ``--conditions study --set n=12,24`` names ``schema-5|n=12`` and so on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from llm_mesa.games import Game
+from llm_mesa.parameters import ParameterError
+from llm_mesa.policy import PolicyError, make_policy, parse_policy_spec
+
+from .output import SweepError
+
+#: a sweep of more seeds per cell than this is refused before anything runs
+MAX_SEEDS = 1_000_000
+#: what an LLM spec may say about where and how calls are made (not part of its label)
+TRANSPORT_FIELDS = ("base_url", "api_key_env", "concurrency", "timeout", "max_attempts", "price")
+
+
+def build_conditions(game: Game, selection: str | Sequence[str] | Mapping[str, Mapping[str, Any]] | None,
+                     axes: Sequence[str] | Mapping[str, Sequence[Any]] = (),
+                     options: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """{condition name: validated game parameters} for the named conditions crossed with the axes."""
+    try:
+        if isinstance(selection, Mapping):
+            base = {str(k): dict(v) for k, v in selection.items()}
+        elif selection:
+            base = game.resolve_conditions(selection)
+        else:
+            base = {"": {}}
+        if isinstance(axes, Mapping):
+            parsed = {name: [game.parameters[name].convert(v) for v in values] for name, values in axes.items()}
+        else:
+            parsed = dict(game.parameters.parse_axis(text) for text in axes)
+        fixed = game.parameters.validate(dict(options or {}))
+        out: dict[str, dict[str, Any]] = {}
+        for name, parameters in base.items():
+            for values in itertools.product(*parsed.values()):
+                point = dict(zip(parsed, values))
+                label = "|".join(filter(None, [name, ",".join(f"{k}={v}" for k, v in point.items())])) or "default"
+                out[label] = game.parameters.validate({**parameters, **point, **fixed})
+    except ParameterError as exc:
+        raise SweepError(str(exc)) from None
+    for name, parameters in out.items():
+        if game.policy_parameter in parameters or "rng" in parameters or "seed" in parameters:
+            raise SweepError(f"condition {name!r} sets the policy or the seed; those belong to the sweep's grid")
+    return out
+
+
+def resolve_seeds(seeds: int | str | Iterable[int]) -> list[int]:
+    """``30`` -> 0..29; ``"1-30"`` -> 1..30; ``"1,5,9"`` or a list as given (repeats dropped)."""
+    if isinstance(seeds, bool):
+        raise SweepError("seeds must be a count, a range A-B or a list of integers")
+    if isinstance(seeds, str):
+        text = seeds.strip()
+        try:
+            if "-" in text.lstrip("-") and "," not in text:
+                first, _, last = text.partition("-")
+                if int(last) - int(first) >= MAX_SEEDS:
+                    raise SweepError(f"--seeds {seeds!r} spans more than {MAX_SEEDS:,} seeds; split the sweep")
+                values = list(range(int(first), int(last) + 1))
+            elif "," in text:
+                values = [int(s) for s in text.split(",") if s.strip()]
+            else:
+                values = None
+                count = int(text)
+        except ValueError:
+            raise SweepError(f"--seeds {seeds!r}: give a count (30), a range (1-30) or a list (1,5,9)") from None
+        if values is None:
+            return resolve_seeds(count)
+    elif isinstance(seeds, int):
+        if seeds < 1:
+            raise SweepError(f"seeds must be at least 1 game per cell (got {seeds})")
+        if seeds > MAX_SEEDS:
+            raise SweepError(f"{seeds:,} seeds is above the limit of {MAX_SEEDS:,}; split the sweep")
+        values = list(range(seeds))
+    else:
+        values = [int(s) for s in seeds]
+    if len(values) > MAX_SEEDS:
+        raise SweepError(f"{len(values):,} seeds is above the limit of {MAX_SEEDS:,}; split the sweep")
+    values = list(dict.fromkeys(values))
+    if not values:
+        raise SweepError("no seeds given; pass e.g. --seeds 30")
+    if min(values) < 0:
+        raise SweepError(f"seeds must be non-negative integers (got {min(values)})")
+    return values
+
+
+def policy_label(spec: str) -> str:
+    """The name a policy spec goes by in results.
+
+    LLM specs keep what shapes the answers (model, sampling) and lose where and how
+    calls are made (URL, key variable, concurrency, timeouts, price), so a sweep
+    resumed against a moved server still finds its games.
+    """
+    name, kwargs = parse_policy_spec(spec)
+    if name != "llm":
+        return spec.strip()
+    kept = {k: v for k, v in kwargs.items() if k not in TRANSPORT_FIELDS}
+    return "llm" + (":" + ",".join(f"{k}={v}" for k, v in kept.items()) if kept else "")
+
+
+def resolve_policies(game: Game, policies: str | Sequence[str] | Mapping[str, Any]) -> dict[str, Any]:
+    """Labels and what they stand for: a rule spec, an LLM spec, or an ``Endpoint``.
+
+    A string is ``;``-separated (specs contain commas). A group name of the game
+    (``rules``) stands for its configurations; a configuration name for its spec.
+    """
+    if isinstance(policies, Mapping):
+        return dict(policies)
+    items = [p.strip() for p in (policies.split(";") if isinstance(policies, str) else policies)]
+    configurations = {label: spec for group in game.policy_groups.values() for label, spec in group.items()}
+    chosen: dict[str, Any] = {}
+    for item in items:
+        if not item:
+            continue
+        if item in game.policy_groups:
+            for label, spec in game.policy_groups[item].items():
+                chosen.setdefault(label, spec)
+        elif item in configurations:
+            chosen.setdefault(item, configurations[item])
+        else:
+            chosen.setdefault(policy_label(item), item)
+    if not chosen:
+        raise SweepError("no policies given; pass e.g. --policies rules or --policies 'majority-inertia:inertia=0.5;voter'")
+    return chosen
+
+
+def llm_endpoint(spec: str, base: Any = None):
+    """The ``Endpoint`` an ``llm[:k=v,...]`` spec describes, on top of ``base`` (an Endpoint or None)."""
+    from llm_mesa.llm.endpoint import Endpoint
+
+    _, kwargs = parse_policy_spec(spec)
+    known = {f.name for f in dataclasses.fields(Endpoint)}
+    unknown = sorted(set(kwargs) - known)
+    if unknown:
+        raise PolicyError(f"unknown llm option(s) {', '.join(unknown)} in {spec!r}; "
+                          f"use endpoint fields such as model, temperature, top_p, seed, concurrency")
+    if "model" in kwargs:
+        kwargs["model"] = str(kwargs["model"])
+    if base is None:
+        return Endpoint.from_url_and_env(kwargs.pop("base_url", None), kwargs.pop("model", None), **kwargs)
+    return dataclasses.replace(base, **kwargs)
+
+
+def plan_policy(game: Game, label: str, target: Any, endpoint: Any) -> tuple[str, Any]:
+    """(spec, endpoint-or-None) for one policy; checks it builds, before any game runs."""
+    from llm_mesa.policy import Policy
+
+    if isinstance(target, Policy):
+        raise SweepError(f"policy {label!r}: give a spec string (or an Endpoint for LLM agents), "
+                         "not a Policy object, so that worker processes can rebuild it")
+    if type(target).__name__ == "Endpoint":
+        return "llm", target
+    spec = str(target)
+    if parse_policy_spec(spec)[0] == "llm":
+        return "llm", llm_endpoint(spec, endpoint)
+    make_policy(spec, game.name)  # raises PolicyError naming the fix
+    return spec, None
+
+
+def grid_policy_entry(spec: str, endpoint: Any) -> Any:
+    if endpoint is None:
+        return spec
+    manifest = endpoint.manifest()
+    return {"llm": {k: manifest[k] for k in ("model", "sampling_params", "dialect", "prompt_mode")}}
+
+
+def check_grid_unchanged(previous: dict[str, Any] | None, grid: dict[str, Any]) -> None:
+    """A resumed sweep must mean the same thing by each condition and policy name."""
+    if not previous:
+        return
+    old = previous.get("grid", {})
+    if previous.get("game", "consensus") != grid.get("game", "consensus"):
+        raise SweepError(f"this directory holds a {previous.get('game', 'consensus')} sweep; choose a new --out directory")
+    for section, what in (("conditions", "condition"), ("policies", "policy")):
+        for name, value in grid[section].items():
+            before = old.get(section, {}).get(name)
+            if before is not None and json.loads(json.dumps(before, default=str)) != json.loads(json.dumps(value, default=str)):
+                raise SweepError(f"{what} {name!r} was defined differently when this sweep started; "
+                                 "choose a new --out directory (or restore the old definition)")

@@ -1,0 +1,120 @@
+"""SIGN as the core sees it: one parameter definition and how to play one game.
+
+``PARAMETERS`` is the single definition of the naming game's parameters: the
+model validates with it, the ``naming`` subcommand builds its options from it,
+the explorer its controls and ``llm-mesa sweep --game naming --set NAME=...`` its
+axes. The study's design cells are ``conditions`` (mode and memory go together:
+NL has no memory, NL-SW and Schema a window of 5 or 10).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+
+from llm_mesa.games import Game, GameResult, PlayRequest
+from llm_mesa.parameters import Parameter, ParameterSet
+
+from .observation import MODES
+
+MAX_AGENTS = 10_000_000
+MAX_ROUNDS = 1_000_000
+
+PARAMETERS = ParameterSet.of(
+    Parameter("n", int, 12, "number of agents (the study: 12 or 24)", low=2, high=MAX_AGENTS),
+    Parameter("mode", str, "schema", "nl: free text, no memory; nl-sw: free text with memory; schema: @say lines",
+              choices=MODES),
+    Parameter("memory", int, None, "memory window K (0 = no memory; default 0 for nl, 5 otherwise)",
+              low=0, high=MAX_ROUNDS, nullable=True, control=False),
+    Parameter("alpha", float, 0.5, "lose-shift adoption probability (the study: 0.5, 0.75, 0.9)", low=0, high=1,
+              step=0.05),
+    Parameter("pairing", str, "all", "all: disjoint random pairs each round; one: a single random pair",
+              choices=("all", "one")),
+    Parameter("max_rounds", int, 300, "rounds to play (the study: 300; 100 for the mixed population)",
+              low=1, high=MAX_ROUNDS, cli="--rounds"),
+    Parameter("lexicon_size", int, 12, "M, names C1..CM", low=1, high=10_000, control=False),
+    Parameter("stop_at_consensus", bool, False, "stop once every agent holds one name (the study always plays all rounds)",
+              control=False),
+    Parameter("convergence_basis", str, None,
+              "what convergence is read from: said, latest or held (default said; latest under one pairing)",
+              choices=("said", "latest", "held"), nullable=True, control=False),
+)
+
+#: The study's design cells (SPEC B): NL (K = 0), NL-SW and Schema with K = 5 or 10.
+CONDITIONS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
+    "nl": MappingProxyType({"mode": "nl", "memory": 0}),
+    "nl-sw-5": MappingProxyType({"mode": "nl-sw", "memory": 5}),
+    "nl-sw-10": MappingProxyType({"mode": "nl-sw", "memory": 10}),
+    "schema-5": MappingProxyType({"mode": "schema", "memory": 5}),
+    "schema-10": MappingProxyType({"mode": "schema", "memory": 10}),
+})
+
+SPEAKER_CONFIGURATIONS: Mapping[str, str] = MappingProxyType({
+    "echo": "echo", "noisy-0.3": "noisy:p=0.3", "minimal": "minimal"})
+
+
+class NamingGame(Game):
+    """SIGN, the schema-induced naming game (SPEC part B)."""
+
+    name = "naming"
+    summary = "SIGN, the schema-induced naming game"
+    parameters = PARAMETERS
+    policy_module = "llm_mesa.models.naming.speakers"
+    lazy_policies = {"llm": ("llm_mesa.models.naming.llm_speaker",
+                             "an LLM speaker (the authors' raw prompt); needs an endpoint")}
+    cli_module = "llm_mesa.models.naming.cli"
+    behaviours_module = "llm_mesa.models.naming.behaviours"
+    tables = ("rounds",)
+    policy_groups = {"rules": SPEAKER_CONFIGURATIONS}
+    conditions = CONDITIONS
+    condition_groups = {"study": tuple(CONDITIONS)}
+    policy_parameter = "speaker"
+    #: the study's sampling: raw completion, 32 tokens, temperature 0.7, top-p 0.9, repetition penalty 1.1
+    endpoint_defaults = {"prompt_mode": "completion", "max_tokens_per_call": 32, "temperature": 0.7,
+                         "top_p": 0.9, "extra_body": '{"repetition_penalty": 1.1}'}
+
+    def outcome(self, row: Mapping[str, Any]) -> str:
+        return f"agreement {row['agreement_final']:.2f} after {row['rounds']} rounds"
+
+    def llm_policy(self, endpoint: Any, store: Any = None) -> Any:
+        from .llm_speaker import LLMSpeaker
+
+        return LLMSpeaker(endpoint, store=store)
+
+    def check(self, parameters: Mapping[str, Any], seed: int) -> None:
+        from .model import NamingModel
+
+        NamingModel(speaker="echo", rng=seed, **parameters)
+
+    def play(self, request: PlayRequest) -> GameResult:
+        from .model import NamingModel
+
+        speaker: Any = request.policy
+        llm = None
+        if request.endpoint is not None:
+            llm = speaker = self.llm_policy(request.endpoint, request.store)
+        model = NamingModel(speaker=speaker, rng=request.seed, **request.parameters)
+        model.run()
+        row = {k: v for k, v in model.summary().items() if k != "seed"}
+        if llm is not None:
+            row["model"] = request.endpoint.model
+        tables = {"rounds": model.rounds_frame()} if "rounds" in request.tables else {}
+        return GameResult(row, tables)
+
+    def headline(self, games, conditions: Sequence[str], policies: Sequence[str]) -> str:
+        import pandas as pd
+
+        if games.empty:
+            return "(no games)"
+        grouped = games.groupby(["condition", "policy"], sort=False)
+        table = pd.DataFrame({
+            "games": grouped.size(),
+            "agreement_final": grouped["agreement_final"].mean().round(3),
+            "sd": grouped["agreement_final"].std(ddof=1).round(3),
+            "reached_50%": grouped["rounds_to_50"].count(),
+        })
+        return "final agreement (mean, SD over seeds):\n" + table.to_string()
+
+
+GAME = NamingGame()

@@ -1,0 +1,143 @@
+"""The layout, held by machine: imports point one way, the LLM layer names no game, modules stay small.
+
+games -> core -> llm; the explorer -> games and core; the CLI shell -> games (through the
+registry). Never the core -> a game or the explorer, the LLM layer or the loopback server
+-> a game, a game -> the explorer.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+MAX_LINES = 450
+GAMES = sorted(p.name for p in (ROOT / "models").iterdir() if (p / "game.py").exists())
+
+
+def python_files(folder: str) -> list[Path]:
+    return sorted((ROOT / folder).rglob("*.py"))
+
+
+def imported_modules(path: Path, package: str) -> set[str]:
+    """Absolute names of every module ``path`` imports (relative imports resolved)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            names.add(module)
+            names.update(f"{module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and re.fullmatch(
+                r"llm_mesa\.[\w.]+", node.value):
+            names.add(node.value)  # importlib.import_module("llm_mesa.x") and lazy-import tables
+    return names
+
+
+def package_of(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    if parts[0] in ("models", "visualization"):
+        parts = ["llm_mesa", *parts]
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+        return ".".join(parts)
+    return ".".join(parts[:-1])
+
+
+def crossings(folder: str, forbidden: tuple[str, ...], allowed_files: tuple[str, ...] = ()) -> list[str]:
+    found = []
+    for path in python_files(folder):
+        rel = str(path.relative_to(ROOT))
+        if rel in allowed_files:
+            continue
+        for module in imported_modules(path, package_of(path)):
+            if module.startswith(forbidden):
+                found.append(f"{rel} imports {module}")
+    return sorted(set(found))
+
+
+def test_the_core_imports_no_game_and_no_explorer():
+    """Only the CLI shell may know the games, and it finds them through the registry."""
+    assert crossings("llm_mesa", ("llm_mesa.models", "llm_mesa.visualization", "models", "visualization"),
+                     allowed_files=("llm_mesa/cli.py",)) == []
+
+
+def test_the_cli_shell_names_no_game_module():
+    """Even the shell reaches games only through ``llm_mesa.games`` (entry points)."""
+    assert [m for m in imported_modules(ROOT / "llm_mesa/cli.py", "llm_mesa") if m.startswith("llm_mesa.models")] == []
+
+
+def test_a_game_imports_no_explorer():
+    assert crossings("models", ("llm_mesa.visualization", "visualization")) == []
+
+
+def test_a_game_imports_no_other_game():
+    for game in GAMES:
+        others = tuple(f"llm_mesa.models.{g}" for g in GAMES if g != game)
+        assert crossings(f"models/{game}", others) == []
+
+
+@pytest.mark.parametrize("folder", ["llm_mesa/llm", "llm_mesa/loopback"])
+def test_the_llm_layer_and_the_loopback_server_mention_no_game(folder):
+    """Not in an import, a string or a comment: a game registers what it needs."""
+    words = re.compile(r"\b(" + "|".join(GAMES) + r")\b", re.IGNORECASE)
+    mentions = [f"{p.relative_to(ROOT)}:{i}: {line.strip()}"
+                for p in python_files(folder) for i, line in enumerate(p.read_text().splitlines(), 1)
+                if words.search(line)]
+    assert mentions == []
+
+
+def test_every_game_is_registered_and_whole_in_its_folder():
+    from llm_mesa.games import game_names, get_game
+
+    assert game_names() == GAMES
+    for name in GAMES:
+        game = get_game(name)
+        for module in (game.policy_module, game.cli_module, game.behaviours_module,
+                       *(m for m, _ in game.lazy_policies.values())):
+            assert module.startswith(f"llm_mesa.models.{name}."), module
+            assert (ROOT / "models" / name / (module.rsplit(".", 1)[1] + ".py")).exists(), module
+
+
+def test_no_module_is_over_the_size_limit():
+    long = [f"{p.relative_to(ROOT)}: {n}" for folder in ("llm_mesa", "models", "visualization")
+            for p in python_files(folder) if (n := len(p.read_text().splitlines())) > MAX_LINES]
+    assert long == []
+
+
+def test_the_checker_sees_a_crossing(tmp_path):
+    """The import check can fail: a core module importing a game is caught."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("from llm_mesa.models.consensus import ConsensusModel\nfrom ..models import naming\n")
+    found = imported_modules(bad, "llm_mesa.sweep")
+    assert "llm_mesa.models.consensus" in found and "llm_mesa.models" in found
+
+
+def test_ruff_is_clean():
+    result = subprocess.run([sys.executable, "-m", "ruff", "check", "--quiet", str(ROOT)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_rule_only_game_and_the_help_import_neither_openai_nor_solara():
+    code = ("import sys; from llm_mesa.cli import main\n"
+            "from llm_mesa.models.consensus import ConsensusModel\n"
+            "ConsensusModel(12, 'ba', rng=1, baseline_permutations=10).run()\n"
+            "try:\n    main(['consensus', '--help'])\nexcept SystemExit:\n    pass\n"
+            "bad = [m for m in ('openai', 'solara', 'aiohttp') if m in sys.modules]\n"
+            "sys.stderr.write(repr(bad)); sys.exit(1 if bad else 0)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
