@@ -38,10 +38,16 @@ class UsageError(ValueError):
     """Bad input; the message is one line that names the fix."""
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line naming the fix (and exit status 2), not the usage block."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser; only the chosen subcommand's module is imported (fast start-up)."""
-    parser = argparse.ArgumentParser(
-        prog="llm-mesa", description="Networks of LLM and rule agents on Mesa.")
+    parser = OneLineParser(prog="llm-mesa", description="Networks of LLM and rule agents on Mesa.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, help_text) in subcommands().items():
         if command is not None and name != command:

@@ -96,7 +96,7 @@ class Parameter:
         if value is None and self.nullable:
             return
         if self.choices is not None and value not in self.choices:
-            raise ParameterError(f"{self.name}={value!r} is not allowed; choose one of: "
+            raise ParameterError(f"unknown {self.name.replace('_', ' ')} {value!r}; choose one of: "
                                  + ", ".join(map(str, self.choices)))
         if self.low is not None and value < self.low:
             raise ParameterError(f"{self.name}={value} is below its minimum {self.low:g}; {self.help}")
@@ -179,9 +179,9 @@ class ParameterSet:
             if p.kind is bool and not default:
                 parser.add_argument(p.option, dest=p.name, action="store_true", help=p.help)
                 continue
+            metavar = p.name.upper() if p.choices is None else "{" + ",".join(map(str, p.choices)) + "}"
             parser.add_argument(p.option, dest=p.name, default=default, type=_ArgumentType(p),
-                                metavar=p.name.upper() if p.choices is None else None,
-                                choices=p.choices, help=p.help + shown)
+                                metavar=metavar, help=p.help + shown)
 
     def from_args(self, args: argparse.Namespace) -> dict[str, Any]:
         """The parameter values an ``argparse`` namespace holds (those it has)."""

@@ -54,6 +54,9 @@ class ConsensusAgent(FixedAgent, PolicyAgent):
             label=model.label,
             rounds_left=model.max_rounds - model.round,
             max_rounds=model.max_rounds,
+            n_players=model.n,
+            payoff_preferred=model.payoff_preferred,
+            payoff_other=model.payoff_other,
             game_key=model.game_key,
         )
         if self.policy.needs_history:

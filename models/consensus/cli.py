@@ -16,11 +16,16 @@ import json
 import sys
 
 from llm_mesa.models.consensus.llm_policy import add_llm_arguments, llm_setup_from_args
-from llm_mesa.graphs import TOPOLOGIES, load_graph
+from llm_mesa.graphs import load_graph
 from llm_mesa.policy import available_policies
 from llm_mesa.run_output import build_manifest, check_output_dir, write_run
 
-from .model import COMMUNICATION_MODES, ConsensusConfigError, ConsensusModel
+from .game import PARAMETERS
+from .model import ConsensusConfigError, ConsensusModel
+
+#: the game's parameters offered as options (the rest keep the study's values; the library takes them all)
+CLI_PARAMETERS = ("topology", "n", "preferences", "minority", "minority_colour", "initial", "communication",
+                  "direct_messages", "label", "max_rounds", "baseline_permutations")
 
 JSON_KEYS = ("consensus", "rounds", "winner", "largest_component", "largest_component_colour",
              "stubborn_moves", "stubbornness", "pseudo_equilibrium", "seed")
@@ -28,23 +33,9 @@ JSON_KEYS = ("consensus", "rounds", "winner", "largest_component", "largest_comp
 
 def configure(parser: argparse.ArgumentParser) -> None:
     game = parser.add_argument_group("game")
-    game.add_argument("--topology", default="ba", help=f"one of {', '.join(TOPOLOGIES)} (default ba)")
-    game.add_argument("--graph", metavar="FILE", help="play on this GraphML or edge-list file instead")
-    game.add_argument("--n", type=int, default=36, help="number of agents (default 36)")
-    game.add_argument("--preferences", default="random", choices=("random", "minority"),
-                      help="random: half prefer red; minority: the --minority hubs prefer red (default random)")
-    game.add_argument("--minority", type=int, default=5, help="hubs preferring red in the minority design (default 5)")
-    game.add_argument("--initial", default="preference", choices=("preference", "random"),
-                      help="initial colours: each agent's preference, or a fair coin (default preference)")
-    game.add_argument("--comm", dest="communication", default="none", choices=COMMUNICATION_MODES,
-                      help="who a message reaches: nobody, neighbours or everyone (default none)")
-    game.add_argument("--dm", action="store_true", help="also allow a private message to one neighbour")
-    game.add_argument("--label", default="llm", choices=("llm", "human"),
-                      help="what the rules call the other players (default llm)")
-    game.add_argument("--max-rounds", type=int, default=50, help="round limit (default 50)")
+    PARAMETERS.add_arguments(game, names=CLI_PARAMETERS)
+    game.add_argument("--graph", metavar="FILE", help="play on this GraphML or edge-list file instead of --topology")
     game.add_argument("--seed", type=int, default=1, help="seed of everything random (default 1)")
-    game.add_argument("--baseline-permutations", type=int, default=1000,
-                      help="random recolourings for the largest-component baseline (default 1000)")
     agents = parser.add_argument_group("agents")
     agents.add_argument("--policy", default="majority-inertia",
                         help="policy of every agent, NAME[:k=v,...]; one of: "
@@ -76,10 +67,7 @@ def build_model(args: argparse.Namespace) -> ConsensusModel:
               for k, v in parse_assignments(args.assign).items()}
     graph = load_graph(args.graph) if args.graph else None
     model = ConsensusModel(
-        n=args.n, topology=args.topology, graph=graph, policy=policy, assign=assign or None,
-        preferences=args.preferences, minority=args.minority, initial=args.initial,
-        communication=args.communication, direct_messages=args.dm, label=args.label,
-        max_rounds=args.max_rounds, baseline_permutations=args.baseline_permutations,
+        **PARAMETERS.from_args(args), graph=graph, policy=policy, assign=assign or None,
         max_game_tokens=getattr(args, "max_tokens", None), max_game_cost=getattr(args, "max_cost", None),
         rng=args.seed,
     )

@@ -27,8 +27,9 @@ PARAMETERS = ParameterSet.of(
     Parameter("topology", str, "ba", "the graph: Erdős–Rényi, Barabási–Albert, Watts–Strogatz or connected caveman",
               choices=TOPOLOGIES),
     Parameter("preferences", str, "random",
-              "random: half prefer red; minority: the --minority hubs prefer --minority-colour",
-              choices=("random", "minority")),
+              "random: half prefer red; minority: the --minority hubs prefer --minority-colour; "
+              "explicit: a colour per node (library only)",
+              choices=("random", "minority", "explicit")),
     Parameter("minority", int, 5, "hubs preferring the minority colour in the minority design", low=0, high=MAX_AGENTS),
     Parameter("minority_colour", str, "red", "the hubs' colour in the minority design", choices=("red", "blue")),
     Parameter("initial", str, "preference", "initial colours: each agent's preference, or a fair coin",

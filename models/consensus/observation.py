@@ -70,6 +70,9 @@ class ConsensusObservation:
     diary: str = ""
     rounds_left: int = 0
     max_rounds: int = 50
+    n_players: int = 36  # the game's rules, as the model was built: players and payoffs
+    payoff_preferred: float = 0.20
+    payoff_other: float = 0.15
     game_key: str = ""  # identifies the game (parameters and seed) in sample keys
 
     def blue_share(self) -> float:

@@ -77,7 +77,11 @@ def answer_schema(communication: str, direct: bool) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class ConsensusPrompt:
-    """The templates, and how observations fill them."""
+    """The templates, and how observations fill them.
+
+    The rules are filled from the observation, i.e. from the game the agent is
+    really in (its number of players and payoffs), never from defaults here.
+    """
 
     rules: str = RULES
     state: str = STATE
@@ -85,9 +89,6 @@ class ConsensusPrompt:
     communication_text: dict[str, str] = field(default_factory=lambda: dict(COMMUNICATION))
     message_chars: int = 280
     diary_chars: int = 1000
-    payoff_preferred: float = 0.20
-    payoff_other: float = 0.15
-    n_players: int = 36
     #: rules in a system message; off by default because some chat templates
     #: (Gemma's, in llama.cpp) drop system messages. Either way the rules lead.
     system_role: bool = False
@@ -109,9 +110,9 @@ class ConsensusPrompt:
         fmt = ANSWER_FORMAT["dm" if talk and obs.direct_messages else "talk" if talk else "none"]
         communication = self.communication_text[obs.communication] + (DIRECT if obs.direct_messages else "")
         rules = self.rules.format(
-            n_others=self.n_players - 1, players="humans" if obs.label == "human" else "LLM agents",
-            max_rounds=obs.max_rounds, payoff_preferred=self.payoff_preferred,
-            payoff_other=self.payoff_other, communication=communication, answer_format=fmt)
+            n_others=obs.n_players - 1, players="humans" if obs.label == "human" else "LLM agents",
+            max_rounds=obs.max_rounds, payoff_preferred=obs.payoff_preferred,
+            payoff_other=obs.payoff_other, communication=communication, answer_format=fmt)
         neighbours = ", ".join(f"{i}: {c}" for i, c in zip(obs.neighbour_ids, obs.neighbour_colours)) or "none"
         history = "\n".join(
             f"- round {r.round}: you {r.own_colour}; " + ", ".join(f"{i}: {c}" for i, c in r.neighbour_colours.items())

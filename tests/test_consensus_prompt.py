@@ -1,0 +1,38 @@
+"""The consensus prompt describes the game the agents are really in (players, payoffs)."""
+
+import json
+
+import pytest
+
+from llm_mesa.llm.endpoint import Endpoint
+from llm_mesa.llm.store import ResponseStore
+from llm_mesa.loopback.server import LoopbackServer
+from llm_mesa.models.consensus import ConsensusModel
+from llm_mesa.models.consensus.llm_policy import LLMConsensusPolicy
+
+
+@pytest.fixture(scope="module")
+def server():
+    with LoopbackServer(seed=1) as s:
+        yield s
+
+
+def recorded_prompts(tmp_path, server, **game) -> list[str]:
+    store = ResponseStore(tmp_path / "calls.sqlite", "record")
+    policy = LLMConsensusPolicy(Endpoint(server.base_url, "rule:majority-inertia", timeout=5.0), store=store)
+    ConsensusModel(policy=policy, topology="ws", max_rounds=1, baseline_permutations=0, rng=2, **game).run()
+    rows = store.rows()
+    store.close()
+    return [json.dumps(row["request"], ensure_ascii=False) for row in rows]
+
+
+@pytest.mark.parametrize("n, preferred, other", [(20, 0.20, 0.15), (36, 0.20, 0.15), (12, 0.30, 0.05)])
+def test_every_recorded_request_states_this_games_players_and_payoffs(tmp_path, server, n, preferred, other):
+    prompts = recorded_prompts(tmp_path, server, n=n, payoff_preferred=preferred, payoff_other=other)
+    assert len(prompts) == n
+    for prompt in prompts:
+        assert f"with {n - 1} other players" in prompt
+        assert f"£{preferred:.2f} if the whole network ends on your preferred colour" in prompt
+        assert f"£{other:.2f} if it ends on the other colour" in prompt
+        if n != 36:
+            assert "35 other players" not in prompt
