@@ -1,1 +1,47 @@
-"""llm-mesa."""
+"""llm-mesa: networks of LLM agents and rule agents inside Mesa models.
+
+The seam every game is built on, importable from here. Imports are lazy, so that
+``import llm_mesa`` (and a game whose agents all follow rule policies) never loads
+openai or the explorer.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "Policy": "llm_mesa.policy",
+    "PolicyError": "llm_mesa.policy",
+    "register_policy": "llm_mesa.policy",
+    "make_policy": "llm_mesa.policy",
+    "available_policies": "llm_mesa.policy",
+    "PolicyAgent": "llm_mesa.rounds",
+    "play_round": "llm_mesa.rounds",
+    "decide_all": "llm_mesa.rounds",
+    "Parameter": "llm_mesa.parameters",
+    "ParameterSet": "llm_mesa.parameters",
+    "ParameterError": "llm_mesa.parameters",
+    "Game": "llm_mesa.games",
+    "GameResult": "llm_mesa.games",
+    "PlayRequest": "llm_mesa.games",
+    "get_game": "llm_mesa.games",
+    "game_names": "llm_mesa.games",
+    "Endpoint": "llm_mesa.llm.endpoint",
+    "ResponseStore": "llm_mesa.llm.store",
+    "run_sweep": "llm_mesa.sweep.engine",
+    "read_sweep": "llm_mesa.sweep.engine",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'llm_mesa' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -46,6 +46,7 @@ class Parameter:
     sweep: bool = True
     control: bool = True
     step: float | None = None  # slider step in the explorer
+    label: str = ""  # the explorer's short label (default: the name)
 
     @property
     def option(self) -> str:
@@ -114,7 +115,7 @@ class Parameter:
 
     def control_spec(self) -> dict[str, Any]:
         """This parameter as an explorer control (Mesa's ``model_params`` format)."""
-        label = self.help.split(";")[0].split("(")[0].strip() or self.name
+        label = self.label or self.name.replace("_", " ")
         if self.choices is not None:
             return {"type": "Select", "value": self.default, "values": list(self.choices), "label": label}
         if self.kind is bool:

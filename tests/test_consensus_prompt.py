@@ -36,3 +36,14 @@ def test_every_recorded_request_states_this_games_players_and_payoffs(tmp_path, 
         assert f"£{other:.2f} if it ends on the other colour" in prompt
         if n != 36:
             assert "35 other players" not in prompt
+
+
+def test_a_game_whose_llm_calls_all_fail_says_so_and_exits_3(server, capsys):
+    from llm_mesa.cli import main
+
+    status = main(["consensus", "--policy", "llm", "--base-url", server.base_url, "--model", "fixed?text=no+json+here",
+                   "--n", "8", "--topology", "ws", "--max-rounds", "2", "--no-record", "--max-attempts", "1"])
+    captured = capsys.readouterr()
+    assert status == 3
+    assert "the game is invalid: 16 of 16 decisions failed" in captured.err
+    assert len(captured.err.strip().splitlines()) == 1

@@ -24,6 +24,7 @@ from llm_mesa.visualization.builtin_endpoint import BUILTIN, resolve_endpoint
 
 from llm_mesa.models.consensus import measures
 from llm_mesa.models.consensus import ConsensusModel
+from llm_mesa.models.consensus.game import PARAMETERS
 from llm_mesa.policy import available_policies
 
 from .network_view import COLOUR_HEX, LLM_PLOTS, ROUND_PLOTS, draw_network, node_roles, round_chart
@@ -32,10 +33,7 @@ from .network_view import status_banner as show_status
 #: The loopback stand-in endpoint (``llm-mesa serve``): the default, so the page works offline.
 LOOPBACK_ENDPOINT = BUILTIN
 LOOPBACK_MODEL = "rule:majority-inertia"
-TOPOLOGIES = ("ba", "er", "ws", "caveman")
 PREFERENCE_CHOICES = ("random", "minority")
-COMMUNICATION_CHOICES = ("none", "local", "global")
-LABEL_CHOICES = ("llm", "human")
 #: Policy mixes offered in the controls: "default | selector=policy | ...".
 POLICY_MIXES = (
     "majority-inertia",
@@ -108,20 +106,18 @@ def _policy_choices() -> list[str]:
 
 def model_params() -> dict:
     """The controls of SolaraViz's "Model Parameters" card."""
+    game = PARAMETERS.controls(
+        ["topology", "n", "preferences", "communication", "label"],
+        n={"min": 8, "max": 100, "step": 4},
+        preferences={"values": list(PREFERENCE_CHOICES)})
     return {
-        "topology": {"type": "Select", "value": "ba", "values": list(TOPOLOGIES), "label": "Topology"},
-        "n": {"type": "SliderInt", "value": 36, "min": 8, "max": 100, "step": 4, "label": "N (agents)"},
-        "preferences": {"type": "Select", "value": "random", "values": list(PREFERENCE_CHOICES),
-                        "label": "Preference design"},
-        "communication": {"type": "Select", "value": "none", "values": list(COMMUNICATION_CHOICES),
-                          "label": "Communication"},
-        "label": {"type": "Select", "value": "llm", "values": list(LABEL_CHOICES), "label": "Opponent label"},
+        **game,
         "policy_mix": {"type": "Select", "value": "majority-inertia", "values": _policy_choices(),
                        "label": "Policies (default | selector=policy)"},
         "llm_endpoint": {"type": "InputText", "value": LOOPBACK_ENDPOINT, "label": "LLM endpoint (base URL, or loopback: the built-in stand-in)"},
         "llm_model": {"type": "InputText", "value": LOOPBACK_MODEL, "label": "LLM model"},
         "seed": {"type": "SliderInt", "value": 1, "min": 0, "max": 999, "step": 1, "label": "Seed"},
-        "max_rounds": {"type": "SliderInt", "value": 50, "min": 5, "max": 200, "step": 5, "label": "Max rounds"},
+        **PARAMETERS.controls(["max_rounds"], max_rounds={"min": 5, "max": 200, "step": 5}),
     }
 
 

@@ -21,6 +21,7 @@ import solara
 from mesa.visualization import SolaraViz
 from mesa.visualization.utils import update_counter
 
+from llm_mesa.models.naming.game import PARAMETERS
 from llm_mesa.models.naming.model import NamingModel
 from llm_mesa.models.naming.metrics import THRESHOLDS
 from llm_mesa.models.naming.observation import MODES, OUTCOMES, NamingConfigError, name_index
@@ -31,7 +32,6 @@ LOOPBACK_ENDPOINT = BUILTIN
 #: The loopback's SIGN speaker that sometimes breaks the schema, so retries and salvages show.
 LOOPBACK_NAMING_MODEL = "naming:noisy?p=0.3"
 SPEAKERS = ("echo", "noisy:p=0.3", "minimal", "llm")
-PAIRINGS = ("all", "one")
 AGREEMENT_SERIES = {
     "agreement": "said this round (headline)",
     "held_share": "holding the most common name",
@@ -83,19 +83,18 @@ def build_speaker(choice: str, endpoint: str, model_name: str):
 
 def model_params() -> dict:
     """The controls of SolaraViz's "Model Parameters" card."""
+    game = PARAMETERS.controls(
+        ["n", "mode", "memory", "alpha", "pairing"],
+        n={"min": 2, "max": 48, "step": 2},
+        memory={"type": "SliderInt", "value": 5, "min": 0, "max": 10, "step": 1, "label": "Memory K (nl: always 0)"},
+)
     return {
-        "n": {"type": "SliderInt", "value": 12, "min": 2, "max": 48, "step": 2, "label": "N (agents)"},
-        "mode": {"type": "Select", "value": "schema", "values": list(MODES), "label": "Mode"},
-        "memory": {"type": "SliderInt", "value": 5, "min": 0, "max": 10, "step": 1,
-                   "label": "Memory K (nl: always 0)"},
-        "alpha": {"type": "SliderFloat", "value": 0.5, "min": 0.0, "max": 1.0, "step": 0.05,
-                  "label": "alpha (lose-shift)"},
-        "pairing": {"type": "Select", "value": "all", "values": list(PAIRINGS), "label": "Pairing"},
+        **game,
         "speaker": {"type": "Select", "value": "echo", "values": list(SPEAKERS), "label": "Speaker"},
         "llm_endpoint": {"type": "InputText", "value": LOOPBACK_ENDPOINT, "label": "LLM endpoint (base URL, or loopback: the built-in stand-in)"},
         "llm_model": {"type": "InputText", "value": LOOPBACK_NAMING_MODEL, "label": "LLM model"},
         "seed": {"type": "SliderInt", "value": 1, "min": 0, "max": 999, "step": 1, "label": "Seed"},
-        "rounds": {"type": "SliderInt", "value": 300, "min": 10, "max": 500, "step": 10, "label": "Rounds"},
+        "rounds": {**PARAMETERS["max_rounds"].control_spec(), "min": 10, "max": 500, "step": 10, "label": "Rounds"},
     }
 
 

@@ -27,6 +27,9 @@ from .model import ConsensusConfigError, ConsensusModel
 CLI_PARAMETERS = ("topology", "n", "preferences", "minority", "minority_colour", "initial", "communication",
                   "direct_messages", "label", "max_rounds", "baseline_permutations")
 
+#: exit status of a game that ran but is invalid (too many failed decisions); 2 stays for bad input
+INVALID_GAME_STATUS = 3
+
 JSON_KEYS = ("consensus", "rounds", "winner", "largest_component", "largest_component_colour",
              "stubborn_moves", "stubbornness", "pseudo_equilibrium", "seed")
 
@@ -108,6 +111,11 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({**{k: summary[k] for k in keys}, **extra}, default=str))
     else:
         print(format_summary(summary, args.out))
+    if summary["invalid"]:
+        print(f"llm-mesa consensus: the game is invalid: {summary['failures']} of {summary['decisions']} decisions "
+              f"failed (above the {model.max_failure_share:.0%} allowed); exit status {INVALID_GAME_STATUS}",
+              file=sys.stderr)
+        return INVALID_GAME_STATUS
     return 0
 
 

@@ -184,6 +184,7 @@ class ConsensusRecord:
             "completion_tokens": totals["completion_tokens"],
             "cost": totals["cost"],
             "failures": totals["failures"],
+            "decisions": totals["decisions"],
             "parse_failures": self.outcomes.get("parse_failure", 0),
             "truncated": self.outcomes.get("truncated", 0),  # cut by the token limit, counted apart
             "call_failures": self.outcomes.get("call_failure", 0),
