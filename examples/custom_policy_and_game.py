@@ -3,9 +3,9 @@
 1. A consensus policy, Granovetter's threshold rule (switch colour once more than
    a share ``q`` of neighbours hold the other), registered by name, so that
    ``ConsensusModel(policy="threshold:q=0.6")`` finds it once this module is imported.
-2. A new game, DeGroot averaging on a ring: all agents decide together
-   (``decide_all``, which would gather LLM policies' calls concurrently), then all
-   apply. Theory: equal weights keep the mean and shrink the spread to 0; one agent
+2. A new game, DeGroot averaging on a ring, on the same seam as the built-in games:
+   its agents are ``PolicyAgent``s and ``play_round`` has them all observe, decide
+   together (LLM policies' calls would be gathered concurrently), then all apply. Theory: equal weights keep the mean and shrink the spread to 0; one agent
    that never moves pulls everyone to its value.
 
     python examples/custom_policy_and_game.py
@@ -19,7 +19,7 @@ import mesa
 from llm_mesa.models.consensus import ConsensusModel
 from llm_mesa.models.consensus.observation import ConsensusDecision, other
 from llm_mesa.policy import Policy, make_policy, register_policy
-from llm_mesa.rounds import decide_all
+from llm_mesa.rounds import PolicyAgent, play_round
 
 
 @register_policy("threshold", "consensus", "switch once more than a share q of neighbours hold the other colour")
@@ -58,16 +58,32 @@ class Zealot(Policy):
         return obs.own
 
 
+class RingAgent(PolicyAgent):
+    def __init__(self, model, value: float, policy: Policy):
+        super().__init__(model)
+        self.value, self.policy = value, policy
+
+    def observe(self) -> RingView:  # what it may see: its own value and its two neighbours'
+        ring = self.model.ring
+        i = ring.index(self)
+        return RingView(self.value, (ring[i - 1].value, ring[(i + 1) % len(ring)].value))
+
+    def advance(self) -> None:  # applied only after every agent has decided
+        self.value = self.pending
+
+
 class RingAveraging(mesa.Model):
     def __init__(self, n: int = 12, policies: dict[int, str] | None = None, rng: int = 0):
         super().__init__(rng=rng)
-        self.values = [self.random.uniform(0, 100) for _ in range(n)]
-        self.policies = [make_policy((policies or {}).get(i, "degroot"), game="averaging") for i in range(n)]
+        self.ring = [RingAgent(self, self.random.uniform(0, 100), make_policy((policies or {}).get(i, "degroot"), game="averaging"))
+                     for i in range(n)]
+
+    @property
+    def values(self) -> list[float]:
+        return [agent.value for agent in self.ring]
 
     def step(self) -> None:
-        n, v = len(self.values), self.values
-        views = [RingView(v[i], (v[i - 1], v[(i + 1) % n])) for i in range(n)]
-        self.values = decide_all(list(zip(self.policies, views)), self.random)  # all decide, then all apply
+        play_round(self.ring, self.random)  # all observe, all decide, then all apply
 
 
 plain, pulled = RingAveraging(rng=4), RingAveraging(policies={0: "zealot"}, rng=4)
