@@ -74,7 +74,8 @@ def test_llm_game_records_every_call(tmp_path):
         assert all(row["response"]["error"] is None for row in store.rows())
     finally:
         store.close()
-    assert re.search(r"^\s+8\s+[\d.]+\s+[\d.]+\s+\d+\s+20$", out, re.M)  # the last round's row, 20 calls
+    # the last round's row, 20 calls (the prompt states N = 20 since the rules come from the game)
+    assert re.search(rf"^\s+{rounds}\s+[\d.]+\s+[\d.]+\s+\d+\s+20$", out, re.M)
 
 
 def test_replay_makes_zero_calls_and_reproduces_the_game():
