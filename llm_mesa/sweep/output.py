@@ -99,7 +99,15 @@ def _read_parts(folder: Path, extra: Iterable[Path] = ()) -> pd.DataFrame:
         files += sorted(p for p in folder.glob("*.parquet") if not p.name.startswith((".", "_")))
     frames = [pd.read_parquet(p) for p in files]
     frames = [f for f in frames if len(f)]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if not frames:
+        return pd.DataFrame()
+    df = pd.concat(frames, ignore_index=True)
+    # One part read alone and several parts concatenated give different string dtypes
+    # (NA- or NaN-missing); results must not depend on how many parts a sweep wrote.
+    for column in df.columns:
+        if isinstance(df[column].dtype, pd.StringDtype):
+            df[column] = df[column].astype(pd.StringDtype())
+    return df
 
 
 class SweepOutput:
