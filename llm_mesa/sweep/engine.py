@@ -202,7 +202,7 @@ Progress = Callable[[int, int, dict[str, Any]], None]
 def run_sweep(
     conditions: str | Sequence[str] | Mapping[str, Mapping[str, Any]] | None,
     policies: str | Sequence[str] | Mapping[str, Any],
-    seeds: int | str | Iterable[int],
+    seeds: int | str | Iterable[int] | Mapping[str, Sequence[int]],
     out: str | os.PathLike[str],
     processes: int = 1,
     games_in_flight: int = 1,
@@ -229,7 +229,8 @@ def run_sweep(
         policies: ``{label: spec or Endpoint}``, or specs / configuration names
             (a group such as ``"rules"``; ``;`` separates in a string). LLM specs
             (``llm:base_url=...,model=...``) build on ``endpoint``.
-        seeds: a count (0..K-1), ``"A-B"``, or seeds.
+        seeds: a count (0..K-1), ``"A-B"``, or seeds, the same for every condition; or
+            ``{condition: seeds}`` (an experiment's seeds derived per condition).
         out: a dataset directory, or a file ending in ``.parquet``.
         processes: worker processes (spawn); games go to them in batches of
             ``batch_size`` (default: about four batches per process, at most 25 games).
@@ -266,14 +267,21 @@ def run_sweep(
     condition_parameters = build_conditions(game, conditions, axes, model_options)
     plan = {label: plan_policy(game, label, target, endpoint)
             for label, target in resolve_policies(game, policies).items()}
-    seed_list = resolve_seeds(seeds)
+    if isinstance(seeds, Mapping):
+        missing = sorted(set(condition_parameters) - set(seeds))
+        if missing:
+            raise SweepError(f"no seeds given for condition(s) {', '.join(missing)}")
+        seeds_of = {c: resolve_seeds(list(seeds[c])) for c in condition_parameters}
+    else:
+        shared = resolve_seeds(seeds)
+        seeds_of = {c: shared for c in condition_parameters}
     if "agents" in tables and "edges" in game.tables:  # per-agent rows are read against the network
         tables = (*tables, "edges")
     tables = tuple(dict.fromkeys(tables))
 
     output = SweepOutput(out)
     with limit_blas_threads(blas_threads):
-        _check_conditions(game, condition_parameters, seed_list[0])
+        _check_conditions(game, condition_parameters, seeds_of)
     endpoints = {label: ep for label, (_, ep) in plan.items() if ep is not None}
     store_options = None
     if endpoints:
@@ -294,7 +302,7 @@ def run_sweep(
         "game": game.name,
         "conditions": condition_parameters,
         "policies": {label: grid_policy_entry(spec, ep) for label, (spec, ep) in plan.items()},
-        "seeds": seed_list,
+        "seeds": seeds_of if isinstance(seeds, Mapping) else next(iter(seeds_of.values())),
         "model_options": dict(model_options or {}),
     }
     previous = output.previous_manifest()
@@ -302,9 +310,9 @@ def run_sweep(
 
     done_keys = output.keys()
     tasks = [GameTask(game.name, c, label, seed, condition_parameters[c], spec, ep)
-             for c in condition_parameters for label, (spec, ep) in plan.items() for seed in seed_list
+             for c in condition_parameters for label, (spec, ep) in plan.items() for seed in seeds_of[c]
              if (c, label, seed) not in done_keys]
-    total = len(condition_parameters) * len(plan) * len(seed_list)
+    total = sum(len(seeds_of[c]) for c in condition_parameters) * len(plan)
     skipped = total - len(tasks)
     if not output.single_file:
         output.out.mkdir(exist_ok=True)
@@ -352,11 +360,12 @@ def run_sweep(
                        list(condition_parameters), list(plan))
 
 
-def _check_conditions(game: Game, condition_parameters: dict[str, dict[str, Any]], seed: int) -> None:
+def _check_conditions(game: Game, condition_parameters: dict[str, dict[str, Any]],
+                      seeds_of: Mapping[str, Sequence[int]]) -> None:
     """Build each condition's game once with a rule policy: bad input fails before any game."""
     for name, parameters in condition_parameters.items():
         try:
-            game.check(parameters, seed)
+            game.check(parameters, seeds_of[name][0])
         except TypeError as exc:
             raise SweepError(f"condition {name!r}: {exc}; use the {game.name} game's parameters") from None
         except ValueError as exc:
