@@ -100,6 +100,14 @@ class Game:
     def check(self, parameters: Mapping[str, Any], seed: int) -> None:
         """Build (not play) one game with these parameters: bad input fails before a sweep starts."""
 
+    def estimate(self, parameters: Mapping[str, Any], endpoint: Any) -> dict[str, Any]:
+        """One game's LLM use at most, from its parameters and prompt templates (no call is made).
+
+        Keys: ``calls``, ``rounds``, ``prompt_tokens_per_call``, ``completion_tokens_per_call``,
+        ``may_stop_early``. Used by ``llm-mesa sweep --dry-run``.
+        """
+        raise NotImplementedError(f"game {self.name!r} cannot estimate its LLM use")
+
     def headline(self, games: "pd.DataFrame", conditions: Sequence[str], policies: Sequence[str]) -> str:
         """The study's headline table over a sweep's games, as text."""
         return f"{len(games)} games"

@@ -86,6 +86,31 @@ class ConsensusGame(Game):
 
         return LLMConsensusPolicy(endpoint, store=store)
 
+    def estimate(self, parameters: Mapping[str, Any], endpoint: Any) -> dict[str, Any]:
+        """One LLM call per agent and round; the prompt of a mid-degree agent with a full history."""
+        from llm_mesa.sweep.dry_run import approx_tokens
+
+        from .observation import ConsensusObservation, Message, RoundRecord
+        from .prompt import ConsensusPrompt
+
+        full = {**PARAMETERS.defaults(), **parameters}
+        n, rounds, degree = full["n"], full["max_rounds"], 4
+        neighbours = tuple(range(1, degree + 1))
+        talk = full["communication"] != "none"
+        history = [RoundRecord(r, "red", dict.fromkeys(neighbours, "blue"),
+                               [Message(1, r, "x" * 80)] if talk else []) for r in range(min(10, rounds))]
+        obs = ConsensusObservation(
+            agent_id=n - 1, round=min(10, rounds), preference="red", colour="red", neighbour_ids=neighbours,
+            neighbour_colours=("blue",) * degree, communication=full["communication"],
+            direct_messages=full["direct_messages"], label=full["label"], history=history,
+            inbox=[Message(v, 1, "x" * 80) for v in neighbours] if talk else [], diary="x" * 200,
+            max_rounds=rounds, n_players=n, payoff_preferred=full["payoff_preferred"],
+            payoff_other=full["payoff_other"])
+        prompt = "\n".join(m["content"] for m in ConsensusPrompt().messages(obs))
+        completion = endpoint.max_tokens or endpoint.max_completion_tokens or 120
+        return {"calls": n * rounds, "rounds": rounds, "prompt_tokens_per_call": approx_tokens(prompt),
+                "completion_tokens_per_call": completion, "may_stop_early": True}
+
     def check(self, parameters: Mapping[str, Any], seed: int) -> None:
         from .model import ConsensusModel
 

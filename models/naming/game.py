@@ -82,6 +82,21 @@ class NamingGame(Game):
 
         return LLMSpeaker(endpoint, store=store)
 
+    def estimate(self, parameters: Mapping[str, Any], endpoint: Any) -> dict[str, Any]:
+        """Every paired agent speaks each round (two under pairing one); retries not counted."""
+        from llm_mesa.sweep.dry_run import approx_tokens
+
+        from .observation import NamingObservation, lexicon
+        from .prompts import build_prompt
+
+        full = {**PARAMETERS.defaults(), **parameters}
+        n, rounds = full["n"], full["max_rounds"]
+        speakers = 2 if full["pairing"] == "one" else n - n % 2
+        obs = NamingObservation(n - 1, rounds, "C12", full["mode"], lexicon(full["lexicon_size"]))
+        completion = endpoint.max_tokens or endpoint.max_completion_tokens or 32
+        return {"calls": speakers * rounds, "rounds": rounds, "prompt_tokens_per_call": approx_tokens(build_prompt(obs)),
+                "completion_tokens_per_call": completion, "may_stop_early": bool(full["stop_at_consensus"])}
+
     def check(self, parameters: Mapping[str, Any], seed: int) -> None:
         from .model import NamingModel
 

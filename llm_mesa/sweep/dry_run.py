@@ -1,0 +1,100 @@
+"""What a sweep would cost, before a cent is spent: ``llm-mesa sweep ... --dry-run``.
+
+Nothing here contacts an endpoint. Each game says, from its own parameters and
+prompt templates, how many LLM calls one game makes at most and how long a
+prompt is (``Game.estimate``); this module multiplies out the grid, prices the
+tokens and times the sweep at the latency and concurrency the user states:
+``time = max(rounds x latency x games / games in flight, calls x latency / concurrency)``.
+Tokens are counted as characters / 4, the usual figure for English under BPE
+tokenizers; a game that stops early (a consensus) costs less than the bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from llm_mesa.games import Game
+
+CHARS_PER_TOKEN = 4
+
+
+def approx_tokens(text: str) -> int:
+    """Tokens of ``text`` at about four characters a token."""
+    return max(1, round(len(text) / CHARS_PER_TOKEN))
+
+
+@dataclass
+class SweepEstimate:
+    games: int
+    llm_games: int
+    calls: int
+    rounds: int  # summed over LLM games: the rounds one after another
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float | None
+    time_s: float | None
+    bounded: bool  # True when games may stop early, so the figures are upper bounds
+
+
+def estimate_sweep(game: Game, conditions: Mapping[str, Mapping[str, Any]], seeds_of: Mapping[str, Sequence[int]],
+                   plan: Mapping[str, tuple[str, Any]], *, latency_s: float = 1.0, games_in_flight: int = 1,
+                   price: tuple[float, float] | None = None) -> SweepEstimate:
+    """The grid's LLM calls, tokens, cost and time (``plan``: label -> (spec, endpoint or None))."""
+    games = sum(len(seeds_of[c]) for c in conditions) * len(plan)
+    llm_games = calls = rounds = prompt = completion = 0
+    bounded = False
+    concurrency = None
+    for _, endpoint in plan.values():
+        if endpoint is None:
+            continue
+        concurrency = endpoint.concurrency if concurrency is None else min(concurrency, endpoint.concurrency)
+        if price is None and endpoint.price is not None:
+            price = endpoint.price
+        for name, parameters in conditions.items():
+            one = game.estimate(parameters, endpoint)
+            k = len(seeds_of[name])
+            llm_games += k
+            calls += k * one["calls"]
+            rounds += k * one["rounds"]
+            prompt += k * one["calls"] * one["prompt_tokens_per_call"]
+            completion += k * one["calls"] * one["completion_tokens_per_call"]
+            bounded = bounded or one.get("may_stop_early", False)
+    cost = None if price is None else (prompt * price[0] + completion * price[1]) / 1e6
+    time_s = None
+    if llm_games:
+        time_s = max(rounds * latency_s / max(1, min(games_in_flight, llm_games)),
+                     calls * latency_s / max(1, concurrency or 1))
+    return SweepEstimate(games, llm_games, calls, rounds, prompt, completion, cost, time_s, bounded)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def format_estimate(estimate: SweepEstimate, *, latency_s: float, games_in_flight: int,
+                    concurrency: int | None) -> str:
+    bound = "at most " if estimate.bounded else ""
+    lines = [f"games: {estimate.games:,}"]
+    if not estimate.llm_games:
+        lines.append("LLM calls: 0 (rule policies only; nothing is sent anywhere)")
+        return "\n".join(lines)
+    lines += [
+        f"LLM games: {estimate.llm_games:,}",
+        f"calls: {bound}{estimate.calls:,}" + (" (a game that reaches consensus stops early)" if estimate.bounded else ""),
+        f"prompt tokens: {bound}{estimate.prompt_tokens:,}",
+        f"completion tokens: {bound}{estimate.completion_tokens:,}",
+        "cost: " + ("unknown; give --price PROMPT,COMPLETION (per 1M tokens)" if estimate.cost is None
+                    else f"{bound}{estimate.cost:,.2f} (at the given price per 1M tokens)"),
+        f"time: about {_duration(estimate.time_s)} at {latency_s:g} s a call, {games_in_flight} games in flight, "
+        f"concurrency {concurrency}",
+    ]
+    return "\n".join(lines)
+
+
+__all__ = ["SweepEstimate", "approx_tokens", "estimate_sweep", "format_estimate"]
