@@ -7,6 +7,7 @@ a graph is fixed by the run's seed.
 from __future__ import annotations
 
 import random
+import warnings
 from pathlib import Path
 
 import networkx as nx
@@ -79,32 +80,94 @@ def build_topology(
     return nx.connected_caveman_graph(cliques, size)
 
 
+def _read_edge_list(path: Path, text: str) -> nx.Graph:
+    """``SOURCE TARGET [WEIGHT]`` per line (``#`` starts a comment); anything else is refused by line."""
+    g = nx.Graph()
+    for number, raw in enumerate(text.splitlines(), 1):
+        fields = raw.split("#", 1)[0].split()
+        if not fields:
+            continue
+        if len(fields) not in (2, 3):
+            raise NetworkError(f"{path}, line {number}: {len(fields)} columns; an edge list has SOURCE TARGET [WEIGHT]")
+        weight = 1.0
+        if len(fields) == 3:
+            try:
+                weight = float(fields[2])
+            except ValueError:
+                raise NetworkError(f"{path}, line {number}: the third column {fields[2]!r} is not a number "
+                                   "(an edge list has SOURCE TARGET [WEIGHT])") from None
+        g.add_edge(fields[0], fields[1], weight=weight)
+    return g
+
+
+def _node_order(nodes) -> list:
+    """Integer node ids in numeric order (so ``nodes:3`` is the file's node 3); others as text."""
+    try:
+        return sorted(nodes, key=lambda v: int(v))
+    except (TypeError, ValueError):
+        return sorted(nodes, key=str)
+
+
 def load_graph(path: str | Path) -> nx.Graph:
-    """A graph from a GraphML file or an edge list, relabelled to 0..n-1."""
+    """A connected, undirected graph from a GraphML or edge-list file, relabelled to 0..n-1.
+
+    The format is read from the content, not the suffix (GraphML starts with ``<``).
+    Node ids that are all integers keep their numeric order, so a file's node 3 is
+    the game's node 3 when the ids run 0..n-1; other ids are numbered in text order.
+    Directed and disconnected graphs are refused: the game is played on undirected
+    edges, and agents in different components can never agree.
+    """
     path = Path(path)
     try:
-        if path.suffix.lower() in (".graphml", ".xml"):
-            g = nx.read_graphml(path)
-        else:
-            g = nx.read_edgelist(path, nodetype=str)
-    except (OSError, nx.NetworkXError, ValueError, SyntaxError) as exc:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
         raise NetworkError(f"cannot read graph file {str(path)!r} ({exc}); give a GraphML (.graphml) or edge-list file") from None
+    if text.lstrip().startswith("<"):
+        try:
+            g = nx.parse_graphml(text)
+        except (nx.NetworkXError, ValueError, SyntaxError, KeyError) as exc:
+            raise NetworkError(f"cannot read graph file {str(path)!r} as GraphML ({exc})") from None
+        if g.is_directed():
+            raise NetworkError(f"graph file {str(path)!r} is directed; the game needs undirected edges "
+                               "(save it with edgedefault=\"undirected\")")
+        g = nx.Graph(g)
+    else:
+        g = _read_edge_list(path, text)
+    g.remove_edges_from(nx.selfloop_edges(g))
     if g.number_of_nodes() < 2:
         raise NetworkError(f"graph file {str(path)!r} has fewer than 2 nodes")
-    g = nx.Graph(g)  # undirected, simple
-    g.remove_edges_from(nx.selfloop_edges(g))
-    return nx.convert_node_labels_to_integers(g, ordering="sorted")
+    if not nx.is_connected(g):
+        parts = sorted(nx.connected_components(g), key=len)
+        raise NetworkError(f"graph file {str(path)!r} is not connected ({len(parts)} components, the smallest "
+                           f"{sorted(map(str, parts[0]))[:3]}); agents in different components can never agree: "
+                           "give a connected graph")
+    order = _node_order(g.nodes)
+    return nx.relabel_nodes(g, {v: i for i, v in enumerate(order)})
 
 
 def normalise_graph(g: nx.Graph) -> nx.Graph:
-    """A user's networkx graph as the model needs it: simple, undirected, nodes 0..n-1."""
+    """A user's networkx graph as the model needs it: simple, undirected, nodes 0..n-1.
+
+    Integer labels keep their numeric order. A directed graph is read as undirected
+    and a disconnected one is played as it is; both with a warning that says so.
+    """
     if g.number_of_nodes() < 2:
         raise NetworkError("the graph needs at least 2 nodes")
+    if g.is_directed():
+        warnings.warn("the graph is directed; the game reads its edges as undirected", GraphWarning, stacklevel=3)
     g = nx.Graph(g)
     g.remove_edges_from(nx.selfloop_edges(g))
+    if not nx.is_connected(g):
+        warnings.warn(f"the graph has {nx.number_connected_components(g)} components; agents in different "
+                      "components can never agree", GraphWarning, stacklevel=3)
     if set(g.nodes) != set(range(g.number_of_nodes())):
-        g = nx.convert_node_labels_to_integers(g, ordering="sorted")
+        order = _node_order(g.nodes)
+        g = nx.relabel_nodes(g, {v: i for i, v in enumerate(order)})
     return g
+
+
+class GraphWarning(UserWarning):
+    """A graph the game can play, but perhaps not as the user meant."""
 
 
 def highest_degree_nodes(graph: nx.Graph, k: int) -> list[int]:
