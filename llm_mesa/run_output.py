@@ -24,6 +24,10 @@ import pandas as pd
 VERSIONED_PACKAGES = ("llm-mesa", "mesa", "networkx", "numpy", "pandas", "pyarrow", "scipy", "statsmodels", "openai")
 
 
+#: the longest file name (bytes) we write; Linux file systems allow 255
+NAME_MAX = 255
+
+
 class OutputError(ValueError):
     """A run cannot be written where asked; the message names the fix."""
 
@@ -51,15 +55,30 @@ def build_manifest(kind: str, parameters: dict[str, Any], **extra: Any) -> dict[
 
 
 def check_output_dir(path: str | Path) -> Path:
-    """Refuse, before a run starts, a destination that would be overwritten."""
+    """Refuse, before a run starts, a destination that would be overwritten or cannot be written.
+
+    Checked before a game is played, so that a long (and perhaps paid) game is never
+    lost to an output that was never writable: an empty name, an existing non-empty
+    directory, a parent that is a file, a name too long for the file system, or a
+    folder this process cannot create files in (read-only, ``/proc``...).
+    """
+    if str(path).strip() == "":
+        raise OutputError("--out is empty; give the directory to write the run to, e.g. --out runs/game1")
     path = Path(path)
+    too_long = [part for part in (*path.parts, f".{path.name}.staging") if len(part.encode()) > NAME_MAX]
+    if too_long:
+        raise OutputError(f"the name {too_long[0][:40]!r}... is longer than file systems allow ({NAME_MAX} bytes); "
+                          "choose a shorter --out")
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         raise OutputError(f"{str(path)!r} already exists and is not empty; choose a new --out directory")
-    for parent in path.parents:  # a parent that is a file can never hold the run
-        if parent.exists():
-            if not parent.is_dir():
-                raise OutputError(f"{str(parent)!r} is a file, so {str(path)!r} cannot be written; choose another --out")
-            break
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    if not existing.is_dir():
+        raise OutputError(f"{str(existing)!r} is a file, so {str(path)!r} cannot be written; choose another --out")
+    try:
+        probe = tempfile.mkdtemp(prefix=".llm-mesa-probe-", dir=existing)
+        os.rmdir(probe)
+    except OSError as exc:
+        raise OutputError(f"cannot write in {str(existing)!r} ({exc.strerror or exc}); choose another --out") from None
     return path
 
 
@@ -89,20 +108,46 @@ def parquet_ready(df: pd.DataFrame, types: Mapping[str, str] | None = None) -> p
 
 
 def write_run(path: str | Path, tables: dict[str, pd.DataFrame], summary: dict[str, Any],
-              manifest: dict[str, Any]) -> Path:
-    """Write tables (Parquet), summary.json and manifest.json into ``path`` atomically."""
+               manifest: dict[str, Any]) -> Path:
+    """Write tables (Parquet), summary.json and manifest.json into ``path`` atomically.
+
+    The run is staged next to ``path`` and renamed into place in one step. If the
+    rename fails, the staged run stays where it is; if staging fails (a full disk, a
+    folder that became read-only), the run is written to the system's temporary
+    folder instead. Either way the error says where, so a played game is never lost.
+    """
     path = check_output_dir(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
     try:
-        for name, df in tables.items():
-            parquet_ready(df).to_parquet(staging / f"{name}.parquet", index=False)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        staging = _stage(tables, summary, manifest, path.parent, path.name)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+    else:
+        try:
+            if path.exists():
+                path.rmdir()  # empty, checked above
+            os.replace(staging, path)
+            return path
+        except OSError as exc:
+            raise OutputError(f"cannot move the run into {str(path)!r} ({exc.strerror or exc}); "
+                              f"it is complete in {staging}") from None
+    try:
+        kept = _stage(tables, summary, manifest, Path(tempfile.gettempdir()), path.name)
+    except OSError:
+        raise OutputError(f"cannot write the run to {str(path)!r} ({reason}), nor to the temporary folder") from None
+    raise OutputError(f"cannot write the run to {str(path)!r} ({reason}); it was saved in {kept} instead")
+
+
+def _stage(tables: dict[str, pd.DataFrame], summary: dict[str, Any], manifest: dict[str, Any],
+           folder: Path, name: str) -> Path:
+    """Every file of the run in a new hidden folder inside ``folder`` (removed again if writing fails)."""
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=folder))
+    try:
+        for table, df in tables.items():
+            parquet_ready(df).to_parquet(staging / f"{table}.parquet", index=False)
         (staging / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n")
-        if path.exists():
-            path.rmdir()  # empty, checked above
-        os.replace(staging, path)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return path
+    return staging
