@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import json
-import random
 import subprocess
 import sys
 
 import networkx as nx
 import pandas as pd
 import pytest
+from llm_mesa.models.consensus import ConsensusModel
+from llm_mesa.models.consensus.analysis import firth_consensus_regression, stubbornness_vs_consensus
 
 from llm_mesa.analysis.cli import _game_graph, default_formula
-from llm_mesa.analysis.statistics import firth_consensus_regression, stubbornness_vs_consensus
-from llm_mesa.models.consensus import ConsensusModel
 from llm_mesa.sweep import read_sweep, run_sweep
 
 CONDITIONS = {

@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from llm_mesa.analysis.statistics import (
-    AnalysisError,
+from llm_mesa.analysis import AnalysisError
+from llm_mesa.models.consensus.analysis import (
     component_tests,
     firth_consensus_regression,
     majority_following,
