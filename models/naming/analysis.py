@@ -1,7 +1,8 @@
-"""The naming study's summary over tidy run tables (until it moves to its game).
+"""SIGN's statistics over tidy run tables.
 
-The consensus study's statistics live in ``llm_mesa.models.consensus.analysis``,
-on the general estimators of this package.
+The study reports, per condition, the mean and SD over seeds of the final
+agreement and of what reaching 50, 60 and 70 % agreement took
+(``naming_summary``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import pandas as pd
 
 from llm_mesa.analysis.checks import AnalysisError, require_columns
 
-__all__ = ["AnalysisError", "NAMING_CONDITION_COLUMNS", "naming_summary"]
+__all__ = ["NAMING_CONDITION_COLUMNS", "naming_summary"]
 
 
 NAMING_CONDITION_COLUMNS = ("model", "speaker", "policy", "pairing", "n", "alpha", "mode", "memory")
