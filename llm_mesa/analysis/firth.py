@@ -108,10 +108,12 @@ def _build_design(formula: str, data: pd.DataFrame, what: str) -> tuple[np.ndarr
     try:
         design = model_matrix(rhs, data, na_action="raise")
     except FormulaicError as exc:
-        unknown = re.search(r"name '([^']+)' is not defined", str(exc))
+        # formulaic says so in two ways: inside a call, C(name); or a bare name
+        unknown = re.search(r"name '([^']+)' is not defined|`([^`]+)` is not present in the dataset", str(exc))
         if unknown:
             have = ", ".join(map(str, data.columns))
-            raise AnalysisError(f"{what}: the formula names {unknown.group(1)!r}, which is not a column; the table has: {have}") from None
+            name = unknown.group(1) or unknown.group(2)
+            raise AnalysisError(f"{what}: the formula names {name!r}, which is not a column; the table has: {have}") from None
         raise AnalysisError(f"{what}: cannot build the design of {formula!r}: {str(exc).splitlines()[0]}") from None
     except Exception as exc:  # formulaic reports unknown names as plain evaluation errors
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
