@@ -112,6 +112,29 @@ class Game:
         """The study's headline table over a sweep's games, as text."""
         return f"{len(games)} games"
 
+    def configure_analysis(self, parser: Any) -> None:
+        """Add the options of this game's ``llm-mesa analyze`` report to ``parser`` (an argparse group).
+
+        Every installed game adds its options to the one command: name them so
+        that they do not clash with another game's. None by default.
+        """
+
+    def analyze(self, sweep: Any, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The game's statistics over a finished sweep, as a JSON-ready dict.
+
+        ``sweep`` is a ``llm_mesa.analysis.sweep_data.SweepData`` (manifest, games
+        table, ``table(name)`` for the others); ``options`` the values of the
+        options of ``configure_analysis`` (missing ones take their defaults).
+        """
+        raise GameError(f"the {self.name} game has no analysis; `llm-mesa analyze` cannot report on its sweeps "
+                        f"(read them with llm_mesa.sweep.read_sweep)")
+
+    def format_report(self, report: Mapping[str, Any]) -> str:
+        """``analyze``'s report as text (default: its JSON)."""
+        import json
+
+        return json.dumps(report, indent=2)
+
     def outcome(self, row: Mapping[str, Any]) -> str:
         """A finished game's outcome in a few words (for progress lines)."""
         return f"{row.get('rounds', '?')} rounds"

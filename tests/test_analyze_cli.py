@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import json
-import random
 import subprocess
 import sys
 
 import networkx as nx
 import pandas as pd
 import pytest
-
-from llm_mesa.analysis.cli import _game_graph, default_formula
-from llm_mesa.analysis.statistics import firth_consensus_regression, stubbornness_vs_consensus
 from llm_mesa.models.consensus import ConsensusModel
+from llm_mesa.models.consensus.analysis import _game_graph, firth_consensus_regression, stubbornness_vs_consensus
+from llm_mesa.models.consensus.analysis_report import default_formula
+
 from llm_mesa.sweep import read_sweep, run_sweep
 
 CONDITIONS = {
@@ -152,7 +151,8 @@ def test_too_few_games_is_bad_input(tmp_path):
 
 
 def test_saved_edges_give_the_same_transitions_as_redrawn_graphs(sweep_dir):
-    from llm_mesa.analysis.cli import load_edges, load_sweep, sweep_transitions
+    from llm_mesa.models.consensus.analysis import sweep_transitions
+    from llm_mesa.models.consensus.analysis_report import load_edges, load_sweep
 
     games, agents, _ = load_sweep(sweep_dir)
     edges = load_edges(sweep_dir)

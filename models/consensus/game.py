@@ -132,6 +132,21 @@ class ConsensusGame(Game):
             row["replayed_calls"] = llm.usage.replayed
         return GameResult(row, game_tables(model, request.tables))
 
+    def configure_analysis(self, parser: Any) -> None:
+        from .analysis_report import configure
+
+        configure(parser)
+
+    def analyze(self, sweep: Any, options: Mapping[str, Any]) -> dict[str, Any]:
+        from .analysis_report import analyze
+
+        return analyze(sweep, options)
+
+    def format_report(self, report: Mapping[str, Any]) -> str:
+        from .analysis_report import format_report
+
+        return format_report(report)
+
     def headline(self, games, conditions: Sequence[str], policies: Sequence[str]) -> str:
         from .tables import consensus_table, format_consensus_table
 

@@ -117,6 +117,16 @@ class NamingGame(Game):
         tables = {"rounds": model.rounds_frame()} if "rounds" in request.tables else {}
         return GameResult(row, tables)
 
+    def analyze(self, sweep: Any, options: Mapping[str, Any]) -> dict[str, Any]:
+        from .analysis import analyze
+
+        return analyze(sweep, options)
+
+    def format_report(self, report: Mapping[str, Any]) -> str:
+        from .analysis import format_report
+
+        return format_report(report)
+
     def headline(self, games, conditions: Sequence[str], policies: Sequence[str]) -> str:
         import pandas as pd
 

@@ -1,0 +1,92 @@
+"""The `llm-mesa analyze` shell knows no game: it asks the sweep's game, found through the registry."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from llm_mesa import games as registry
+from llm_mesa.analysis.cli import AnalyzeError, analyze
+from llm_mesa.cli import main
+from llm_mesa.games import Game, GameError
+from llm_mesa.sweep import run_sweep
+
+
+@pytest.fixture(scope="module")
+def consensus_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("shell") / "sweep"
+    run_sweep({"ws": {"n": 12, "topology": "ws"}, "cc": {"n": 12, "topology": "caveman"}}, "voter", 2, out,
+              model_options={"max_rounds": 10, "baseline_permutations": 10})
+    return out
+
+
+def _set_game(sweep, game):
+    """The sweep's manifest, saying ``game`` (None: no "game" key, as sweeps written before games were plugins)."""
+    path = sweep / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest.pop("game", None)
+    if game is not None:
+        manifest["game"] = game
+    path.write_text(json.dumps(manifest))
+
+
+def test_a_sweep_without_a_game_in_its_manifest_is_a_consensus_sweep(consensus_dir, capsys):
+    assert json.loads((consensus_dir / "manifest.json").read_text())["game"] == "consensus"
+    _set_game(consensus_dir, None)
+    try:
+        assert main(["analyze", str(consensus_dir), "--json"]) == 0
+        report = json.loads(capsys.readouterr().out)
+        assert report["game"] == "consensus" and report["games"] == 4
+        assert {r["condition"] for r in report["consensus"]} == {"ws", "cc"}
+    finally:
+        _set_game(consensus_dir, "consensus")
+
+
+def test_an_unknown_game_is_one_line_and_exit_2(consensus_dir, capsys):
+    _set_game(consensus_dir, "chess")
+    try:
+        assert main(["analyze", str(consensus_dir)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("llm-mesa analyze: error: unknown game 'chess'") and len(err.strip().splitlines()) == 1
+    finally:
+        _set_game(consensus_dir, "consensus")
+
+
+def test_a_game_without_analysis_says_so(consensus_dir, capsys, monkeypatch):
+    class Silent(Game):
+        name = "silent"
+
+    real = registry.get_game
+    monkeypatch.setattr(registry, "get_game", lambda name: Silent() if name == "silent" else real(name))
+    _set_game(consensus_dir, "silent")
+    try:
+        assert main(["analyze", str(consensus_dir)]) == 2
+        assert "the silent game has no analysis" in capsys.readouterr().err
+    finally:
+        _set_game(consensus_dir, "consensus")
+    with pytest.raises(GameError, match="has no analysis"):
+        Silent().analyze(None, {})
+    assert json.loads(Silent().format_report({"a": 1})) == {"a": 1}
+
+
+def test_the_python_api_takes_the_games_options_as_keywords(consensus_dir):
+    report = analyze(consensus_dir, formula="consensus ~ C(topology)", keep_invalid=True)
+    assert report["game"] == "consensus" and report["firth"]["formula"] == "consensus ~ C(topology)"
+    with pytest.raises(AnalyzeError, match="unknown option.*formual"):
+        analyze(consensus_dir, formual="consensus ~ C(topology)")
+
+
+def test_help_lists_each_games_options_under_its_name(capsys):
+    with pytest.raises(SystemExit):
+        main(["analyze", "--help"])
+    text = capsys.readouterr().out
+    assert "consensus sweeps:" in text and "--max-transitions" in text.split("consensus sweeps:")[1]
+
+
+def test_a_sweep_without_games_is_bad_input(tmp_path, capsys):
+    out = tmp_path / "empty"
+    out.mkdir()
+    (out / "manifest.json").write_text(json.dumps({"game": "consensus"}))
+    assert main(["analyze", str(out)]) == 2
+    assert "holds no finished game" in capsys.readouterr().err
