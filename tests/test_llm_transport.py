@@ -92,6 +92,33 @@ def test_gather_sync_keeps_input_order_and_runs_together():
     assert run_sync(runtime.gather(doubled(1), doubled(2))) == [2, 4]
 
 
+def test_a_failing_coroutine_cancels_the_rest_of_its_round():
+    """One call of a round raises: the others are cancelled, not left to be paid and recorded."""
+    finished = {"slow": False, "slower": False}
+
+    async def fails_at_once():
+        await asyncio.sleep(0.01)
+        raise ValueError("bad agent")
+
+    async def finishes_later(name, delay):
+        await asyncio.sleep(delay)
+        finished[name] = True
+
+    with pytest.raises(ValueError, match="bad agent"):  # the first failure itself, not a group
+        gather_sync([finishes_later("slow", 0.2), fails_at_once(), finishes_later("slower", 0.3)])
+    assert finished == {"slow": False, "slower": False}
+    time.sleep(0.4)  # past both sleeps: they were cancelled, not merely outrun
+    assert finished == {"slow": False, "slower": False}
+
+
+def test_return_exceptions_collects_failures_and_lets_the_rest_finish():
+    async def fails():
+        raise ValueError("bad agent")
+
+    results = gather_sync([doubled(1, 0.05), fails(), doubled(3)], return_exceptions=True)
+    assert results[0] == 2 and isinstance(results[1], ValueError) and results[2] == 6
+
+
 def test_run_sync_refuses_a_foreign_gather_and_times_out():
     other_loop = asyncio.new_event_loop()  # what asyncio.gather(...) outside a loop is bound to
     try:
