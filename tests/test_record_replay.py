@@ -3,15 +3,28 @@ a crashed run resumes paying only for what is missing, and no secret is stored."
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 
 import pytest
+from scripted_server import ScriptedServer
 
-from llm_mesa.llm import (Endpoint, LLMRequest, ReplayMiss, ResponseStore, StoreError, Usage, ask, complete,
-                          gather_sync, parse_json_answer, run_sync)
+from llm_mesa.llm import (
+    Endpoint,
+    LLMRequest,
+    ReplayMiss,
+    ResponseStore,
+    StoreError,
+    Usage,
+    ask,
+    complete,
+    gather_sync,
+    parse_json_answer,
+    run_sync,
+)
 from llm_mesa.llm import client as client_module
 from llm_mesa.llm.store import request_identity, request_key
-from scripted_server import ScriptedServer
 
 SECRET = "sk-record-replay-secret-987"
 
@@ -226,3 +239,43 @@ def test_an_exit_without_close_loses_nothing(tmp_path):
     )
     subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
     assert _rows_on_disk(path) == 5
+
+
+class _SlowReads:
+    """A store connection whose SELECTs take ``delay`` seconds, as on a busy disk or a locked file."""
+
+    def __init__(self, conn, delay: float) -> None:
+        self._conn, self._delay = conn, delay
+
+    def execute(self, sql, *args):
+        if sql.lstrip().upper().startswith("SELECT"):
+            time.sleep(self._delay)
+        return self._conn.execute(sql, *args)
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
+
+
+def test_a_slow_store_read_does_not_stall_the_event_loop(tmp_path):
+    path = tmp_path / "calls.sqlite"
+    with ScriptedServer() as s:
+        ep = Endpoint(s.base_url, "scripted")
+        s.then({"text": '{"c": "red"}'})
+        recorder = ResponseStore(path)
+        run_game(ep, recorder, agents=[0])
+        recorder.close()
+    store = ResponseStore(path, "replay")
+    store._conn = _SlowReads(store._conn, 0.3)
+
+    async def replay_while_ticking():
+        call = asyncio.create_task(complete(ep, request(0), store=store))
+        await asyncio.sleep(0)  # the call starts; a read on the loop thread would run to its end here
+        ticks = 0
+        while not call.done():  # other work on the loop (the rest of a round) goes on meanwhile
+            ticks += 1
+            await asyncio.sleep(0.005)
+        return ticks, await call
+
+    ticks, result = run_sync(replay_while_ticking())
+    assert result.replayed and result.text == '{"c": "red"}'
+    assert ticks > 0

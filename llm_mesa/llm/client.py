@@ -48,7 +48,7 @@ import random
 import time
 import weakref
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import aiohttp
@@ -92,7 +92,7 @@ class LLMRequest:
     purpose: str = ""
     schema_name: str = "answer"
 
-    def with_reminder(self, reminder: str, suffix: str = "|retry=1") -> "LLMRequest":
+    def with_reminder(self, reminder: str, suffix: str = "|retry=1") -> LLMRequest:
         """The same request with ``reminder`` added (a user message, or appended to the prompt)."""
         messages = prompt = None
         if self.messages is not None:
@@ -132,7 +132,7 @@ class LLMResult:
         return record
 
     @classmethod
-    def from_record(cls, record: dict[str, Any], replayed: bool = False) -> "LLMResult":
+    def from_record(cls, record: dict[str, Any], replayed: bool = False) -> LLMResult:
         known = {k: v for k, v in record.items() if k in _RESULT_FIELDS}  # tolerate older/newer records
         return cls(**{**known, "replayed": replayed})
 
@@ -143,7 +143,7 @@ _RESULT_FIELDS = frozenset(LLMResult.__dataclass_fields__)
 # -- per-loop clients and semaphores ------------------------------------------------------
 
 class _LoopState:
-    __slots__ = ("clients", "semaphores", "routes", "negotiations", "probed")
+    __slots__ = ("clients", "negotiations", "probed", "routes", "semaphores")
 
     def __init__(self) -> None:
         self.clients: dict[tuple[str, str], openai.AsyncOpenAI] = {}
@@ -153,10 +153,10 @@ class _LoopState:
         self.probed: set[tuple[str, str]] = set()
         self.semaphores: dict[tuple[str, int], asyncio.Semaphore] = {}
         #: (base URL, key variable, path, timeout) -> prebuilt route, or None: use client.post
-        self.routes: dict[tuple[str, str, str, float], "_DirectRoute | None"] = {}
+        self.routes: dict[tuple[str, str, str, float], _DirectRoute | None] = {}
 
 
-_states: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState]" = weakref.WeakKeyDictionary()
+_states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
 _last: tuple[asyncio.AbstractEventLoop | None, _LoopState | None] = (None, None)
 
 
@@ -223,7 +223,7 @@ _register_shutdown()
 class _DirectRoute:
     """One endpoint path as the SDK would send it, built once: URL, headers, timeouts, session."""
 
-    __slots__ = ("client", "path", "timeout", "url", "client_timeout", "transport", "_headers")
+    __slots__ = ("_headers", "client", "client_timeout", "path", "timeout", "transport", "url")
 
     def __init__(self, client: openai.AsyncOpenAI, transport: Any, path: str, timeout: float) -> None:
         self.client, self.transport, self.path, self.timeout = client, transport, path, timeout
@@ -260,7 +260,7 @@ class _DirectRoute:
         return session
 
 
-def _direct_route(endpoint: Endpoint, client: openai.AsyncOpenAI, path: str) -> "_DirectRoute | None":
+def _direct_route(endpoint: Endpoint, client: openai.AsyncOpenAI, path: str) -> _DirectRoute | None:
     """The prebuilt route for ``path``, or None where only ``client.post`` does what the SDK does."""
     state = _loop_state()
     key = (endpoint.base_url, endpoint.api_key_env, path, endpoint.timeout)
@@ -497,7 +497,7 @@ def _refused_connection(exc: BaseException) -> BaseException | None:
 def _error_text(exc: openai.APIStatusError) -> str:
     try:
         return exc.response.text
-    except Exception:  # a streamed or unreadable body
+    except Exception:  # noqa: BLE001 - a streamed or unreadable body: any failure to read it
         return str(exc.message)
 
 
@@ -511,7 +511,8 @@ async def complete(endpoint: Endpoint, request: LLMRequest, *, store: ResponseSt
     if store is not None and store.mode != "off":
         identity = request_identity(endpoint, request)
         key = request_key(identity)
-        result = store.get(key) if store.replays else None
+        # in a worker thread: a read may wait on the file, and the loop runs the whole round
+        result = await asyncio.to_thread(store.get, key) if store.replays else None
         if result is None:
             if store.mode == "replay":
                 raise store.miss(key, request.sample_key)
