@@ -279,3 +279,45 @@ def test_a_slow_store_read_does_not_stall_the_event_loop(tmp_path):
     ticks, result = run_sync(replay_while_ticking())
     assert result.replayed and result.text == '{"c": "red"}'
     assert ticks > 0
+
+
+def test_replayed_calls_count_their_tokens_and_cost_in_the_one_ledger(tmp_path):
+    """A game's summary (its calls' tokens at the endpoint's price) and its manifest (the
+    ledger) read the same cost whether the calls were made or replayed."""
+    path = tmp_path / "calls.sqlite"
+    with ScriptedServer() as s:
+        ep = Endpoint(s.base_url, "scripted", price=(1.0, 2.0))
+        live = Usage("game")
+        recorded = run_game(ep, ResponseStore(path), agents=range(3), usage=live)
+    replay = Usage("game")
+    replayed = run_game(ep, ResponseStore(path, "replay"), agents=range(3), usage=replay)
+    summary_cost = sum(ep.cost(r.prompt_tokens, r.completion_tokens) for r in replayed)
+    assert summary_cost > 0
+    assert replay.as_dict()["cost"] == pytest.approx(summary_cost)
+    assert replay.as_dict()["cost"] == pytest.approx(live.as_dict()["cost"])
+    for key in ("calls", "prompt_tokens", "completion_tokens", "total_tokens"):
+        assert replay.as_dict()[key] == live.as_dict()[key]
+    # what was replayed stays apart: a count, and the part of the cost this run did not pay
+    assert (replay.replayed, live.replayed) == (3, 0)
+    assert replay.as_dict()["replayed_cost"] == pytest.approx(summary_cost)
+    assert live.as_dict()["replayed_cost"] == 0
+    assert [r.text for r in replayed] == [r.text for r in recorded]
+
+
+def test_an_answer_is_priced_as_the_ledger_prices_its_calls(tmp_path):
+    path = tmp_path / "calls.sqlite"
+
+    def decode(text):
+        parsed = parse_json_answer(text)
+        return parsed and parsed.get("c")
+
+    with ScriptedServer() as s:
+        ep = Endpoint(s.base_url, "scripted", price=(1.0, 2.0))
+        s.then({"text": "red, I think"}, {"text": '{"c": "red"}'})
+        live = Usage()
+        first = run_sync(ask(ep, request(0), decode, "JSON only.", store=ResponseStore(path), usage=live))
+    replay = Usage()
+    again = run_sync(ask(ep, request(0), decode, "JSON only.", store=ResponseStore(path, "replay"), usage=replay))
+    assert first.outcome == again.outcome == "retry_ok"
+    assert replay.cost > 0 and replay.replayed == 2
+    assert first.cost(ep) == pytest.approx(live.cost) and again.cost(ep) == pytest.approx(replay.cost)
