@@ -19,14 +19,28 @@ import threading
 import time
 
 import pytest
-
-from llm_mesa.llm import (Endpoint, EndpointError, LLMRequest, Usage, add_endpoint_arguments, ask, complete,
-                          endpoint_from_args, gather_sync, negotiated_dialect, parse_json_answer, preflight,
-                          run_sync)
-from llm_mesa.llm import client as client_module
-from llm_mesa.llm import dialects, runtime
-from llm_mesa.loopback.server import LoopbackServer
 from scripted_server import ScriptedServer, free_port
+
+from llm_mesa.llm import (
+    Endpoint,
+    EndpointError,
+    LLMRequest,
+    Usage,
+    add_endpoint_arguments,
+    ask,
+    complete,
+    dialects,
+    endpoint_from_args,
+    gather_sync,
+    negotiated_dialect,
+    parse_json_answer,
+    preflight,
+    run_sync,
+    runtime,
+)
+from llm_mesa.llm import client as client_module
+from llm_mesa.llm.limits import forget_limits
+from llm_mesa.loopback.server import LoopbackServer
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
 HELLO = [{"role": "user", "content": "Answer in JSON."}]
@@ -37,6 +51,7 @@ def fast_backoff(monkeypatch):
     """Backoff without the seconds (Retry-After still honoured in full)."""
     monkeypatch.setattr(client_module, "BACKOFF_BASE_S", 0.01)
     dialects.forget_negotiations()
+    forget_limits()  # a later server on a reused port starts afresh
     yield
     dialects.forget_negotiations()
 
@@ -504,3 +519,15 @@ def test_one_concurrency_limit_per_server_across_its_models():
         eps = [Endpoint(stand_in.base_url, f"fixed?text=m{i}", concurrency=2) for i in range(4)]
         gather_sync([complete(ep, LLMRequest(messages=HELLO, sample_key=f"k={j}")) for ep in eps for j in range(3)])
         assert stand_in.stats()["max_in_flight"] == 2
+
+
+def test_two_limits_for_one_server_do_not_add_up_the_smaller_holds():
+    with LoopbackServer() as stand_in:
+        wide = Endpoint(stand_in.base_url, "fixed?text=x&latency=0.2", concurrency=3)
+        narrow = Endpoint(stand_in.base_url, "fixed?text=y&latency=0.2", concurrency=2)
+        # the wider endpoint's calls come first: they must not be let in before the narrower limit is known
+        results = gather_sync([complete(ep, LLMRequest(messages=HELLO, sample_key=f"k={j}"))
+                               for ep in (wide, narrow) for j in range(5)])
+        assert all(r.ok for r in results)
+        stats = stand_in.stats()
+        assert stats["requests"] == 10 and stats["max_in_flight"] == 2

@@ -34,8 +34,9 @@ Design choices, and why:
   Where the shortcut would not be what the SDK does (no aiohttp transport,
   a proxy, a provider runtime, workload identity or an API-key provider),
   and for a redirect answer, the call goes through ``client.post``.
-* A per-endpoint ``asyncio.Semaphore(concurrency)`` bounds calls in flight; a
-  call holds its slot while it backs off, which is what a rate-limited server
+* One limit per server (base URL) bounds calls in flight, whatever endpoints
+  call it: the smallest ``concurrency`` given for it (see ``limits``). A call
+  holds its place while it backs off, which is what a rate-limited server
   wants.
 """
 
@@ -57,6 +58,7 @@ from openai._models import FinalRequestOptions
 
 from llm_mesa.llm import dialects
 from llm_mesa.llm.endpoint import Endpoint, EndpointError
+from llm_mesa.llm.limits import server_limit
 from llm_mesa.llm.store import ResponseStore, request_identity, request_key
 from llm_mesa.llm.usage import Usage, as_ledgers
 
@@ -140,10 +142,10 @@ class LLMResult:
 _RESULT_FIELDS = frozenset(LLMResult.__dataclass_fields__)
 
 
-# -- per-loop clients and semaphores ------------------------------------------------------
+# -- per-loop clients ------------------------------------------------------------------------
 
 class _LoopState:
-    __slots__ = ("clients", "negotiations", "probed", "routes", "semaphores")
+    __slots__ = ("clients", "negotiations", "probed", "routes")
 
     def __init__(self) -> None:
         self.clients: dict[tuple[str, str], openai.AsyncOpenAI] = {}
@@ -151,7 +153,6 @@ class _LoopState:
         self.negotiations: dict[tuple[str, str], asyncio.Lock] = {}
         #: endpoints whose first schema call has returned (found a dialect or not)
         self.probed: set[tuple[str, str]] = set()
-        self.semaphores: dict[tuple[str, int], asyncio.Semaphore] = {}
         #: (base URL, key variable, path, timeout) -> prebuilt route, or None: use client.post
         self.routes: dict[tuple[str, str, str, float], _DirectRoute | None] = {}
 
@@ -189,15 +190,6 @@ def get_client(endpoint: Endpoint) -> openai.AsyncOpenAI:
                                     max_retries=0, http_client=_make_http_client())
         state.clients[key] = client
     return client
-
-
-def _semaphore(endpoint: Endpoint) -> asyncio.Semaphore:
-    state = _loop_state()
-    key = (endpoint.base_url, endpoint.concurrency)  # one limit per server, whatever models it serves
-    sem = state.semaphores.get(key)
-    if sem is None:
-        sem = state.semaphores[key] = asyncio.Semaphore(endpoint.concurrency)
-    return sem
 
 
 async def aclose_clients() -> None:
@@ -437,7 +429,7 @@ async def _send_with_retries(endpoint: Endpoint, request: LLMRequest) -> LLMResu
     payload = _json_bytes(body) if route is not None else b""
     attempts = retries = 0
     started = time.perf_counter()
-    async with _semaphore(endpoint):
+    async with server_limit(endpoint):
         while True:
             attempts += 1
             retry_after = None
@@ -508,6 +500,7 @@ async def complete(endpoint: Endpoint, request: LLMRequest, *, store: ResponseSt
     Never raises for a failed call (see ``LLMResult.error``); raises ``ReplayMiss``
     in strict replay when the call was never recorded.
     """
+    server_limit(endpoint)  # before any await: the round's other calls must not be let in under a wider limit
     if store is not None and store.mode != "off":
         identity = request_identity(endpoint, request)
         key = request_key(identity)
