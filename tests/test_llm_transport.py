@@ -485,30 +485,42 @@ def test_the_transport_negotiates_with_the_loopback_endpoint():
             preflight(Endpoint(stand_in.base_url, "no-such-behaviour"))
 
 
-def test_a_round_negotiates_the_dialect_once_not_once_per_agent():
-    from llm_mesa.llm.runtime import gather_sync
-    from llm_mesa.loopback.server import LoopbackServer
+def test_auto_sends_the_first_round_together_under_json_schema():
+    """No lone probe: a round's schema calls all go out at once, so round 1 costs one latency, not two."""
+    with LoopbackServer() as stand_in:
+        ep = Endpoint(stand_in.base_url, 'fixed?text={"answer": "red"}&latency=0.5')
+        assert negotiated_dialect(ep) is None
+        results = gather_sync([complete(ep, LLMRequest(messages=HELLO, schema=SCHEMA, sample_key=f"a={i}"))
+                               for i in range(12)])
+        assert all(r.ok and r.dialect == "json_schema" for r in results)
+        stats = stand_in.stats()
+        assert stats["answered"] == 12 and stats["max_in_flight"] == 12  # all started before any finished
+        assert negotiated_dialect(ep) == "json_schema" and ep.manifest()["negotiated_dialect"] == "json_schema"
 
+
+def test_a_refusing_server_costs_each_first_round_call_at_most_one_refusal():
     with LoopbackServer(reject_json_schema=True) as stand_in:
-        ep = Endpoint(stand_in.base_url, 'fixed?text={"answer": "red"}')
+        ep = Endpoint(stand_in.base_url, 'fixed?text={"answer": "red"}', concurrency=4)
         results = gather_sync([complete(ep, LLMRequest(messages=HELLO, schema=SCHEMA, sample_key=f"a={i}"))
                                for i in range(12)])
         assert all(r.ok and r.dialect == "json_object" for r in results)
         stats = stand_in.stats()
-        assert stats["answered"] == 12
-        assert sum(stats["rejected"].values()) == 1  # one refused json_schema call for the whole round
+        # the 4 calls let in first were refused once each; the 8 that waited for a place
+        # started under the dialect negotiated meanwhile
+        assert stats["answered"] == 12 and stats["rejected"] == {"json_schema": 4}
+        assert negotiated_dialect(ep) == "json_object"
+        gather_sync([complete(ep, LLMRequest(messages=HELLO, schema=SCHEMA, sample_key=f"b={i}")) for i in range(12)])
+        assert stand_in.stats()["rejected"] == {"json_schema": 4}  # the next round: none
 
 
-def test_a_failing_server_is_probed_once_then_called_concurrently():
-    from llm_mesa.llm.runtime import gather_sync
-    from llm_mesa.loopback.server import LoopbackServer
-
+def test_a_failing_server_is_called_concurrently_from_the_first_round():
     with LoopbackServer(latency=0.3) as stand_in:
         ep = Endpoint(stand_in.base_url, "fixed?text=%7B%7D&p500=1", max_attempts=1)
-        gather_sync([complete(ep, LLMRequest(messages=HELLO, schema=SCHEMA, sample_key=f"a={i}"))
-                     for i in range(8)])
-        # one probe alone, then the other seven together: never one at a time
-        assert stand_in.stats()["max_in_flight"] == 7
+        results = gather_sync([complete(ep, LLMRequest(messages=HELLO, schema=SCHEMA, sample_key=f"a={i}"))
+                               for i in range(8)])
+        assert all(r.error == "server" for r in results)
+        assert stand_in.stats()["max_in_flight"] == 8  # no lone probe before the rest
+        assert negotiated_dialect(ep) is None  # nothing worked, nothing refused: still unknown
 
 
 def test_one_concurrency_limit_per_server_across_its_models():

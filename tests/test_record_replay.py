@@ -321,3 +321,25 @@ def test_an_answer_is_priced_as_the_ledger_prices_its_calls(tmp_path):
     assert first.outcome == again.outcome == "retry_ok"
     assert replay.cost > 0 and replay.replayed == 2
     assert first.cost(ep) == pytest.approx(live.cost) and again.cost(ep) == pytest.approx(replay.cost)
+
+
+def test_a_replay_sets_the_negotiated_dialect_from_the_recording(tmp_path):
+    from llm_mesa.llm import dialects, negotiated_dialect
+
+    path = tmp_path / "calls.sqlite"
+    schema = {"type": "object", "properties": {"c": {"type": "string"}}}
+    schema_request = LLMRequest(messages=[{"role": "user", "content": "Pick a colour as JSON."}], schema=schema,
+                                sample_key="g=1|agent=0|round=0|try=0")
+    dialects.forget_negotiations()
+    try:
+        with ScriptedServer(reject_json_schema=True) as s:
+            ep = Endpoint(s.base_url, "scripted")
+            live = run_sync(complete(ep, schema_request, store=ResponseStore(path)))
+            assert live.ok and live.dialect == "json_object"
+        assert ResponseStore(path).rows()[0]["response"]["dialect"] == "json_object"  # the row says which
+        dialects.forget_negotiations()  # a new process replays the game
+        replayed = run_sync(complete(ep, schema_request, store=ResponseStore(path, "replay")))
+        assert replayed.replayed and replayed.dialect == "json_object"
+        assert negotiated_dialect(ep) == "json_object" and ep.manifest()["negotiated_dialect"] == "json_object"
+    finally:
+        dialects.forget_negotiations()

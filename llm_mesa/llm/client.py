@@ -145,14 +145,10 @@ _RESULT_FIELDS = frozenset(LLMResult.__dataclass_fields__)
 # -- per-loop clients ------------------------------------------------------------------------
 
 class _LoopState:
-    __slots__ = ("clients", "negotiations", "probed", "routes")
+    __slots__ = ("clients", "routes")
 
     def __init__(self) -> None:
         self.clients: dict[tuple[str, str], openai.AsyncOpenAI] = {}
-        #: (base URL, model) -> lock held by the one call that finds the structured-output dialect
-        self.negotiations: dict[tuple[str, str], asyncio.Lock] = {}
-        #: endpoints whose first schema call has returned (found a dialect or not)
-        self.probed: set[tuple[str, str]] = set()
         #: (base URL, key variable, path, timeout) -> prebuilt route, or None: use client.post
         self.routes: dict[tuple[str, str, str, float], _DirectRoute | None] = {}
 
@@ -402,34 +398,22 @@ def _parse_success(data: Any, chat: bool) -> tuple[str, str | None, int, int, st
 async def _call(endpoint: Endpoint, request: LLMRequest) -> LLMResult:
     """Send one request with retries; never raises for a failed call.
 
-    Until an ``auto`` endpoint's dialect is known, schema requests go one at a
-    time, so a round of 36 agents sends one refused ``json_schema`` call, not 36.
+    The dialect is chosen once the call has its place: a call that waited
+    behind the server's limit starts under the dialect the calls before it
+    negotiated. Until then an ``auto`` endpoint's calls all try the best one
+    (``json_schema``) together, each falling back on its own refusal, so the
+    first round is not held up behind a lone probe.
     """
-    if (request.schema is not None and endpoint.dialect == "auto" and endpoint.prompt_mode == "chat"
-            and dialects.negotiated_dialect(endpoint) is None):
-        state = _loop_state()
-        key = (endpoint.base_url, endpoint.model)
-        if key not in state.probed:
-            async with state.negotiations.setdefault(key, asyncio.Lock()):
-                if key not in state.probed and dialects.negotiated_dialect(endpoint) is None:
-                    try:
-                        return await _send_with_retries(endpoint, request)
-                    finally:
-                        state.probed.add(key)  # one probe only: a failing server must not serialise calls
-    return await _send_with_retries(endpoint, request)
-
-
-async def _send_with_retries(endpoint: Endpoint, request: LLMRequest) -> LLMResult:
     client = get_client(endpoint)
     chat = endpoint.prompt_mode == "chat"
     path = "/chat/completions" if chat else "/completions"
     route = _direct_route(endpoint, client, path)
-    dialect = dialects.starting_dialect(endpoint, request.schema is not None)
-    body = _body(endpoint, request, dialect)
-    payload = _json_bytes(body) if route is not None else b""
     attempts = retries = 0
     started = time.perf_counter()
     async with server_limit(endpoint):
+        dialect = dialects.starting_dialect(endpoint, request.schema is not None)
+        body = _body(endpoint, request, dialect)
+        payload = _json_bytes(body) if route is not None else b""
         while True:
             attempts += 1
             retry_after = None
@@ -506,6 +490,8 @@ async def complete(endpoint: Endpoint, request: LLMRequest, *, store: ResponseSt
         key = request_key(identity)
         # in a worker thread: a read may wait on the file, and the loop runs the whole round
         result = await asyncio.to_thread(store.get, key) if store.replays else None
+        if result is not None and result.ok and request.schema is not None:
+            dialects.remember_success(endpoint, result.dialect)  # the recorded row names the dialect that worked
         if result is None:
             if store.mode == "replay":
                 raise store.miss(key, request.sample_key)
