@@ -37,6 +37,7 @@ from llm_mesa.llm import (
     preflight,
     run_sync,
     runtime,
+    transport,
 )
 from llm_mesa.llm import client as client_module
 from llm_mesa.llm.limits import forget_limits
@@ -60,7 +61,7 @@ def fast_backoff(monkeypatch):
 def either_path(request, monkeypatch):
     """Run a test over the prebuilt path and over the SDK's client.post (the fallback)."""
     if request.param == "sdk-post":
-        monkeypatch.setattr(client_module, "_direct_route", lambda *args: None)
+        monkeypatch.setattr(transport, "direct_route", lambda *args: None)
     return request.param
 
 
@@ -223,7 +224,7 @@ def test_calls_carry_the_sdks_own_auth_user_agent_and_stainless_headers(server, 
             await sdk.close()
 
     async def route_of_the_call():
-        return client_module._direct_route(ep, client_module.get_client(ep), "/chat/completions")
+        return transport.direct_route(ep, transport.get_client(ep), "/chat/completions")
 
     assert run_sync(route_of_the_call()) is not None  # the prebuilt path sent `ours`, not client.post
     run_sync(through_the_sdk())
@@ -268,9 +269,9 @@ def test_rate_limit_waits_at_least_retry_after():
 
 def test_retry_after_as_http_date_and_in_milliseconds():
     future = email.utils.formatdate(time.time() + 30, usegmt=True)
-    assert 25 <= client_module._retry_after_s({"retry-after": future}) <= 30
-    assert client_module._retry_after_s({"retry-after-ms": "1500"}) == 1.5
-    assert client_module._retry_after_s({"retry-after": "soon"}) is None
+    assert 25 <= transport.retry_after_s({"retry-after": future}) <= 30
+    assert transport.retry_after_s({"retry-after-ms": "1500"}) == 1.5
+    assert transport.retry_after_s({"retry-after": "soon"}) is None
     assert client_module._backoff_s(1, 2.0) >= 2.0
 
 
