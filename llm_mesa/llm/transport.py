@@ -34,6 +34,14 @@ Design choices, and why:
   Where the shortcut would not be what the SDK does (no aiohttp transport,
   a proxy, a provider runtime, workload identity or an API-key provider),
   and for a redirect answer, the call goes through ``client.post``.
+* The shortcut leans on private members of the SDK (``_build_request``,
+  ``_prepare_url``, ``openai._models.FinalRequestOptions``, the vendored
+  ``AiohttpTransport`` and its session, httpx2's ``_transport_for_url``), which
+  any release may change. So the openai version is pinned to the minor range
+  the tests ran on (pyproject.toml), and every member is looked up when a
+  route is built: where one is missing, or building the route fails, calls go
+  through the public ``client.post`` (the same requests, a test compares the
+  two paths; more CPU a call) and one warning says so, once per process.
 """
 
 from __future__ import annotations
@@ -42,12 +50,12 @@ import asyncio
 import email.utils
 import json
 import time
+import warnings
 import weakref
 from typing import Any
 
 import aiohttp
 import openai
-from openai._models import FinalRequestOptions
 
 from llm_mesa.llm.endpoint import Endpoint
 
@@ -129,10 +137,12 @@ _register_shutdown()
 class DirectRoute:
     """One endpoint path as the SDK would send it, built once: URL, headers, timeouts, session."""
 
-    __slots__ = ("_headers", "client", "client_timeout", "path", "timeout", "transport", "url")
+    __slots__ = ("_headers", "_options", "client", "client_timeout", "path", "timeout", "transport", "url")
 
-    def __init__(self, client: openai.AsyncOpenAI, transport: Any, path: str, timeout: float) -> None:
+    def __init__(self, client: openai.AsyncOpenAI, transport: Any, path: str, timeout: float,
+                 options_class: Any) -> None:
         self.client, self.transport, self.path, self.timeout = client, transport, path, timeout
+        self._options = options_class  # the SDK's FinalRequestOptions
         first = self._sdk_request(0)
         self.url = str(first.url)
         limits = first.extensions.get("timeout", {})
@@ -142,8 +152,8 @@ class DirectRoute:
         self._headers: list[dict[str, str]] = [self._headers_of(first)]
 
     def _sdk_request(self, retries_taken: int) -> Any:
-        options = FinalRequestOptions.construct(method="post", url=self.path, json_data={},
-                                                timeout=self.timeout, security={"bearer_auth": True})
+        options = self._options.construct(method="post", url=self.path, json_data={},
+                                          timeout=self.timeout, security={"bearer_auth": True})
         return self.client._build_request(options, retries_taken=retries_taken)
 
     @staticmethod
@@ -166,26 +176,69 @@ class DirectRoute:
         return session
 
 
+#: attributes an SDK client has where the shortcut would not send what the SDK sends
+_SPECIAL_AUTH = ("_provider_runtime", "_workload_identity_auth", "_api_key_provider")
+_warned_public_path = False
+
+
+def _sdk_internals(client: openai.AsyncOpenAI) -> tuple[Any, type] | str:
+    """``(FinalRequestOptions, AiohttpTransport)``, or the name of a private member this SDK lacks."""
+    try:
+        from openai import _models
+        from openai._vendor.httpx_aiohttp import transport as vendored
+    except ImportError:
+        return "openai._vendor.httpx_aiohttp.transport"
+    options_class = getattr(_models, "FinalRequestOptions", None)
+    if not callable(getattr(options_class, "construct", None)):
+        return "openai._models.FinalRequestOptions"
+    transport_class = getattr(vendored, "AiohttpTransport", None)
+    if not isinstance(transport_class, type):
+        return "openai._vendor.httpx_aiohttp.transport.AiohttpTransport"
+    for name in ("_build_request", "_prepare_url"):
+        if not callable(getattr(client, name, None)):
+            return f"AsyncOpenAI.{name}"
+    if not callable(getattr(getattr(client, "_client", None), "_transport_for_url", None)):
+        return "AsyncOpenAI._client._transport_for_url"
+    for name in _SPECIAL_AUTH:
+        if not hasattr(client, name):  # cannot tell whether the SDK would add its own auth
+            return f"AsyncOpenAI.{name}"
+    return options_class, transport_class
+
+
+def _warn_public_path(missing: str) -> None:
+    global _warned_public_path
+    if not _warned_public_path:
+        _warned_public_path = True
+        warnings.warn(f"openai {openai.__version__} lacks {missing}, which llm-mesa's fast path uses; calls go "
+                      "through the SDK's public client.post instead (the same requests, more CPU a call)",
+                      RuntimeWarning, stacklevel=3)
+
+
 def direct_route(endpoint: Endpoint, client: openai.AsyncOpenAI, path: str) -> DirectRoute | None:
-    """The prebuilt route for ``path``, or None where only ``client.post`` does what the SDK does."""
+    """The prebuilt route for ``path``, or None: calls go through ``client.post``.
+
+    None where only ``client.post`` does what the SDK does (see the module's
+    notes), and, with one warning, where this SDK lacks a private member the
+    route is built from.
+    """
     state = _loop_state()
     key = (endpoint.base_url, endpoint.api_key_env, path, endpoint.timeout)
     if key in state.routes:
         return state.routes[key]
     route = None
-    try:
-        from openai._vendor.httpx_aiohttp.transport import AiohttpTransport
-    except ImportError:  # pragma: no cover - the aiohttp extra is missing
-        AiohttpTransport = None  # type: ignore[assignment,misc]
-    special_auth = any(getattr(client, name, None) is not None
-                       for name in ("_provider_runtime", "_workload_identity_auth", "_api_key_provider"))
-    if AiohttpTransport is not None and not special_auth and not client.default_query:
+    internals = _sdk_internals(client)
+    if isinstance(internals, str):
+        _warn_public_path(internals)
+    elif not any(getattr(client, name) is not None for name in _SPECIAL_AUTH) and not client.default_query:
+        options_class, transport_class = internals
         try:
-            url = client._prepare_url(path)
-            transport = client._client._transport_for_url(url)
-            if isinstance(transport, AiohttpTransport) and transport.proxy is None:
-                route = DirectRoute(client, transport, path, endpoint.timeout)
-        except (AttributeError, TypeError, ValueError):  # an SDK whose internals moved: its own path
+            transport = client._client._transport_for_url(client._prepare_url(path))
+            if isinstance(transport, transport_class) and transport.proxy is None:
+                if not (hasattr(transport, "client") and callable(getattr(transport, "get_client", None))):
+                    raise AttributeError("AiohttpTransport.client or .get_client")
+                route = DirectRoute(client, transport, path, endpoint.timeout, options_class)
+        except (AttributeError, TypeError, ValueError) as exc:  # internals that moved in another way
+            _warn_public_path(f"what building a request needs ({type(exc).__name__}: {str(exc)[:100]})")
             route = None
     state.routes[key] = route
     return route
@@ -212,10 +265,12 @@ async def _send_direct(route: DirectRoute, payload: bytes, retries_taken: int) -
 
 
 async def _send_via_sdk(client: openai.AsyncOpenAI, path: str, body: dict[str, Any],
-                        timeout: float) -> tuple[int, Any, bytes]:
+                        timeout: float, retries_taken: int) -> tuple[int, Any, bytes]:
     """POST through ``client.post`` (the SDK's whole pipeline): status, headers, body."""
+    # our retries are not the SDK's (max_retries=0): tell the server the count, as the fast path does
+    options = {"timeout": timeout, "headers": {"x-stainless-retry-count": str(retries_taken)}}
     try:
-        response = await client.post(path, body=body, cast_to=RawResponse, options={"timeout": timeout})
+        response = await client.post(path, body=body, cast_to=RawResponse, options=options)
         return response.status_code, response.headers, response.content
     except openai.APIStatusError as exc:
         return exc.status_code, exc.response.headers, error_text(exc).encode()
@@ -247,7 +302,7 @@ async def post(client: openai.AsyncOpenAI, route: DirectRoute | None, path: str,
         if not 300 <= status < 400:
             return status, headers, content
         # a redirect: the SDK's httpx2 client follows it
-    return await _send_via_sdk(client, path, body, timeout)
+    return await _send_via_sdk(client, path, body, timeout, retries_taken)
 
 
 # -- what an answer means -------------------------------------------------------------------
