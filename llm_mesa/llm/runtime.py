@@ -2,11 +2,11 @@
 
 Why a background loop: models step synchronously (Mesa, ``batch_run`` workers,
 Solara's model thread), but LLM calls want to be in flight together, and the
-``openai`` async client, its connection pool and our per-endpoint semaphores are
-bound to one loop. Running that loop in its own thread lets any caller block on
-it with ``run_sync``, including a Jupyter cell whose own thread already runs a
-loop (that loop is not ours, so nothing deadlocks), and keeps one client per
-endpoint shared by every game the process plays.
+``openai`` async client, its connection pool and our per-server limits on calls
+in flight are bound to one loop. Running that loop in its own thread lets any
+caller block on it with ``run_sync``, including a Jupyter cell whose own thread
+already runs a loop (that loop is not ours, so nothing deadlocks), and keeps one
+client per endpoint shared by every game the process plays.
 
 A forked child does not inherit the thread, so the loop is keyed by process id
 and started afresh, lazily, in each process.
