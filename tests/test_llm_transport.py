@@ -19,14 +19,29 @@ import threading
 import time
 
 import pytest
-
-from llm_mesa.llm import (Endpoint, EndpointError, LLMRequest, Usage, add_endpoint_arguments, ask, complete,
-                          endpoint_from_args, gather_sync, negotiated_dialect, parse_json_answer, preflight,
-                          run_sync)
-from llm_mesa.llm import client as client_module
-from llm_mesa.llm import dialects, runtime
-from llm_mesa.loopback.server import LoopbackServer
 from scripted_server import ScriptedServer, free_port
+
+from llm_mesa.llm import (
+    Endpoint,
+    EndpointError,
+    LLMRequest,
+    Usage,
+    add_endpoint_arguments,
+    ask,
+    complete,
+    dialects,
+    endpoint_from_args,
+    gather_sync,
+    negotiated_dialect,
+    parse_json_answer,
+    preflight,
+    run_sync,
+    runtime,
+    transport,
+)
+from llm_mesa.llm import client as client_module
+from llm_mesa.llm.limits import forget_limits
+from llm_mesa.loopback.server import LoopbackServer
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
 HELLO = [{"role": "user", "content": "Answer in JSON."}]
@@ -37,6 +52,7 @@ def fast_backoff(monkeypatch):
     """Backoff without the seconds (Retry-After still honoured in full)."""
     monkeypatch.setattr(client_module, "BACKOFF_BASE_S", 0.01)
     dialects.forget_negotiations()
+    forget_limits()  # a later server on a reused port starts afresh
     yield
     dialects.forget_negotiations()
 
@@ -45,7 +61,7 @@ def fast_backoff(monkeypatch):
 def either_path(request, monkeypatch):
     """Run a test over the prebuilt path and over the SDK's client.post (the fallback)."""
     if request.param == "sdk-post":
-        monkeypatch.setattr(client_module, "_direct_route", lambda *args: None)
+        monkeypatch.setattr(transport, "direct_route", lambda *args: None)
     return request.param
 
 
@@ -92,6 +108,33 @@ def test_gather_sync_keeps_input_order_and_runs_together():
     assert run_sync(runtime.gather(doubled(1), doubled(2))) == [2, 4]
 
 
+def test_a_failing_coroutine_cancels_the_rest_of_its_round():
+    """One call of a round raises: the others are cancelled, not left to be paid and recorded."""
+    finished = {"slow": False, "slower": False}
+
+    async def fails_at_once():
+        await asyncio.sleep(0.01)
+        raise ValueError("bad agent")
+
+    async def finishes_later(name, delay):
+        await asyncio.sleep(delay)
+        finished[name] = True
+
+    with pytest.raises(ValueError, match="bad agent"):  # the first failure itself, not a group
+        gather_sync([finishes_later("slow", 0.2), fails_at_once(), finishes_later("slower", 0.3)])
+    assert finished == {"slow": False, "slower": False}
+    time.sleep(0.4)  # past both sleeps: they were cancelled, not merely outrun
+    assert finished == {"slow": False, "slower": False}
+
+
+def test_return_exceptions_collects_failures_and_lets_the_rest_finish():
+    async def fails():
+        raise ValueError("bad agent")
+
+    results = gather_sync([doubled(1, 0.05), fails(), doubled(3)], return_exceptions=True)
+    assert results[0] == 2 and isinstance(results[1], ValueError) and results[2] == 6
+
+
 def test_run_sync_refuses_a_foreign_gather_and_times_out():
     other_loop = asyncio.new_event_loop()  # what asyncio.gather(...) outside a loop is bound to
     try:
@@ -106,6 +149,7 @@ def test_run_sync_refuses_a_foreign_gather_and_times_out():
 
 def test_a_new_process_gets_a_new_loop(monkeypatch):
     first = runtime.get_loop()
+    run_sync(transport.aclose_clients())  # this process keeps the first loop: close its HTTP sessions now
     monkeypatch.setattr(runtime, "_pid", -1)  # as after a fork: the thread is not ours
     second = runtime.get_loop()
     assert second is not first and second.is_running()
@@ -181,7 +225,7 @@ def test_calls_carry_the_sdks_own_auth_user_agent_and_stainless_headers(server, 
             await sdk.close()
 
     async def route_of_the_call():
-        return client_module._direct_route(ep, client_module.get_client(ep), "/chat/completions")
+        return transport.direct_route(ep, transport.get_client(ep), "/chat/completions")
 
     assert run_sync(route_of_the_call()) is not None  # the prebuilt path sent `ours`, not client.post
     run_sync(through_the_sdk())
@@ -226,9 +270,9 @@ def test_rate_limit_waits_at_least_retry_after():
 
 def test_retry_after_as_http_date_and_in_milliseconds():
     future = email.utils.formatdate(time.time() + 30, usegmt=True)
-    assert 25 <= client_module._retry_after_s({"retry-after": future}) <= 30
-    assert client_module._retry_after_s({"retry-after-ms": "1500"}) == 1.5
-    assert client_module._retry_after_s({"retry-after": "soon"}) is None
+    assert 25 <= transport.retry_after_s({"retry-after": future}) <= 30
+    assert transport.retry_after_s({"retry-after-ms": "1500"}) == 1.5
+    assert transport.retry_after_s({"retry-after": "soon"}) is None
     assert client_module._backoff_s(1, 2.0) >= 2.0
 
 
@@ -443,30 +487,42 @@ def test_the_transport_negotiates_with_the_loopback_endpoint():
             preflight(Endpoint(stand_in.base_url, "no-such-behaviour"))
 
 
-def test_a_round_negotiates_the_dialect_once_not_once_per_agent():
-    from llm_mesa.llm.runtime import gather_sync
-    from llm_mesa.loopback.server import LoopbackServer
+def test_auto_sends_the_first_round_together_under_json_schema():
+    """No lone probe: a round's schema calls all go out at once, so round 1 costs one latency, not two."""
+    with LoopbackServer() as stand_in:
+        ep = Endpoint(stand_in.base_url, 'fixed?text={"answer": "red"}&latency=0.5')
+        assert negotiated_dialect(ep) is None
+        results = gather_sync([complete(ep, LLMRequest(messages=HELLO, schema=SCHEMA, sample_key=f"a={i}"))
+                               for i in range(12)])
+        assert all(r.ok and r.dialect == "json_schema" for r in results)
+        stats = stand_in.stats()
+        assert stats["answered"] == 12 and stats["max_in_flight"] == 12  # all started before any finished
+        assert negotiated_dialect(ep) == "json_schema" and ep.manifest()["negotiated_dialect"] == "json_schema"
 
+
+def test_a_refusing_server_costs_each_first_round_call_at_most_one_refusal():
     with LoopbackServer(reject_json_schema=True) as stand_in:
-        ep = Endpoint(stand_in.base_url, 'fixed?text={"answer": "red"}')
+        ep = Endpoint(stand_in.base_url, 'fixed?text={"answer": "red"}', concurrency=4)
         results = gather_sync([complete(ep, LLMRequest(messages=HELLO, schema=SCHEMA, sample_key=f"a={i}"))
                                for i in range(12)])
         assert all(r.ok and r.dialect == "json_object" for r in results)
         stats = stand_in.stats()
-        assert stats["answered"] == 12
-        assert sum(stats["rejected"].values()) == 1  # one refused json_schema call for the whole round
+        # the 4 calls let in first were refused once each; the 8 that waited for a place
+        # started under the dialect negotiated meanwhile
+        assert stats["answered"] == 12 and stats["rejected"] == {"json_schema": 4}
+        assert negotiated_dialect(ep) == "json_object"
+        gather_sync([complete(ep, LLMRequest(messages=HELLO, schema=SCHEMA, sample_key=f"b={i}")) for i in range(12)])
+        assert stand_in.stats()["rejected"] == {"json_schema": 4}  # the next round: none
 
 
-def test_a_failing_server_is_probed_once_then_called_concurrently():
-    from llm_mesa.llm.runtime import gather_sync
-    from llm_mesa.loopback.server import LoopbackServer
-
+def test_a_failing_server_is_called_concurrently_from_the_first_round():
     with LoopbackServer(latency=0.3) as stand_in:
         ep = Endpoint(stand_in.base_url, "fixed?text=%7B%7D&p500=1", max_attempts=1)
-        gather_sync([complete(ep, LLMRequest(messages=HELLO, schema=SCHEMA, sample_key=f"a={i}"))
-                     for i in range(8)])
-        # one probe alone, then the other seven together: never one at a time
-        assert stand_in.stats()["max_in_flight"] == 7
+        results = gather_sync([complete(ep, LLMRequest(messages=HELLO, schema=SCHEMA, sample_key=f"a={i}"))
+                               for i in range(8)])
+        assert all(r.error == "server" for r in results)
+        assert stand_in.stats()["max_in_flight"] == 8  # no lone probe before the rest
+        assert negotiated_dialect(ep) is None  # nothing worked, nothing refused: still unknown
 
 
 def test_one_concurrency_limit_per_server_across_its_models():
@@ -477,3 +533,15 @@ def test_one_concurrency_limit_per_server_across_its_models():
         eps = [Endpoint(stand_in.base_url, f"fixed?text=m{i}", concurrency=2) for i in range(4)]
         gather_sync([complete(ep, LLMRequest(messages=HELLO, sample_key=f"k={j}")) for ep in eps for j in range(3)])
         assert stand_in.stats()["max_in_flight"] == 2
+
+
+def test_two_limits_for_one_server_do_not_add_up_the_smaller_holds():
+    with LoopbackServer() as stand_in:
+        wide = Endpoint(stand_in.base_url, "fixed?text=x&latency=0.2", concurrency=3)
+        narrow = Endpoint(stand_in.base_url, "fixed?text=y&latency=0.2", concurrency=2)
+        # the wider endpoint's calls come first: they must not be let in before the narrower limit is known
+        results = gather_sync([complete(ep, LLMRequest(messages=HELLO, sample_key=f"k={j}"))
+                               for ep in (wide, narrow) for j in range(5)])
+        assert all(r.ok for r in results)
+        stats = stand_in.stats()
+        assert stats["requests"] == 10 and stats["max_in_flight"] == 2

@@ -3,15 +3,28 @@ a crashed run resumes paying only for what is missing, and no secret is stored."
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 
 import pytest
+from scripted_server import ScriptedServer
 
-from llm_mesa.llm import (Endpoint, LLMRequest, ReplayMiss, ResponseStore, StoreError, Usage, ask, complete,
-                          gather_sync, parse_json_answer, run_sync)
+from llm_mesa.llm import (
+    Endpoint,
+    LLMRequest,
+    ReplayMiss,
+    ResponseStore,
+    StoreError,
+    Usage,
+    ask,
+    complete,
+    gather_sync,
+    parse_json_answer,
+    run_sync,
+)
 from llm_mesa.llm import client as client_module
 from llm_mesa.llm.store import request_identity, request_key
-from scripted_server import ScriptedServer
 
 SECRET = "sk-record-replay-secret-987"
 
@@ -226,3 +239,107 @@ def test_an_exit_without_close_loses_nothing(tmp_path):
     )
     subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
     assert _rows_on_disk(path) == 5
+
+
+class _SlowReads:
+    """A store connection whose SELECTs take ``delay`` seconds, as on a busy disk or a locked file."""
+
+    def __init__(self, conn, delay: float) -> None:
+        self._conn, self._delay = conn, delay
+
+    def execute(self, sql, *args):
+        if sql.lstrip().upper().startswith("SELECT"):
+            time.sleep(self._delay)
+        return self._conn.execute(sql, *args)
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
+
+
+def test_a_slow_store_read_does_not_stall_the_event_loop(tmp_path):
+    path = tmp_path / "calls.sqlite"
+    with ScriptedServer() as s:
+        ep = Endpoint(s.base_url, "scripted")
+        s.then({"text": '{"c": "red"}'})
+        recorder = ResponseStore(path)
+        run_game(ep, recorder, agents=[0])
+        recorder.close()
+    store = ResponseStore(path, "replay")
+    store._conn = _SlowReads(store._conn, 0.3)
+
+    async def replay_while_ticking():
+        call = asyncio.create_task(complete(ep, request(0), store=store))
+        await asyncio.sleep(0)  # the call starts; a read on the loop thread would run to its end here
+        ticks = 0
+        while not call.done():  # other work on the loop (the rest of a round) goes on meanwhile
+            ticks += 1
+            await asyncio.sleep(0.005)
+        return ticks, await call
+
+    ticks, result = run_sync(replay_while_ticking())
+    assert result.replayed and result.text == '{"c": "red"}'
+    assert ticks > 0
+
+
+def test_replayed_calls_count_their_tokens_and_cost_in_the_one_ledger(tmp_path):
+    """A game's summary (its calls' tokens at the endpoint's price) and its manifest (the
+    ledger) read the same cost whether the calls were made or replayed."""
+    path = tmp_path / "calls.sqlite"
+    with ScriptedServer() as s:
+        ep = Endpoint(s.base_url, "scripted", price=(1.0, 2.0))
+        live = Usage("game")
+        recorded = run_game(ep, ResponseStore(path), agents=range(3), usage=live)
+    replay = Usage("game")
+    replayed = run_game(ep, ResponseStore(path, "replay"), agents=range(3), usage=replay)
+    summary_cost = sum(ep.cost(r.prompt_tokens, r.completion_tokens) for r in replayed)
+    assert summary_cost > 0
+    assert replay.as_dict()["cost"] == pytest.approx(summary_cost)
+    assert replay.as_dict()["cost"] == pytest.approx(live.as_dict()["cost"])
+    for key in ("calls", "prompt_tokens", "completion_tokens", "total_tokens"):
+        assert replay.as_dict()[key] == live.as_dict()[key]
+    # what was replayed stays apart: a count, and the part of the cost this run did not pay
+    assert (replay.replayed, live.replayed) == (3, 0)
+    assert replay.as_dict()["replayed_cost"] == pytest.approx(summary_cost)
+    assert live.as_dict()["replayed_cost"] == 0
+    assert [r.text for r in replayed] == [r.text for r in recorded]
+
+
+def test_an_answer_is_priced_as_the_ledger_prices_its_calls(tmp_path):
+    path = tmp_path / "calls.sqlite"
+
+    def decode(text):
+        parsed = parse_json_answer(text)
+        return parsed and parsed.get("c")
+
+    with ScriptedServer() as s:
+        ep = Endpoint(s.base_url, "scripted", price=(1.0, 2.0))
+        s.then({"text": "red, I think"}, {"text": '{"c": "red"}'})
+        live = Usage()
+        first = run_sync(ask(ep, request(0), decode, "JSON only.", store=ResponseStore(path), usage=live))
+    replay = Usage()
+    again = run_sync(ask(ep, request(0), decode, "JSON only.", store=ResponseStore(path, "replay"), usage=replay))
+    assert first.outcome == again.outcome == "retry_ok"
+    assert replay.cost > 0 and replay.replayed == 2
+    assert first.cost(ep) == pytest.approx(live.cost) and again.cost(ep) == pytest.approx(replay.cost)
+
+
+def test_a_replay_sets_the_negotiated_dialect_from_the_recording(tmp_path):
+    from llm_mesa.llm import dialects, negotiated_dialect
+
+    path = tmp_path / "calls.sqlite"
+    schema = {"type": "object", "properties": {"c": {"type": "string"}}}
+    schema_request = LLMRequest(messages=[{"role": "user", "content": "Pick a colour as JSON."}], schema=schema,
+                                sample_key="g=1|agent=0|round=0|try=0")
+    dialects.forget_negotiations()
+    try:
+        with ScriptedServer(reject_json_schema=True) as s:
+            ep = Endpoint(s.base_url, "scripted")
+            live = run_sync(complete(ep, schema_request, store=ResponseStore(path)))
+            assert live.ok and live.dialect == "json_object"
+        assert ResponseStore(path).rows()[0]["response"]["dialect"] == "json_object"  # the row says which
+        dialects.forget_negotiations()  # a new process replays the game
+        replayed = run_sync(complete(ep, schema_request, store=ResponseStore(path, "replay")))
+        assert replayed.replayed and replayed.dialect == "json_object"
+        assert negotiated_dialect(ep) == "json_object" and ep.manifest()["negotiated_dialect"] == "json_object"
+    finally:
+        dialects.forget_negotiations()

@@ -21,14 +21,12 @@ import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from llm_mesa.llm.client import LLMRequest, LLMResult, complete
 from llm_mesa.llm.endpoint import Endpoint
 from llm_mesa.llm.store import ResponseStore
-from llm_mesa.llm.usage import Usage, as_ledgers
-
-T = TypeVar("T")
+from llm_mesa.llm.usage import Usage, as_ledgers, call_cost
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 _TRAILING_COMMA = re.compile(r",(\s*[}\]])")
@@ -113,7 +111,7 @@ def parse_json_answer(text: str | None) -> dict[str, Any] | None:
 
 
 @dataclass(slots=True)
-class Answer(Generic[T]):
+class Answer[T]:
     """A decoded answer (or None) and how it was obtained."""
 
     value: T | None
@@ -134,20 +132,24 @@ class Answer(Generic[T]):
     def completion_tokens(self) -> int:
         return self.first.completion_tokens + (self.retry.completion_tokens if self.retry else 0)
 
+    def cost(self, endpoint: Endpoint) -> float:
+        """What the answer's calls cost at ``endpoint``'s price, priced as the usage ledger prices them."""
+        return sum(call_cost(result, endpoint) for result in (self.first, self.retry) if result is not None)
+
     @property
     def text(self) -> str:
         """The text that was decoded (or the last one received)."""
         return (self.retry or self.first).text
 
 
-def _safe_decode(decode: Callable[[str], T | None], text: str) -> T | None:
+def _safe_decode[T](decode: Callable[[str], T | None], text: str) -> T | None:
     try:
         return decode(text)
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
-async def ask(endpoint: Endpoint, request: LLMRequest, decode: Callable[[str], T | None], reminder: str, *,
+async def ask[T](endpoint: Endpoint, request: LLMRequest, decode: Callable[[str], T | None], reminder: str, *,
               store: ResponseStore | None = None, usage: Usage | Iterable[Usage] | None = None,
               retry_truncated: bool = False) -> Answer[T]:
     """Call, decode, and on an undecodable reply retry once with ``reminder``.

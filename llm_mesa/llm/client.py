@@ -1,4 +1,4 @@
-"""One call to an OpenAI-compatible endpoint: retries, dialects, recording, usage.
+"""One call to an OpenAI-compatible endpoint: retries, dialects, recording, usage, preflight.
 
 ``complete(endpoint, request)`` never raises for a failed call: after retries it
 returns an ``LLMResult`` whose ``error`` names the kind of failure, so a game of
@@ -6,64 +6,47 @@ returns an ``LLMResult`` whose ``error`` names the kind of failure, so a game of
 
 Design choices, and why:
 
-* One ``openai.AsyncOpenAI`` per base URL and key variable per event loop, built
-  with ``max_retries=0``: ours is the only retry layer (exponential backoff with
-  full jitter, honouring ``Retry-After``), so attempts are never multiplied.
-* The hot path sends through the SDK's own transport, not its per-request
-  pipeline. The client is built with ``openai.DefaultAioHttpClient`` (the SDK's
-  httpx2 client over its vendored aiohttp transport). Once per endpoint and
-  path, the SDK itself builds a request (``client._build_request``): URL,
-  Authorization, User-Agent and X-Stainless headers exactly as
-  ``chat.completions.create`` sends them (a test compares the two on the
-  wire), and the timeouts its transport would give aiohttp. Each call then
-  posts its JSON body through the aiohttp session that the SDK's transport
-  owns (same connector, pool limits, keep-alive and TLS context), with the
-  per-request timeouts the transport would set. Statuses map to error kinds
-  as before (``_kind_of_status``, ``Retry-After``); aiohttp's timeouts are
-  ``timeout``, a refused, reset or dropped connection is ``connection``.
-  Why: the SDK's per-request pipeline (URL building and parsing, pydantic
-  request options and deep copies, header merging, httpx2's request, auth and
-  redirect wrappers) cost about 0.7 ms of CPU a call, half the client's, and
-  spread the 36 sends of a round over ~100 ms. One run of
-  ``benchmarks/bench_client.py`` (zero-latency loopback, 64 in flight, load
-  ~2 on 2 cores), calls/s: raw aiohttp 3262, ``chat.completions.create``
-  501, the SDK's ``client.post`` 885, a request prebuilt by the SDK handed to
-  its transport's ``handle_async_request`` 1621 (httpx2's request and
-  response objects remain), this path 2688. It is the fastest of those that
-  still sends through the openai package's own transport.
-  Where the shortcut would not be what the SDK does (no aiohttp transport,
-  a proxy, a provider runtime, workload identity or an API-key provider),
-  and for a redirect answer, the call goes through ``client.post``.
-* A per-endpoint ``asyncio.Semaphore(concurrency)`` bounds calls in flight; a
-  call holds its slot while it backs off, which is what a rate-limited server
+* Ours is the only retry layer (exponential backoff with full jitter,
+  honouring ``Retry-After``): the SDK's clients are built with
+  ``max_retries=0``, so attempts are never multiplied. Rate limits, server
+  errors, timeouts and dropped connections are retried; client errors and
+  refusals of a forced dialect are not.
+* How an attempt reaches the server (the SDK's transport without its
+  per-request pipeline, or ``client.post``) and what its status means is
+  ``transport``'s business; this module decides what to send and whether to
+  try again.
+* One limit per server (base URL) bounds calls in flight, whatever endpoints
+  call it: the smallest ``concurrency`` given for it (see ``limits``). A call
+  holds its place while it backs off, which is what a rate-limited server
   wants.
+* Structured output goes through ``dialects``: the dialect is chosen once a
+  call has its place, and a refusal switches it at once, never counted as a
+  fault.
+* With a ``ResponseStore`` a call is replayed when recorded (read in a worker
+  thread, off the loop) and recorded when made.
 """
 
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
 import random
 import time
-import weakref
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
-import aiohttp
 import openai
-from openai._models import FinalRequestOptions
 
-from llm_mesa.llm import dialects
+from llm_mesa.llm import dialects, transport
 from llm_mesa.llm.endpoint import Endpoint, EndpointError
+from llm_mesa.llm.limits import server_limit
 from llm_mesa.llm.store import ResponseStore, request_identity, request_key
+from llm_mesa.llm.transport import aclose_clients, get_client
 from llm_mesa.llm.usage import Usage, as_ledgers
 
-try:  # httpx2 comes with openai 3; older openai used httpx
-    import httpx2 as _httpx
-except ImportError:  # pragma: no cover
-    import httpx as _httpx  # type: ignore[no-redef]
+__all__ = ["ERROR_KINDS", "RETRYABLE", "LLMRequest", "LLMResult", "aclose_clients", "apreflight", "complete",
+           "get_client", "preflight"]
 
 #: backoff: the n-th retry sleeps uniform(0, min(cap, base * 2**(n-1))) seconds
 BACKOFF_BASE_S = 0.5
@@ -92,7 +75,7 @@ class LLMRequest:
     purpose: str = ""
     schema_name: str = "answer"
 
-    def with_reminder(self, reminder: str, suffix: str = "|retry=1") -> "LLMRequest":
+    def with_reminder(self, reminder: str, suffix: str = "|retry=1") -> LLMRequest:
         """The same request with ``reminder`` added (a user message, or appended to the prompt)."""
         messages = prompt = None
         if self.messages is not None:
@@ -132,7 +115,7 @@ class LLMResult:
         return record
 
     @classmethod
-    def from_record(cls, record: dict[str, Any], replayed: bool = False) -> "LLMResult":
+    def from_record(cls, record: dict[str, Any], replayed: bool = False) -> LLMResult:
         known = {k: v for k, v in record.items() if k in _RESULT_FIELDS}  # tolerate older/newer records
         return cls(**{**known, "replayed": replayed})
 
@@ -140,236 +123,7 @@ class LLMResult:
 _RESULT_FIELDS = frozenset(LLMResult.__dataclass_fields__)
 
 
-# -- per-loop clients and semaphores ------------------------------------------------------
-
-class _LoopState:
-    __slots__ = ("clients", "semaphores", "routes", "negotiations", "probed")
-
-    def __init__(self) -> None:
-        self.clients: dict[tuple[str, str], openai.AsyncOpenAI] = {}
-        #: (base URL, model) -> lock held by the one call that finds the structured-output dialect
-        self.negotiations: dict[tuple[str, str], asyncio.Lock] = {}
-        #: endpoints whose first schema call has returned (found a dialect or not)
-        self.probed: set[tuple[str, str]] = set()
-        self.semaphores: dict[tuple[str, int], asyncio.Semaphore] = {}
-        #: (base URL, key variable, path, timeout) -> prebuilt route, or None: use client.post
-        self.routes: dict[tuple[str, str, str, float], "_DirectRoute | None"] = {}
-
-
-_states: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState]" = weakref.WeakKeyDictionary()
-_last: tuple[asyncio.AbstractEventLoop | None, _LoopState | None] = (None, None)
-
-
-def _loop_state() -> _LoopState:
-    global _last
-    loop = asyncio.get_running_loop()
-    if _last[0] is loop:
-        return _last[1]  # type: ignore[return-value]
-    state = _states.get(loop)
-    if state is None:
-        state = _states[loop] = _LoopState()
-    _last = (loop, state)
-    return state
-
-
-def _make_http_client() -> Any:
-    try:
-        return openai.DefaultAioHttpClient()
-    except (RuntimeError, AttributeError):  # aiohttp extra missing: httpx transport
-        return None
-
-
-def get_client(endpoint: Endpoint) -> openai.AsyncOpenAI:
-    """The shared async client for this endpoint's URL and key (call inside the loop)."""
-    state = _loop_state()
-    key = (endpoint.base_url, endpoint.api_key_env)
-    client = state.clients.get(key)
-    if client is None:
-        client = openai.AsyncOpenAI(api_key=endpoint.api_key(), base_url=endpoint.base_url,
-                                    max_retries=0, http_client=_make_http_client())
-        state.clients[key] = client
-    return client
-
-
-def _semaphore(endpoint: Endpoint) -> asyncio.Semaphore:
-    state = _loop_state()
-    key = (endpoint.base_url, endpoint.concurrency)  # one limit per server, whatever models it serves
-    sem = state.semaphores.get(key)
-    if sem is None:
-        sem = state.semaphores[key] = asyncio.Semaphore(endpoint.concurrency)
-    return sem
-
-
-async def aclose_clients() -> None:
-    """Close this loop's clients (end of a script that used its own loop)."""
-    state = _states.pop(asyncio.get_running_loop(), None)
-    global _last
-    _last = (None, None)
-    if state is not None:
-        for client in state.clients.values():
-            await client.close()
-
-
-def _register_shutdown() -> None:
-    from llm_mesa.llm.runtime import on_shutdown
-    on_shutdown(aclose_clients)
-
-
-_register_shutdown()
-
-
-# -- the SDK's transport, without its per-request pipeline -------------------------------------
-
-class _DirectRoute:
-    """One endpoint path as the SDK would send it, built once: URL, headers, timeouts, session."""
-
-    __slots__ = ("client", "path", "timeout", "url", "client_timeout", "transport", "_headers")
-
-    def __init__(self, client: openai.AsyncOpenAI, transport: Any, path: str, timeout: float) -> None:
-        self.client, self.transport, self.path, self.timeout = client, transport, path, timeout
-        first = self._sdk_request(0)
-        self.url = str(first.url)
-        limits = first.extensions.get("timeout", {})
-        # what the SDK's aiohttp transport turns the request's timeouts into
-        self.client_timeout = aiohttp.ClientTimeout(sock_connect=limits.get("connect"),
-                                                    sock_read=limits.get("read"), connect=limits.get("pool"))
-        self._headers: list[dict[str, str]] = [self._headers_of(first)]
-
-    def _sdk_request(self, retries_taken: int) -> Any:
-        options = FinalRequestOptions.construct(method="post", url=self.path, json_data={},
-                                                timeout=self.timeout, security={"bearer_auth": True})
-        return self.client._build_request(options, retries_taken=retries_taken)
-
-    @staticmethod
-    def _headers_of(request: Any) -> dict[str, str]:
-        # as the SDK's transport hands them to aiohttp, less the length of the empty body
-        return {k.decode("latin-1"): v.decode("latin-1") for k, v in request.headers.raw
-                if k.lower() != b"content-length"}
-
-    def headers(self, retries_taken: int) -> dict[str, str]:
-        """The headers of an attempt (the SDK counts retries in x-stainless-retry-count)."""
-        while len(self._headers) <= retries_taken:
-            self._headers.append(self._headers_of(self._sdk_request(len(self._headers))))
-        return self._headers[retries_taken]
-
-    def session(self) -> aiohttp.ClientSession:
-        """The aiohttp session of the SDK's transport (created as the transport itself does)."""
-        session = self.transport.client
-        if not isinstance(session, aiohttp.ClientSession):
-            session = self.transport.client = self.transport.get_client()
-        return session
-
-
-def _direct_route(endpoint: Endpoint, client: openai.AsyncOpenAI, path: str) -> "_DirectRoute | None":
-    """The prebuilt route for ``path``, or None where only ``client.post`` does what the SDK does."""
-    state = _loop_state()
-    key = (endpoint.base_url, endpoint.api_key_env, path, endpoint.timeout)
-    if key in state.routes:
-        return state.routes[key]
-    route = None
-    try:
-        from openai._vendor.httpx_aiohttp.transport import AiohttpTransport
-    except ImportError:  # pragma: no cover - the aiohttp extra is missing
-        AiohttpTransport = None  # type: ignore[assignment,misc]
-    special_auth = any(getattr(client, name, None) is not None
-                       for name in ("_provider_runtime", "_workload_identity_auth", "_api_key_provider"))
-    if AiohttpTransport is not None and not special_auth and not client.default_query:
-        try:
-            url = client._prepare_url(path)
-            transport = client._client._transport_for_url(url)
-            if isinstance(transport, AiohttpTransport) and transport.proxy is None:
-                route = _DirectRoute(client, transport, path, endpoint.timeout)
-        except (AttributeError, TypeError, ValueError):  # an SDK whose internals moved: its own path
-            route = None
-    state.routes[key] = route
-    return route
-
-
-class _Failure(Exception):
-    """An attempt that got no HTTP answer: its error kind and message."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind, self.message = kind, message
-
-
-async def _send_direct(route: _DirectRoute, payload: bytes, retries_taken: int) -> tuple[int, Any, bytes]:
-    """POST through the SDK transport's aiohttp session: status, headers, body."""
-    try:
-        async with route.session().post(route.url, data=payload, headers=route.headers(retries_taken),
-                                        timeout=route.client_timeout, allow_redirects=False) as response:
-            return response.status, response.headers, await response.read()
-    except TimeoutError:  # aiohttp's connect and read timeouts are TimeoutErrors
-        raise _Failure("timeout", f"no answer within {route.timeout} s") from None
-    except (aiohttp.ClientError, OSError) as exc:  # refused, reset, dropped, truncated
-        raise _Failure("connection", f"{type(exc).__name__}: {str(exc)[:200]}") from None
-
-
-async def _send_via_sdk(client: openai.AsyncOpenAI, path: str, body: dict[str, Any],
-                        timeout: float) -> tuple[int, Any, bytes]:
-    """POST through ``client.post`` (the SDK's whole pipeline): status, headers, body."""
-    try:
-        response = await client.post(path, body=body, cast_to=_httpx.Response, options={"timeout": timeout})
-        return response.status_code, response.headers, response.content
-    except openai.APIStatusError as exc:
-        return exc.status_code, exc.response.headers, _error_text(exc).encode()
-    except openai.APITimeoutError as exc:
-        refused = _refused_connection(exc)
-        if refused is None:
-            raise _Failure("timeout", f"no answer within {timeout} s") from None
-        # the aiohttp transport reports a refused connection as a connect timeout
-        raise _Failure("connection", f"{type(refused).__name__}: {str(refused)[:200]}") from None
-    except openai.APIConnectionError as exc:
-        cause = exc.__cause__ or exc
-        raise _Failure("connection", f"{type(cause).__name__}: {str(cause)[:200]}") from None
-    except (openai.OpenAIError, OSError) as exc:  # a transport error the client did not map
-        raise _Failure("connection", f"{type(exc).__name__}: {str(exc)[:200]}") from None
-
-
-def _json_bytes(body: dict[str, Any]) -> bytes:
-    """The body as the SDK serialises it (compact, UTF-8)."""
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
-
-
 # -- the call --------------------------------------------------------------------------------
-
-def _retry_after_s(headers: Any) -> float | None:
-    """Seconds a server asked us to wait (Retry-After seconds or HTTP date, or retry-after-ms)."""
-    if headers is None:
-        return None
-    value = headers.get("retry-after-ms")
-    if value:
-        try:
-            return max(0.0, float(value) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
-def _kind_of_status(status: int) -> str:
-    if status == 429:
-        return "rate_limit"
-    if status >= 500:
-        return "server"
-    if status == 408:
-        return "timeout"
-    if status in (401, 403):
-        return "auth"
-    if status == 404:
-        return "not_found"
-    return "bad_request"
-
 
 def _backoff_s(retry: int, retry_after: float | None) -> float:
     sleep = _jitter.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (retry - 1)))
@@ -410,45 +164,29 @@ def _parse_success(data: Any, chat: bool) -> tuple[str, str | None, int, int, st
 async def _call(endpoint: Endpoint, request: LLMRequest) -> LLMResult:
     """Send one request with retries; never raises for a failed call.
 
-    Until an ``auto`` endpoint's dialect is known, schema requests go one at a
-    time, so a round of 36 agents sends one refused ``json_schema`` call, not 36.
+    The dialect is chosen once the call has its place: a call that waited
+    behind the server's limit starts under the dialect the calls before it
+    negotiated. Until then an ``auto`` endpoint's calls all try the best one
+    (``json_schema``) together, each falling back on its own refusal, so the
+    first round is not held up behind a lone probe.
     """
-    if (request.schema is not None and endpoint.dialect == "auto" and endpoint.prompt_mode == "chat"
-            and dialects.negotiated_dialect(endpoint) is None):
-        state = _loop_state()
-        key = (endpoint.base_url, endpoint.model)
-        if key not in state.probed:
-            async with state.negotiations.setdefault(key, asyncio.Lock()):
-                if key not in state.probed and dialects.negotiated_dialect(endpoint) is None:
-                    try:
-                        return await _send_with_retries(endpoint, request)
-                    finally:
-                        state.probed.add(key)  # one probe only: a failing server must not serialise calls
-    return await _send_with_retries(endpoint, request)
-
-
-async def _send_with_retries(endpoint: Endpoint, request: LLMRequest) -> LLMResult:
     client = get_client(endpoint)
     chat = endpoint.prompt_mode == "chat"
     path = "/chat/completions" if chat else "/completions"
-    route = _direct_route(endpoint, client, path)
-    dialect = dialects.starting_dialect(endpoint, request.schema is not None)
-    body = _body(endpoint, request, dialect)
-    payload = _json_bytes(body) if route is not None else b""
+    route = transport.direct_route(endpoint, client, path)
     attempts = retries = 0
     started = time.perf_counter()
-    async with _semaphore(endpoint):
+    async with server_limit(endpoint):
+        dialect = dialects.starting_dialect(endpoint, request.schema is not None)
+        body = _body(endpoint, request, dialect)
+        payload = transport.json_bytes(body) if route is not None else b""
         while True:
             attempts += 1
             retry_after = None
             try:
-                if route is not None:
-                    status, headers, content = await _send_direct(route, payload, retries)
-                    if 300 <= status < 400:  # a redirect: the SDK's httpx2 client follows it
-                        status, headers, content = await _send_via_sdk(client, path, body, endpoint.timeout)
-                else:
-                    status, headers, content = await _send_via_sdk(client, path, body, endpoint.timeout)
-            except _Failure as failure:
+                status, headers, content = await transport.post(client, route, path, body, payload,
+                                                                 endpoint.timeout, retries)
+            except transport.Failure as failure:
                 kind, message = failure.kind, failure.message
             else:
                 if status < 300:
@@ -467,38 +205,19 @@ async def _send_with_retries(endpoint: Endpoint, request: LLMRequest) -> LLMResu
                         if following is not None:  # a refusal, not a fault: switch at once
                             dialect = following
                             body = _body(endpoint, request, dialect)
-                            payload = _json_bytes(body) if route is not None else b""
+                            payload = transport.json_bytes(body) if route is not None else b""
                             continue
                         # a forced dialect the server refuses: retrying cannot help
                         return LLMResult(latency_s=time.perf_counter() - started, error="bad_request",
                                          error_message=f"server refuses dialect {dialect!r} (HTTP {status}); "
                                                        "use --dialect auto", attempts=attempts, dialect=dialect)
-                    kind, message = _kind_of_status(status), f"HTTP {status}: {body_text[:300]}"
-                    retry_after = _retry_after_s(headers)
+                    kind, message = transport.kind_of_status(status), f"HTTP {status}: {body_text[:300]}"
+                    retry_after = transport.retry_after_s(headers)
             if kind not in RETRYABLE or retries + 1 >= endpoint.max_attempts:
                 return LLMResult(latency_s=time.perf_counter() - started, error=kind, error_message=message,
                                  attempts=attempts, dialect=dialect)
             retries += 1
             await asyncio.sleep(_backoff_s(retries, retry_after))
-
-
-def _refused_connection(exc: BaseException) -> BaseException | None:
-    """The refused/reset connection behind a reported timeout, if that is what it was."""
-    seen: BaseException | None = exc
-    for _ in range(8):
-        seen = seen.__cause__ or seen.__context__ if seen is not None else None
-        if seen is None:
-            return None
-        if isinstance(seen, (ConnectionError, OSError)) and not isinstance(seen, TimeoutError):
-            return seen
-    return None
-
-
-def _error_text(exc: openai.APIStatusError) -> str:
-    try:
-        return exc.response.text
-    except Exception:  # a streamed or unreadable body
-        return str(exc.message)
 
 
 async def complete(endpoint: Endpoint, request: LLMRequest, *, store: ResponseStore | None = None,
@@ -508,10 +227,14 @@ async def complete(endpoint: Endpoint, request: LLMRequest, *, store: ResponseSt
     Never raises for a failed call (see ``LLMResult.error``); raises ``ReplayMiss``
     in strict replay when the call was never recorded.
     """
+    server_limit(endpoint)  # before any await: the round's other calls must not be let in under a wider limit
     if store is not None and store.mode != "off":
         identity = request_identity(endpoint, request)
         key = request_key(identity)
-        result = store.get(key) if store.replays else None
+        # in a worker thread: a read may wait on the file, and the loop runs the whole round
+        result = await asyncio.to_thread(store.get, key) if store.replays else None
+        if result is not None and result.ok and request.schema is not None:
+            dialects.remember_success(endpoint, result.dialect)  # the recorded row names the dialect that worked
         if result is None:
             if store.mode == "replay":
                 raise store.miss(key, request.sample_key)
@@ -537,7 +260,7 @@ async def apreflight(endpoint: Endpoint, store: ResponseStore | None = None) -> 
     client = get_client(endpoint)  # raises for a missing key on a remote URL
     options = {"timeout": min(endpoint.timeout, 15.0)}
     try:
-        response = await client.get("/models", cast_to=_httpx.Response, options=options)
+        response = await client.get("/models", cast_to=transport.RawResponse, options=options)
         listed = [m.get("id") for m in json.loads(response.content).get("data", []) if isinstance(m, dict)]
     except openai.APIConnectionError as exc:
         raise _unreachable(endpoint, exc) from None
@@ -556,7 +279,7 @@ async def apreflight(endpoint: Endpoint, store: ResponseStore | None = None) -> 
     probe.update({"messages": [{"role": "user", "content": "ping"}]} if chat else {"prompt": "ping"})
     try:
         await client.post("/chat/completions" if chat else "/completions", body=probe,
-                          cast_to=_httpx.Response, options=options)
+                          cast_to=transport.RawResponse, options=options)
     except openai.APIConnectionError as exc:
         raise _unreachable(endpoint, exc) from None
     except openai.APIStatusError as exc:
@@ -571,7 +294,7 @@ async def apreflight(endpoint: Endpoint, store: ResponseStore | None = None) -> 
             raise EndpointError(f"{endpoint.base_url} does not know model {endpoint.model!r} "
                                 "(HTTP 404); check --model and --base-url (it usually ends in /v1)") from None
         raise EndpointError(f"{endpoint.base_url} refused a 1-token test call to {endpoint.model!r} "
-                            f"(HTTP {exc.status_code}): {_error_text(exc)[:150]}") from None
+                            f"(HTTP {exc.status_code}): {transport.error_text(exc)[:150]}") from None
     return listed or []
 
 

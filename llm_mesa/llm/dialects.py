@@ -5,9 +5,19 @@ Servers disagree: OpenAI and vLLM take ``response_format`` of type
 be 'text' or 'json_object'") and takes ``{"type": "json_object", "schema": ...}``;
 others take neither. In ``auto`` we try them in that order, switch at once when a
 server names ``response_format`` in its refusal (a refusal is not a fault worth
-retrying), and remember the dialect that worked per endpoint for the whole
-process, so only the first call pays for the discovery. The prompt always
-describes the schema as well ("instructions"), so the last dialect still works.
+retrying), and remember the dialect that worked per endpoint (base URL and
+model) for the whole process. The prompt always describes the schema as well
+("instructions"), so the last dialect still works.
+
+No call goes out alone to find the dialect: the first round's calls are all
+sent under the best one (``json_schema``) and each falls back on its own
+refusal, so a server that takes ``json_schema`` (most do) answers round 1 in
+one latency, not two. The price, on a server that refuses it, is one quick
+refusal per call that went out before the first refusal came back (at most the
+server's concurrency limit); calls sent after that start under the remembered
+dialect. Concurrent refusals only ever move the remembered dialect forward.
+A replayed answer sets the remembered dialect too (its stored row names the
+dialect it was given under), so a replayed run's manifest says what was used.
 """
 
 from __future__ import annotations
@@ -25,11 +35,11 @@ PLAIN_TEXT = "text"
 _negotiated: dict[tuple[str, str], str] = {}
 
 
-def _key(endpoint: "Endpoint") -> tuple[str, str]:
+def _key(endpoint: Endpoint) -> tuple[str, str]:
     return (endpoint.base_url, endpoint.model)
 
 
-def negotiated_dialect(endpoint: "Endpoint") -> str | None:
+def negotiated_dialect(endpoint: Endpoint) -> str | None:
     """The dialect in use for schema requests (forced, or found by ``auto``; None before the first call)."""
     if endpoint.prompt_mode == "completion":
         return "instructions"
@@ -38,25 +48,29 @@ def negotiated_dialect(endpoint: "Endpoint") -> str | None:
     return _negotiated.get(_key(endpoint))
 
 
-def starting_dialect(endpoint: "Endpoint", has_schema: bool) -> str:
+def starting_dialect(endpoint: Endpoint, has_schema: bool) -> str:
     """The dialect to try first for a request."""
     if not has_schema:
         return PLAIN_TEXT
     return negotiated_dialect(endpoint) or FALLBACK_ORDER[0]
 
 
-def next_dialect(endpoint: "Endpoint", refused: str) -> str | None:
+def next_dialect(endpoint: Endpoint, refused: str) -> str | None:
     """After ``refused`` was rejected: the next one to try (None when forced or exhausted)."""
     if endpoint.dialect != "auto" or refused not in FALLBACK_ORDER[:-1]:
         return None
     following = FALLBACK_ORDER[FALLBACK_ORDER.index(refused) + 1]
+    known = _negotiated.get(_key(endpoint))
+    if known in FALLBACK_ORDER and FALLBACK_ORDER.index(known) > FALLBACK_ORDER.index(following):
+        following = known  # a concurrent call of the round was refused further along already
     _negotiated[_key(endpoint)] = following
     return following
 
 
-def remember_success(endpoint: "Endpoint", dialect: str) -> None:
-    """Record that ``dialect`` worked (cheap: a dict write only when it changes)."""
-    if dialect != PLAIN_TEXT and endpoint.dialect == "auto" and _negotiated.get(_key(endpoint)) != dialect:
+def remember_success(endpoint: Endpoint, dialect: str | None) -> None:
+    """Record that ``dialect`` worked for a schema request (cheap: a dict write only when it changes)."""
+    if (dialect in FALLBACK_ORDER and endpoint.dialect == "auto" and endpoint.prompt_mode == "chat"
+            and _negotiated.get(_key(endpoint)) != dialect):
         _negotiated[_key(endpoint)] = dialect
 
 

@@ -56,6 +56,7 @@ class Endpoint:
     extra_body: dict[str, Any] | None = field(default=None, hash=False)
     dialect: str = "auto"
     prompt_mode: str = "chat"
+    #: calls in flight to the server; endpoints with one base URL share one limit, the smallest given
     concurrency: int = 64
     timeout: float = 120.0
     max_attempts: int = 5
@@ -157,7 +158,7 @@ class Endpoint:
         return (prompt_tokens * self.price[0] + completion_tokens * self.price[1]) / 1e6
 
     @classmethod
-    def from_url_and_env(cls, base_url: str | None = None, model: str | None = None, **options: Any) -> "Endpoint":
+    def from_url_and_env(cls, base_url: str | None = None, model: str | None = None, **options: Any) -> Endpoint:
         """Build from arguments, falling back to ``OPENAI_BASE_URL`` and ``LLM_MESA_MODEL``."""
         base_url = base_url or os.environ.get("OPENAI_BASE_URL")
         model = model or os.environ.get("LLM_MESA_MODEL")
@@ -186,7 +187,7 @@ def add_endpoint_arguments(parser: argparse.ArgumentParser, **defaults: Any) -> 
     g.add_argument("--extra-body", default=d("extra_body"), help="JSON object merged into each request body, e.g. '{\"repetition_penalty\": 1.1}'")
     g.add_argument("--dialect", choices=DIALECTS, default=d("dialect", "auto"), help="structured-output dialect (default %(default)s: json_schema, then json_object, then instructions)")
     g.add_argument("--prompt-mode", choices=PROMPT_MODES, default=d("prompt_mode", "chat"), help="chat messages or a raw /completions prompt (default %(default)s)")
-    g.add_argument("--concurrency", type=int, default=d("concurrency", 64), help="calls in flight per endpoint (default %(default)s)")
+    g.add_argument("--concurrency", type=int, default=d("concurrency", 64), help="calls in flight to this server (default %(default)s); endpoints sharing a base URL share one limit, the smallest given")
     g.add_argument("--timeout", type=float, default=d("timeout", 120.0), help="seconds per call before it is retried (default %(default)s)")
     g.add_argument("--max-attempts", type=int, default=d("max_attempts", 5), help="attempts per call for 429/5xx/timeouts (default %(default)s)")
     g.add_argument("--price", default=d("price"), help="PROMPT,COMPLETION price per 1M tokens, for cost in the usage report")

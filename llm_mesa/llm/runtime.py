@@ -2,11 +2,11 @@
 
 Why a background loop: models step synchronously (Mesa, ``batch_run`` workers,
 Solara's model thread), but LLM calls want to be in flight together, and the
-``openai`` async client, its connection pool and our per-endpoint semaphores are
-bound to one loop. Running that loop in its own thread lets any caller block on
-it with ``run_sync``, including a Jupyter cell whose own thread already runs a
-loop (that loop is not ours, so nothing deadlocks), and keeps one client per
-endpoint shared by every game the process plays.
+``openai`` async client, its connection pool and our per-server limits on calls
+in flight are bound to one loop. Running that loop in its own thread lets any
+caller block on it with ``run_sync``, including a Jupyter cell whose own thread
+already runs a loop (that loop is not ours, so nothing deadlocks), and keeps one
+client per endpoint shared by every game the process plays.
 
 A forked child does not inherit the thread, so the loop is keyed by process id
 and started afresh, lazily, in each process.
@@ -20,9 +20,7 @@ import concurrent.futures
 import os
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
-from typing import Any, TypeVar
-
-T = TypeVar("T")
+from typing import Any
 
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
@@ -61,16 +59,39 @@ def in_runtime_thread() -> bool:
 
 
 async def gather(*aws: Awaitable[Any], return_exceptions: bool = False) -> list[Any]:
-    """``asyncio.gather`` as a coroutine, so that ``run_sync(gather(...))`` runs it on our loop.
+    """Await ``aws`` together on the running loop; results in input order.
 
+    A coroutine, so that ``run_sync(gather(...))`` creates its tasks on our loop:
     ``asyncio.gather(...)`` called outside a running loop binds its tasks to the
-    caller's loop (or fails in a worker thread); this wrapper defers that until it
-    runs on the background loop.
+    caller's loop (or fails in a worker thread).
+
+    It has ``asyncio.TaskGroup`` semantics: when one awaitable raises, the others
+    are cancelled at once and the first failure is raised (itself, not an
+    ``ExceptionGroup``, so ``except ReplayMiss`` still works; any further
+    failures are named in a note). Why: the calls of a round that has failed
+    must not go on being sent, paid for and recorded after the failure, as
+    ``asyncio.gather`` lets them. With ``return_exceptions=True`` nothing is
+    cancelled: every awaitable runs to its end and failures are returned in
+    place of results, as ``asyncio.gather`` does.
     """
-    return list(await asyncio.gather(*aws, return_exceptions=return_exceptions))
+    if return_exceptions:
+        return list(await asyncio.gather(*aws, return_exceptions=True))
+    failures: list[BaseException] = []
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(aw if asyncio.iscoroutine(aw) else _await(aw)) for aw in aws]
+    except BaseExceptionGroup as raised:
+        failures = list(raised.exceptions)
+    if failures:  # raised outside the except block, so the group is not chained to it
+        first = failures[0]
+        if len(failures) > 1:
+            first.add_note(f"{len(failures) - 1} more awaitable(s) of this gather failed before "
+                           "the rest were cancelled")
+        raise first
+    return [task.result() for task in tasks]
 
 
-def run_sync(coro: Coroutine[Any, Any, T] | Awaitable[T], timeout: float | None = None) -> T:
+def run_sync[T](coro: Coroutine[Any, Any, T] | Awaitable[T], timeout: float | None = None) -> T:
     """Run ``coro`` on the background loop and block this thread for its result.
 
     Safe from a script, a Jupyter cell, a Solara worker thread and a
@@ -102,7 +123,7 @@ def run_sync(coro: Coroutine[Any, Any, T] | Awaitable[T], timeout: float | None 
         raise
 
 
-async def _await(aw: Awaitable[T]) -> T:
+async def _await[T](aw: Awaitable[T]) -> T:
     return await aw
 
 
@@ -126,5 +147,5 @@ def _shutdown() -> None:
     for hook in _shutdown_hooks:
         try:
             asyncio.run_coroutine_threadsafe(hook(), loop).result(2)
-        except Exception:  # exiting anyway: never mask the program's own exit status
+        except Exception:  # noqa: BLE001, S110 - exiting anyway: never mask the program's own exit status
             pass

@@ -20,6 +20,16 @@ same file in this process flushes this process's writers to it first (record,
 then replay, works without ``close``). ``get`` sees rows not yet written (it
 looks in the pending rows first); ``len`` and ``rows`` flush first.
 
+Reads leave the event loop too: ``get`` may wait on the file (a busy disk, a
+lock held by another process of a sweep, a forked child opening its own
+connection), so the client calls it in a worker thread
+(``asyncio.to_thread``), never on the loop, where it would stall every other
+call of the round. Two locks keep that thread from blocking the loop in turn:
+``_lock`` guards only the in-memory state (pending rows, the writer's queue),
+held for dictionary operations, and ``_conn_lock`` guards the reading
+connection, held across SQL; ``put``, the one store method the loop itself
+runs, takes only ``_lock`` and opens nothing.
+
 The key is a SHA-256 over canonical JSON of what determines an answer: model,
 sampling parameters, requested dialect, prompt mode, prompt template hash,
 messages or prompt, and the sample key (agent, round, try), so identical prompts
@@ -56,7 +66,7 @@ class ReplayMiss(StoreError):
     """Strict replay met a call that was never recorded."""
 
 
-def request_identity(endpoint: "Endpoint", request: "LLMRequest") -> dict[str, Any]:
+def request_identity(endpoint: Endpoint, request: LLMRequest) -> dict[str, Any]:
     """What determines an answer (and nothing secret): the hashed part of a request."""
     return {
         "model": endpoint.model,
@@ -87,7 +97,7 @@ _FLUSH = ("", "", "", 0.0)  # commit what is batched now (compared by identity)
 
 #: every open store of this process, so a new store on the same file (or the
 #: interpreter's exit) can flush their writers first
-_open_stores: "weakref.WeakSet[ResponseStore]" = weakref.WeakSet()
+_open_stores: weakref.WeakSet[ResponseStore] = weakref.WeakSet()
 _open_stores_lock = threading.Lock()
 
 
@@ -119,9 +129,14 @@ class ResponseStore:
         self.path = Path(path)
         self._resolved = self.path.resolve()
         self.mode = mode
+        #: guards _pending, _queue, _writer, _write_error (never held across I/O)
         self._lock = threading.Lock()
+        #: guards _conn, the reading connection (held across SQL)
+        self._conn_lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
-        self._pid = -1
+        self._conn_pid = -1  # the process that opened _conn
+        #: the process that owns the writer and the pending rows
+        self._pid = os.getpid()
         #: rows handed to the writer and not yet committed, by key (what ``get`` looks at first)
         self._pending: dict[str, _Row] = {}
         self._queue: queue.Queue[_Row | None] | None = None
@@ -133,7 +148,8 @@ class ResponseStore:
             raise StoreError(f"replay store {self.path} does not exist; record a run first "
                              "(mode record) or use replay-fill")
         if mode != "off":
-            self._connection()
+            with self._conn_lock:
+                self._connection()
             with _open_stores_lock:
                 _open_stores.add(self)
 
@@ -160,12 +176,19 @@ class ResponseStore:
                              "choose a writable path") from None
         return conn
 
-    def _connection(self) -> sqlite3.Connection:
-        if self._conn is not None and self._pid == os.getpid():
-            return self._conn
-        if self._pid != -1:  # a forked child: the parent's writer and unwritten rows stay the parent's
+    def _adopt_after_fork(self) -> None:
+        """In a forked child, leave the parent its writer and unwritten rows (under ``_lock``)."""
+        if self._pid != os.getpid():
             self._pending, self._queue, self._writer = {}, None, None
-        self._conn, self._pid = self._open(), os.getpid()
+            self._pid = os.getpid()
+
+    def _connection(self) -> sqlite3.Connection:
+        """The reading connection, opened on first use in this process (under ``_conn_lock``).
+
+        A forked child opens its own; the parent's is dropped, not closed.
+        """
+        if self._conn is None or self._conn_pid != os.getpid():
+            self._conn, self._conn_pid = self._open(), os.getpid()
         return self._conn
 
     @property
@@ -176,30 +199,33 @@ class ResponseStore:
     def records(self) -> bool:
         return self.mode in ("record", "replay-fill")
 
-    def get(self, key: str) -> "LLMResult | None":
+    def get(self, key: str) -> LLMResult | None:
         """The recorded result for ``key`` (marked replayed), or None; sees rows not yet written."""
         from llm_mesa.llm.client import LLMResult
         with self._lock:
-            conn = self._connection()
+            self._adopt_after_fork()
             pending = self._pending.get(key)
-            if pending is not None:
-                response = pending[2]
-            else:
-                row = conn.execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone()
-                if row is None:
-                    return None
-                response = row[0]
+        if pending is not None:
+            response = pending[2]
+        else:
+            # a row leaves _pending only once committed, so a key not pending a moment
+            # ago is on disk by now, or was never put
+            with self._conn_lock:
+                row = self._connection().execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone()
+            if row is None:
+                return None
+            response = row[0]
         return LLMResult.from_record(json.loads(response), replayed=True)
 
-    def put(self, key: str, identity: dict[str, Any], result: "LLMResult") -> None:
+    def put(self, key: str, identity: dict[str, Any], result: LLMResult) -> None:
         """Hand one call to the writer thread (committed within ``BATCH_WINDOW_S``), replacing
         an older answer to the same key."""
         response = json.dumps(result.to_record(), ensure_ascii=False)
         request = json.dumps(identity, ensure_ascii=False, sort_keys=True)
         row = (key, request, response, time.time())
         with self._lock:
+            self._adopt_after_fork()
             self._raise_write_error()
-            self._connection()
             if self._writer is None:
                 self._start_writer()
             self._pending[key] = row
@@ -214,7 +240,7 @@ class ResponseStore:
         with _open_stores_lock:
             _open_stores.add(self)  # again, if it was closed and is used anew
 
-    def _write_batches(self, rows: "queue.Queue[_Row | None]") -> None:
+    def _write_batches(self, rows: queue.Queue[_Row | None]) -> None:
         """The writer thread: batch, insert, commit, then drop the rows from ``_pending``."""
         try:
             conn = self._open()
@@ -273,7 +299,8 @@ class ResponseStore:
     def flush(self) -> None:
         """Wait until every call handed to ``put`` is committed."""
         with self._lock:
-            rows = self._queue if self._pid == os.getpid() else None
+            self._adopt_after_fork()
+            rows = self._queue
             if rows is not None:
                 rows.put(_FLUSH)  # no waiting out the batch window
         if rows is not None:
@@ -287,13 +314,13 @@ class ResponseStore:
 
     def __len__(self) -> int:
         self.flush()
-        with self._lock:
+        with self._conn_lock:
             return self._connection().execute("SELECT COUNT(*) FROM calls").fetchone()[0]
 
     def rows(self) -> list[dict[str, Any]]:
         """Every stored call as a dict (request and response decoded), oldest first."""
         self.flush()
-        with self._lock:
+        with self._conn_lock:
             rows = self._connection().execute(
                 "SELECT key, request, response, created FROM calls ORDER BY created").fetchall()
         return [{"key": k, "request": json.loads(q), "response": json.loads(r), "created": c} for k, q, r, c in rows]
@@ -302,15 +329,15 @@ class ResponseStore:
         """Commit every pending call, stop the writer, close the file (safe to call twice)."""
         with _open_stores_lock:
             _open_stores.discard(self)
-        ours = self._pid == os.getpid()
         with self._lock:
-            writer, rows = (self._writer, self._queue) if ours else (None, None)
+            self._adopt_after_fork()
+            writer, rows = self._writer, self._queue
             self._writer = self._queue = None
         if writer is not None and rows is not None:
             rows.put(_STOP)
             writer.join()
-        with self._lock:
-            if self._conn is not None and ours:
+        with self._conn_lock:
+            if self._conn is not None and self._conn_pid == os.getpid():
                 self._conn.close()
             self._conn = None
         self._raise_write_error()

@@ -7,8 +7,14 @@ unrelated hierarchies (per agent and per round), pass both ledgers:
 ``complete(..., usage=(agent_ledger, round_ledger))``; do not pass two ledgers
 that share an ancestor, or that ancestor counts the call twice.
 
-Tokens of replayed calls are counted (the game used them; tokens-to-convergence
-needs them); ``cost`` counts only live calls (money spent by this run).
+Replayed calls count like live ones, in tokens and in ``cost`` (the game used
+them: tokens-to-convergence and a game's cost must not depend on whether its
+calls were made now or replayed from a recording), so a game's summary, which
+prices its calls' tokens, and its manifest, which reads this ledger, show the
+same numbers. What was replayed is kept apart as well: ``replayed`` counts
+those calls and ``replayed_cost`` is their share of ``cost`` (money this run
+did not spend: ``cost - replayed_cost``). ``call_cost`` is the one place a
+call is priced.
 """
 
 from __future__ import annotations
@@ -26,10 +32,10 @@ PARSE_OUTCOMES = ("ok", "retry_ok", "truncated", "parse_failure", "call_failure"
 class Usage:
     """A ledger of calls: counts, tokens, latency, failures by kind, parse outcomes, cost."""
 
-    __slots__ = ("name", "parent", "children", "calls", "prompt_tokens", "completion_tokens",
-                 "latency_s", "attempts", "replayed", "cost", "failures", "outcomes")
+    __slots__ = ("attempts", "calls", "children", "completion_tokens", "cost", "failures", "latency_s", "name",
+                 "outcomes", "parent", "prompt_tokens", "replayed", "replayed_cost")
 
-    def __init__(self, name: str = "total", parent: "Usage | None" = None) -> None:
+    def __init__(self, name: str = "total", parent: Usage | None = None) -> None:
         self.name = name
         self.parent = parent
         self.children: dict[str, Usage] = {}
@@ -40,27 +46,26 @@ class Usage:
         self.attempts = 0
         self.replayed = 0
         self.cost = 0.0
+        self.replayed_cost = 0.0
         self.failures: dict[str, int] = {}
         self.outcomes: dict[str, int] = {}
 
-    def child(self, key: str) -> "Usage":
+    def child(self, key: str) -> Usage:
         """The sub-ledger named ``key`` (created on first use); its records count here too."""
         sub = self.children.get(key)
         if sub is None:
             sub = self.children[key] = Usage(key, self)
         return sub
 
-    def _chain(self) -> Iterator["Usage"]:
+    def _chain(self) -> Iterator[Usage]:
         ledger: Usage | None = self
         while ledger is not None:
             yield ledger
             ledger = ledger.parent
 
-    def add_result(self, result: "LLMResult", endpoint: "Endpoint | None" = None) -> None:
-        """Count one call (live or replayed) here and in every ancestor."""
-        cost = 0.0
-        if endpoint is not None and endpoint.price is not None and not result.replayed:
-            cost = endpoint.cost(result.prompt_tokens, result.completion_tokens)
+    def add_result(self, result: LLMResult, endpoint: Endpoint | None = None) -> None:
+        """Count one call (live or replayed alike, ``replayed`` apart) here and in every ancestor."""
+        cost = call_cost(result, endpoint)
         for ledger in self._chain():
             ledger.calls += 1
             ledger.prompt_tokens += result.prompt_tokens
@@ -70,6 +75,7 @@ class Usage:
             ledger.cost += cost
             if result.replayed:
                 ledger.replayed += 1
+                ledger.replayed_cost += cost
             if result.error is not None:
                 ledger.failures[result.error] = ledger.failures.get(result.error, 0) + 1
 
@@ -92,7 +98,8 @@ class Usage:
             "calls": self.calls, "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens, "total_tokens": self.total_tokens,
             "latency_s": round(self.latency_s, 6), "attempts": self.attempts,
-            "replayed": self.replayed, "cost": self.cost, "failed_calls": self.failed_calls,
+            "replayed": self.replayed, "cost": self.cost, "replayed_cost": self.replayed_cost,
+            "failed_calls": self.failed_calls,
             "failures": dict(self.failures),
             "outcomes": {k: self.outcomes.get(k, 0) for k in PARSE_OUTCOMES},
         }
@@ -120,7 +127,14 @@ class Usage:
                 f"{self.failed_calls} failed>")
 
 
-def as_ledgers(usage: "Usage | Iterable[Usage] | None") -> tuple[Usage, ...]:
+def call_cost(result: LLMResult, endpoint: Endpoint | None) -> float:
+    """What one call's tokens cost at the endpoint's price, live or replayed (0 without a price)."""
+    if endpoint is None or endpoint.price is None:
+        return 0.0
+    return endpoint.cost(result.prompt_tokens, result.completion_tokens)
+
+
+def as_ledgers(usage: Usage | Iterable[Usage] | None) -> tuple[Usage, ...]:
     """Normalise the ``usage=`` argument of ``complete``/``ask`` to a tuple of ledgers."""
     if usage is None:
         return ()
