@@ -6,13 +6,13 @@ import json
 
 import pandas as pd
 import pytest
+from llm_mesa.models.naming.llm_speaker import LLMSpeaker, sign_endpoint
+from llm_mesa.models.naming.model import NamingModel
+from llm_mesa.models.naming.observation import OUTCOMES
 
 from llm_mesa.cli import main
 from llm_mesa.llm.store import ResponseStore
 from llm_mesa.loopback.server import LoopbackServer
-from llm_mesa.models.naming.llm_speaker import LLMSpeaker, sign_endpoint
-from llm_mesa.models.naming.model import NamingModel
-from llm_mesa.models.naming.observation import OUTCOMES
 
 
 @pytest.fixture(scope="module")

@@ -6,12 +6,12 @@ import random
 from collections import Counter
 
 import pytest
-
 from llm_mesa.models.naming.decoding import decode_free_text, decode_schema, decode_with_retry
 from llm_mesa.models.naming.model import NamingConfigError, NamingModel, memory_majority, next_name
 from llm_mesa.models.naming.observation import OUTCOMES, NamingObservation, lexicon
 from llm_mesa.models.naming.prompts import TEMPLATE_HASH, build_prompt
 from llm_mesa.models.naming.speakers import EchoSpeaker, NoisySpeaker
+
 from llm_mesa.policy import available_policies, make_policy
 
 

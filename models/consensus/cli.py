@@ -16,6 +16,7 @@ import json
 import sys
 
 from llm_mesa.models.consensus.llm_policy import add_llm_arguments, llm_setup_from_args
+
 from llm_mesa.graphs import TOPOLOGIES, load_graph
 from llm_mesa.policy import available_policies
 from llm_mesa.run_output import build_manifest, check_output_dir, write_run

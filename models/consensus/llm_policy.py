@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from llm_mesa.models.consensus.observation import ConsensusDecision, ConsensusObservation
+from llm_mesa.models.consensus.prompt import ConsensusPrompt, answer_schema
 
 from llm_mesa.llm.answers import ask, parse_json_answer
 from llm_mesa.llm.client import LLMRequest, preflight
-from llm_mesa.models.consensus.prompt import ConsensusPrompt, answer_schema
 from llm_mesa.llm.endpoint import Endpoint, EndpointError, add_endpoint_arguments, endpoint_from_args
 from llm_mesa.llm.store import ResponseStore
 from llm_mesa.llm.usage import Usage
-from llm_mesa.models.consensus.observation import ConsensusDecision, ConsensusObservation
 from llm_mesa.policy import Policy, register_policy
 
 DEFAULT_RECORD = "llm-mesa-calls.sqlite"

@@ -22,7 +22,6 @@ alpha coin is drawn only when the partner's name is valid, in pair order, agent 
 
 from __future__ import annotations
 
-import random
 from collections import Counter, deque
 from collections.abc import Sequence
 from typing import Any
@@ -33,8 +32,8 @@ from llm_mesa.policy import Policy, PolicyError, make_policy
 from llm_mesa.rounds import PolicyAgent, play_round
 
 from . import metrics
-from .observation import (MODES, OUTCOMES, NamingConfigError, NamingObservation, Utterance,
-                          lexicon as make_lexicon, name_index)
+from .observation import MODES, OUTCOMES, NamingConfigError, NamingObservation, Utterance, name_index
+from .observation import lexicon as make_lexicon
 
 PAIRINGS: tuple[str, ...] = ("all", "one")
 DEFAULT_MAX_ROUNDS = 300
