@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections import Counter
 
 import pytest
 from llm_mesa.models.naming.decoding import decode_free_text, decode_schema, decode_with_retry
 from llm_mesa.models.naming.model import NamingConfigError, NamingModel, memory_majority, next_name
-from llm_mesa.models.naming.observation import OUTCOMES, NamingObservation, lexicon
+from llm_mesa.models.naming.observation import OUTCOMES, NamingObservation, Utterance, lexicon
 from llm_mesa.models.naming.prompts import TEMPLATE_HASH, build_prompt
 from llm_mesa.models.naming.speakers import EchoSpeaker, NoisySpeaker
 
-from llm_mesa.policy import available_policies, make_policy
+from llm_mesa.policy import Policy, available_policies, make_policy
 
 
 # ------------------------------------------------------------------ decoder
@@ -124,6 +125,56 @@ def test_alpha_zero_moves_to_memory_majority_after_hearing():
     model, (a, b) = _two_agent_model(5, 0.0, [["@say {name: C1}"], ["@say {name: C2}"]])
     model.step()
     assert (a.name, b.name) == ("C2", "C1")           # each takes the one name it remembers
+
+
+class _ByAgent(Policy):
+    """Says the name derived from the agent it speaks for (C1 + id mod M); None for ``silent`` ids."""
+
+    game = "naming"
+
+    def __init__(self, silent=()):
+        self.silent = set(silent)
+
+    def decide(self, observation, rng):
+        if observation.agent_id in self.silent:
+            return None
+        name = own_name(observation.agent_id, len(observation.lexicon))
+        return Utterance(name, "schema", [f"@say {{name: {name}}}"])
+
+
+class _AsyncByAgent(_ByAgent):
+    is_async = True
+
+    async def adecide(self, observation, rng):
+        await asyncio.sleep(0.001 * (observation.agent_id % 3))  # answers come back out of order
+        return self.decide(observation, rng)
+
+
+def own_name(agent_id, size):
+    return f"C{agent_id % size + 1}"
+
+
+def test_every_agent_is_attributed_the_utterance_its_own_speaker_produced_for_it():
+    speakers = [_AsyncByAgent() if i % 2 else _ByAgent() for i in range(13)]
+    model = NamingModel(n=13, memory=5, alpha=0.0, speaker=speakers, rng=3, max_rounds=4)
+    for _ in range(4):
+        model.step()
+        spoke = [a for a in model.players if a.partner is not None]
+        assert len(spoke) == 12
+        for agent in spoke:
+            assert agent.utterance.name == agent.last_said == own_name(agent.unique_id, 12)
+            assert agent.memory[-1] == own_name(agent.partner.unique_id, 12)
+
+
+@pytest.mark.parametrize("speaker", [_ByAgent, _AsyncByAgent])
+def test_a_speaker_that_gives_some_agents_no_utterance_fails_the_round_and_changes_nobody(speaker):
+    # The old model dropped the missing utterances and zipped the rest onto the speakers:
+    # each later agent was given its neighbour's utterance, silently.
+    model = NamingModel(n=12, memory=5, alpha=1.0, speaker=speaker(silent={3, 8}), rng=1, max_rounds=3)
+    before = [(a.name, list(a.memory)) for a in model.players]
+    with pytest.raises(TypeError, match=r"no utterance for agent (3|8) .*must return an Utterance"):
+        model.step()
+    assert [(a.name, list(a.memory)) for a in model.players] == before
 
 
 # ------------------------------------------------------------------ model

@@ -180,7 +180,15 @@ class NamingModel(mesa.Model):
             agent.utterance = agent.pending = agent.partner = None
         for a, b in pairs:
             a.partner, b.partner = b, a
-        play_round(speakers, self.random)  # all speak (LLM calls together), then all update
+        # all speak (LLM calls together), every utterance is checked, and only then do all update
+        utterances = play_round(speakers, self.random, advance=False)
+        for agent, utterance in zip(speakers, utterances, strict=True):
+            if not isinstance(utterance, Utterance):
+                raise TypeError(f"speaker {agent.speaker.spec()!r} gave no utterance for agent {agent.unique_id} "
+                                f"in round {self.steps} (got {type(utterance).__name__}); a naming speaker "
+                                "must return an Utterance for every agent it speaks for")
+        for agent in speakers:
+            agent.advance()
         self.round_stats = metrics.round_stats(self, speakers, len(pairs))
         self.datacollector.collect(self)
         if self.steps >= self.max_rounds or (self.stop_at_consensus and self.round_stats["held_share"] == 1.0):
