@@ -197,6 +197,17 @@ def test_pairing_one_is_a_single_pair_and_counts_two_utterances():
     assert model.summary()["convergence_basis"] == "latest"
 
 
+def test_unseeded_games_key_their_samples_by_the_seed_they_drew():
+    # seed=None in the key made every unseeded game share sample keys: replay-fill mixed games
+    first, second = NamingModel(n=4), NamingModel(n=4)
+    assert "seed=None" not in first.game_key and first.game_key != second.game_key
+    assert isinstance(first.seed, int) and first.summary()["seed"] == first.seed
+    again = NamingModel(n=4, rng=first.seed)          # the key names the game: the drawn seed replays it
+    assert again.game_key == first.game_key
+    assert [a.name for a in again.players] == [a.name for a in first.players]
+    assert first.players[0].observe().game_key == first.game_key
+
+
 @pytest.mark.parametrize("alpha", [0.5, 0.75, 0.9])
 @pytest.mark.parametrize("mode, memory", [("schema", 5), ("nl", 0), ("nl-sw", 10)])
 def test_echo_speakers_reach_the_absorbing_consensus_and_stay(alpha, mode, memory):

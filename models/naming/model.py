@@ -22,6 +22,8 @@ alpha coin is drawn only when the partner's name is valid, in pair order, agent 
 
 from __future__ import annotations
 
+import numbers
+import random
 from collections import Counter, deque
 from collections.abc import Sequence
 from typing import Any
@@ -119,7 +121,9 @@ class NamingModel(mesa.Model):
         if isinstance(rng, int) and rng < 0:
             raise NamingConfigError(f"the seed must be a non-negative integer (got {rng})")
         super().__init__(rng=rng)
-        self.seed = rng
+        #: the seed of ``self.random``: the one given, or (unseeded) the one Mesa drew from OS entropy
+        #: and stores, so an unseeded game is still named (and replayed) by the seed it played with
+        self.seed: int = _seed_of(self, rng)
         self.memory_size = default_memory(mode) if memory is None else memory
         self.n, self.mode, self.alpha, self.pairing = validate(n, mode, self.memory_size, alpha,
                                                                pairing, max_rounds)
@@ -131,7 +135,7 @@ class NamingModel(mesa.Model):
         if self.convergence_basis not in ("said", "latest", "held"):
             raise NamingConfigError(f"convergence basis {self.convergence_basis!r} must be said, latest or held")
         self.game_key = (f"naming|n={self.n}|mode={self.mode}|k={self.memory_size}|alpha={self.alpha}"
-                         f"|pairing={self.pairing}|m={lexicon_size}|seed={rng}")
+                         f"|pairing={self.pairing}|m={lexicon_size}|seed={self.seed}")
         speakers = self._speakers(speaker)
         for index in range(self.n):
             NamingAgent(self, self.random.choice(self.lexicon), speakers[index], self.memory_size)
@@ -224,6 +228,18 @@ class NamingModel(mesa.Model):
                 "convergence_basis": self.convergence_basis, "speakers": speakers,
                 "speaker_counts": dict(Counter(a.speaker.spec() for a in self.players)),
                 "seed": self.seed}
+
+
+def _seed_of(model: mesa.Model, rng: Any) -> int:
+    """The seed of ``model.random``: Mesa 3 keeps it as ``_seed`` (drawn from OS entropy when unseeded)."""
+    seed = getattr(model, "_seed", None)
+    if isinstance(seed, numbers.Integral):
+        return int(seed)
+    if isinstance(rng, numbers.Integral):
+        return int(rng)
+    seed = random.SystemRandom().randrange(2**31)  # a Mesa that keeps no seed: reseed with one we keep
+    model.random.seed(seed)
+    return seed
 
 
 def _reporter(key: str):
