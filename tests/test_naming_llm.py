@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import random
 
 import pandas as pd
 import pytest
 from llm_mesa.models.naming.llm_speaker import LLMSpeaker, sign_endpoint
 from llm_mesa.models.naming.model import NamingModel
-from llm_mesa.models.naming.observation import OUTCOMES
+from llm_mesa.models.naming.observation import OUTCOMES, NamingObservation, lexicon
+from llm_mesa.models.naming.prompts import RETRY_REMINDER, build_prompt
+from scripted_server import ScriptedServer
 
 from llm_mesa.cli import main
 from llm_mesa.llm.store import ResponseStore
@@ -46,6 +49,18 @@ def test_noisy_llm_game_counts_every_outcome_and_replays_with_zero_calls(server,
     replayed = _game(server, "naming:noisy?p=0.5", ResponseStore(store_path, "replay"), rounds=15)
     assert server.stats()["requests"] == before            # zero calls
     pd.testing.assert_frame_equal(replayed.rounds_frame(), frame)
+
+
+def test_schema_retry_prompt_ends_on_a_fresh_line_so_the_reply_is_not_the_reminder_continued():
+    observation = NamingObservation(3, 1, "C2", "schema", lexicon(), game_key="t")
+    with ScriptedServer(models=("scripted",)) as scripted:
+        scripted.then({"text": "hmm"}, {"text": "@say {name: C2} | ok"})
+        utterance = LLMSpeaker(sign_endpoint(scripted.base_url, "scripted")).decide(observation, random.Random(0))
+    assert utterance.outcome == "retry" and utterance.name == "C2"
+    first, retry = (body["prompt"] for body in scripted.requests)   # exactly what was sent
+    assert first == build_prompt(observation)
+    assert retry == first + RETRY_REMINDER + "\n"
+    assert retry.endswith("\nFollow EXACTLY one line: @say {name: Ck}\n")
 
 
 def test_echo_llm_speakers_converge_and_tokens_to_convergence_are_counted(server):
