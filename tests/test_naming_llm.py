@@ -111,6 +111,15 @@ def test_cli_json_and_out(tmp_path, capsys):
     assert manifest["parameters"]["alpha"] == 0.5 and manifest["prompt_template_hash"]
 
 
+def test_cli_pairing_one_prints_the_agreement_of_its_basis_and_names_it(capsys):
+    assert main(["naming", "--pairing", "one", "--alpha", "0.9", "--rounds", "300", "--seed", "2", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["agreement_basis"] == "latest" and printed["agreement_final"] > 2 / 12
+    assert main(["naming", "--pairing", "one", "--alpha", "0.9", "--rounds", "300", "--seed", "2"]) == 0
+    text = capsys.readouterr().out
+    assert f"final {printed['agreement_final']:.3f}" in text and "basis latest" in text
+
+
 @pytest.mark.parametrize("argv, fragment", [
     (["--n", "1"], "at least 2"), (["--alpha", "1.5"], "alpha"), (["--mode", "xml"], "unknown mode"),
     (["--speaker", "parrot"], "unknown naming policy"), (["--memory", "-2"], ">= 0"),

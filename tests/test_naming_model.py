@@ -208,6 +208,19 @@ def test_unseeded_games_key_their_samples_by_the_seed_they_drew():
     assert first.players[0].observe().game_key == first.game_key
 
 
+def test_pairing_one_summary_reads_agreement_on_its_convergence_basis_and_says_so():
+    # a round of one pair says 2 names: the said-agreement is capped at 2/N, useless as a headline
+    model = NamingModel(n=12, pairing="one", alpha=0.9, rng=2, max_rounds=300).run()
+    frame, summary = model.rounds_frame(), model.summary()
+    assert summary["agreement_basis"] == summary["convergence_basis"] == "latest"
+    assert summary["agreement_final"] == frame["agreement_latest"].iloc[-1] > 2 / 12
+    assert summary["agreement_max"] == frame["agreement_latest"].max()
+    assert summary["agreement_mean_last_10"] == pytest.approx(frame["agreement_latest"].tail(10).mean())
+    everyone = NamingModel(n=12, rng=2, max_rounds=20).run()
+    assert everyone.summary()["agreement_basis"] == "said"
+    assert everyone.summary()["agreement_final"] == everyone.rounds_frame()["agreement"].iloc[-1]
+
+
 @pytest.mark.parametrize("alpha", [0.5, 0.75, 0.9])
 @pytest.mark.parametrize("mode, memory", [("schema", 5), ("nl", 0), ("nl-sw", 10)])
 def test_echo_speakers_reach_the_absorbing_consensus_and_stay(alpha, mode, memory):

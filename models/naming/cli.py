@@ -18,13 +18,14 @@ from typing import Any
 
 from llm_mesa.run_output import build_manifest, check_output_dir, write_run
 
+from .metrics import BASIS_MEANINGS
 from .model import DEFAULT_MAX_ROUNDS, PAIRINGS, NamingModel
 from .observation import MODES, NamingConfigError
 
 #: the placeholder URL of a strict replay, which never calls anything
 REPLAY_ONLY_URL = "http://127.0.0.1:9/v1"
 
-JSON_KEYS = ("agreement_final", "agreement_max", "held_share_final", "consensus",
+JSON_KEYS = ("agreement_final", "agreement_max", "agreement_basis", "held_share_final", "consensus",
              "tokens_to_50", "tokens_to_60", "tokens_to_70",
              "total_tokens_to_50", "total_tokens_to_60", "total_tokens_to_70",
              "rounds_to_50", "rounds_to_60", "rounds_to_70", "rounds", "outcomes", "seed")
@@ -120,7 +121,8 @@ def format_summary(s: dict[str, Any], out: str | None = None) -> str:
     lines = [
         f"naming game: {s['n']} agents, mode {s['mode']}, K={s['memory']}, alpha={s['alpha']}, "
         f"pairing {s['pairing']}, seed {s['seed']}, {s['rounds']} rounds",
-        f"  agreement:        final {s['agreement_final']:.3f}, max {s['agreement_max']:.3f}; "
+        f"  agreement:        final {s['agreement_final']:.3f}, max {s['agreement_max']:.3f} "
+        f"(basis {s['agreement_basis']}: {BASIS_MEANINGS[s['agreement_basis']]}); "
         f"holding the top name {s['held_share_final']:.3f}" + ("  (consensus)" if s["consensus"] else ""),
         "  rounds to 50/60/70%:  " + " / ".join(_fmt(s[f"rounds_to_{p}"]) for p in (50, 60, 70)),
         f"  decoding:         {s['utterances']:,} utterances: " + ", ".join(f"{k} {v:,}" for k, v in o.items()),
