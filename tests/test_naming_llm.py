@@ -120,6 +120,13 @@ def test_cli_pairing_one_prints_the_agreement_of_its_basis_and_names_it(capsys):
     assert f"final {printed['agreement_final']:.3f}" in text and "basis latest" in text
 
 
+def test_cli_rule_speakers_print_null_tokens_to_convergence(capsys):
+    assert main(["naming", "--speaker", "echo", "--rounds", "60", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["rounds_to_50"] is not None and printed["tokens_to_50"] is None
+    assert printed["total_tokens_to_50"] is None
+
+
 @pytest.mark.parametrize("argv, fragment", [
     (["--n", "1"], "at least 2"), (["--alpha", "1.5"], "alpha"), (["--mode", "xml"], "unknown mode"),
     (["--speaker", "parrot"], "unknown naming policy"), (["--memory", "-2"], ">= 0"),

@@ -221,6 +221,12 @@ def test_pairing_one_summary_reads_agreement_on_its_convergence_basis_and_says_s
     assert everyone.summary()["agreement_final"] == everyone.rounds_frame()["agreement"].iloc[-1]
 
 
+def test_rule_speakers_make_no_calls_so_tokens_to_convergence_are_none_not_zero():
+    summary = NamingModel(n=12, speaker="echo", rng=1, max_rounds=100).run().summary()
+    assert summary["calls"] == 0 and summary["rounds_to_50"] is not None
+    assert all(summary[f"{kind}_to_{p}"] is None for kind in ("tokens", "total_tokens") for p in (50, 60, 70))
+
+
 @pytest.mark.parametrize("alpha", [0.5, 0.75, 0.9])
 @pytest.mark.parametrize("mode, memory", [("schema", 5), ("nl", 0), ("nl-sw", 10)])
 def test_echo_speakers_reach_the_absorbing_consensus_and_stay(alpha, mode, memory):

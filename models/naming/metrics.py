@@ -14,7 +14,8 @@
   (completion, and prompt + completion), per round and cumulative.
 * tokens-to-convergence at 50/60/70 %: cumulative tokens at the end of the first round
   whose agreement (on the model's ``convergence_basis``: ``said`` for ``all`` pairing,
-  ``latest`` for ``one``) reaches the threshold; None if it never does.
+  ``latest`` for ``one``) reaches the threshold; None if it never does, and None for a game
+  that made no LLM call (rule speakers spend no tokens: there is nothing to count).
 """
 
 from __future__ import annotations
@@ -154,15 +155,16 @@ def summary(model: "NamingModel") -> dict[str, Any]:
     out["held_share_final"] = None if empty else float(frame["held_share"].iloc[-1])
     out["consensus"] = bool(not empty and frame["held_share"].iloc[-1] == 1.0)
     out["convergence_basis"] = model.convergence_basis
+    totals: Totals = model.totals
+    counts_tokens = not empty and totals.calls > 0  # no LLM call: tokens-to-X is not 0, it is not defined
     for t in THRESHOLDS:
         pct = int(round(t * 100))
         row = None if empty else first_reaching(frame, _basis_column(model.convergence_basis), t)
         out[f"rounds_to_{pct}"] = None if row is None else int(frame["round"].iloc[row])
-        out[f"tokens_to_{pct}"] = None if empty else tokens_to(frame, model.convergence_basis, t,
-                                                               "cum_completion_tokens")
-        out[f"total_tokens_to_{pct}"] = None if empty else tokens_to(frame, model.convergence_basis, t,
-                                                                     "cum_total_tokens")
-    totals: Totals = model.totals
+        out[f"tokens_to_{pct}"] = tokens_to(frame, model.convergence_basis, t,
+                                            "cum_completion_tokens") if counts_tokens else None
+        out[f"total_tokens_to_{pct}"] = tokens_to(frame, model.convergence_basis, t,
+                                                  "cum_total_tokens") if counts_tokens else None
     out["outcomes"] = {o: int(totals.outcomes.get(o, 0)) for o in OUTCOMES}
     out["utterances"] = int(sum(totals.outcomes.values()))
     out["calls"] = totals.calls
