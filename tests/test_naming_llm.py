@@ -120,6 +120,19 @@ def test_cli_pairing_one_prints_the_agreement_of_its_basis_and_names_it(capsys):
     assert f"final {printed['agreement_final']:.3f}" in text and "basis latest" in text
 
 
+def test_cli_speaker_spec_parameters_win_over_the_endpoint_options(server, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["naming", "--speaker", "llm:model=naming:echo,temperature=0.3,top_p=0.5", "--model", "naming:babble",
+                 "--temperature", "0.9", "--base-url", server.base_url, "--rounds", "2", "--json",
+                 "--record", str(tmp_path / "calls.sqlite"), "--out", str(out)]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["outcomes"]["schema"] == 24          # the spec's echo model spoke, not the option's babble
+    (speaker,) = json.loads((out / "manifest.json").read_text())["speakers"].values()
+    endpoint = speaker["endpoint"]
+    assert (endpoint["model"], endpoint["temperature"], endpoint["top_p"]) == ("naming:echo", 0.3, 0.5)
+    assert endpoint["max_tokens"] == 32 and endpoint["prompt_mode"] == "completion"   # the rest: the options
+
+
 def test_cli_rule_speakers_print_null_tokens_to_convergence(capsys):
     assert main(["naming", "--speaker", "echo", "--rounds", "60", "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
@@ -131,6 +144,12 @@ def test_cli_rule_speakers_print_null_tokens_to_convergence(capsys):
     (["--n", "1"], "at least 2"), (["--alpha", "1.5"], "alpha"), (["--mode", "xml"], "unknown mode"),
     (["--speaker", "parrot"], "unknown naming policy"), (["--memory", "-2"], ">= 0"),
     (["--speaker", "llm"], "--base-url"),
+    (["--speaker", "llm:colour=red", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"], "unknown llm option(s) colour"),
+    (["--speaker", "llm:temperature=5", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"], "temperature 5"),
+    (["--speaker", "llm:temperature=hot", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"], "temperature"),
+    (["--speaker", "llm:max_tokens=0", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"], "max_tokens"),
+    (["--speaker", "llm:seed=x", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"], "seed"),
+    (["--speaker", "llm:price=12", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"], "--price"),
 ])
 def test_cli_bad_input_is_one_line_exit_2(argv, fragment, capsys):
     assert main(["naming", *argv]) == 2

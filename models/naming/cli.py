@@ -2,7 +2,8 @@
 
 Rule speakers (no LLM): echo, noisy:p=0.3, minimal. An LLM speaker: --speaker llm with
 --base-url and --model (defaults: raw completion, max 32 tokens, temperature 0.7,
-top-p 0.9, repetition penalty 1.1, as the study ran it). Record calls with --record FILE
+top-p 0.9, repetition penalty 1.1, as the study ran it); the spec's own parameters
+(--speaker llm:model=X,temperature=0.3) win over those options. Record calls with --record FILE
 and replay them exactly, with zero calls, with --replay FILE.
 
   llm-mesa naming --n 12 --mode schema --memory 5 --alpha 0.5 --speaker echo --seed 1
@@ -57,18 +58,59 @@ def configure(parser: argparse.ArgumentParser) -> None:
                            extra_body='{"repetition_penalty": 1.1}', prompt_mode="completion")
 
 
+#: what ``--speaker llm:k=v,...`` may set: the endpoint's fields that a spec can spell
+#: (``extra_body`` and ``price`` hold commas or JSON: give them as --extra-body and --price)
+SPEC_OPTIONS: dict[str, type] = {
+    "base_url": str, "model": str, "api_key_env": str, "dialect": str, "prompt_mode": str,
+    "temperature": float, "top_p": float, "timeout": float,
+    "max_tokens": int, "max_completion_tokens": int, "seed": int, "concurrency": int, "max_attempts": int,
+}
+
+
+def speaker_endpoint(args: argparse.Namespace):
+    """The endpoint of ``--speaker llm[:k=v,...]``: the command line's options, then the spec's own.
+
+    The spec's parameters win over the options (``--speaker llm:model=X,temperature=0.3``
+    with ``--model Y --temperature 0.9`` calls X at 0.3); unknown, mistyped or
+    out-of-range ones are refused with one line.
+    """
+    import dataclasses
+
+    from llm_mesa.llm.endpoint import endpoint_from_args
+    from llm_mesa.policy import PolicyError, parse_policy_spec
+
+    try:
+        _, options = parse_policy_spec(args.speaker)
+    except PolicyError as exc:
+        raise NamingConfigError(str(exc)) from None
+    unknown = sorted(set(options) - set(SPEC_OPTIONS))
+    if unknown:
+        raise NamingConfigError(f"unknown llm option(s) {', '.join(unknown)} in --speaker {args.speaker!r}; "
+                                f"choose among: {', '.join(SPEC_OPTIONS)} (extra body and price: --extra-body, --price)")
+    for name, value in options.items():
+        kind = SPEC_OPTIONS[name]
+        if kind is str:
+            options[name] = str(value)
+        elif isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else int):
+            raise NamingConfigError(f"llm option {name}={value!r} in --speaker {args.speaker!r} must be "
+                                    + ("a number" if kind is float else "a whole number"))
+    ns = argparse.Namespace(**vars(args))
+    ns.base_url = options.pop("base_url", ns.base_url)
+    ns.model = options.pop("model", ns.model)
+    if args.replay and not ns.base_url:
+        ns.base_url = REPLAY_ONLY_URL
+    return dataclasses.replace(endpoint_from_args(ns), **options)  # the endpoint checks the ranges again
+
+
 def _llm_speaker(args: argparse.Namespace):
     from llm_mesa.llm.client import preflight
-    from llm_mesa.llm.endpoint import endpoint_from_args
     from llm_mesa.llm.store import ResponseStore
 
     from .llm_speaker import LLMSpeaker
 
     if args.record and args.replay:
         raise NamingConfigError("--record and --replay exclude each other; pick one")
-    if args.replay and not args.base_url:
-        args.base_url = REPLAY_ONLY_URL
-    endpoint = endpoint_from_args(args)
+    endpoint = speaker_endpoint(args)
     store = None
     if args.replay:
         store = ResponseStore(args.replay, mode="replay")
