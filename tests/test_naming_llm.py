@@ -99,6 +99,37 @@ def test_cli_llm_record_then_replay_without_a_server(tmp_path, capsys):
     assert replayed == recorded and recorded["calls"] >= 12 * 6
 
 
+def test_cli_llm_speaker_records_by_default_and_that_file_replays_with_zero_calls(server, tmp_path, monkeypatch,
+                                                                                  capsys):
+    monkeypatch.chdir(tmp_path)
+    common = ["naming", "--speaker", "llm", "--base-url", server.base_url, "--model", "naming:noisy",
+              "--rounds", "4", "--json"]
+    before = server.stats()["requests"]
+    assert main(common) == 0
+    recorded = json.loads(capsys.readouterr().out)
+    assert server.stats()["requests"] - before >= recorded["calls"] >= 12 * 4
+    assert (tmp_path / "llm-mesa-calls.sqlite").is_file()       # the one default of every command
+    before = server.stats()["requests"]
+    assert main([*common, "--replay", "llm-mesa-calls.sqlite"]) == 0
+    assert server.stats()["requests"] == before                  # zero calls
+    assert json.loads(capsys.readouterr().out) == recorded
+
+
+def test_cli_no_record_writes_no_file_and_replay_fill_pays_only_for_what_is_missing(server, tmp_path, monkeypatch,
+                                                                                   capsys):
+    monkeypatch.chdir(tmp_path)
+    common = ["naming", "--speaker", "llm", "--base-url", server.base_url, "--model", "naming:echo", "--json"]
+    assert main([*common, "--rounds", "2", "--no-record"]) == 0
+    assert list(tmp_path.iterdir()) == []
+    assert main([*common, "--rounds", "2", "--record", "calls.sqlite"]) == 0
+    capsys.readouterr()
+    before = server.stats()["requests"]
+    assert main([*common, "--rounds", "3", "--replay", "calls.sqlite", "--replay-fill"]) == 0
+    assert json.loads(capsys.readouterr().out)["calls"] == 36
+    assert server.stats()["requests"] - before == 12                 # round 3 only
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".sqlite") == ["calls.sqlite"]
+
+
 def test_cli_json_and_out(tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["naming", "--n", "12", "--speaker", "noisy:p=0.2", "--rounds", "30", "--seed", "4",
@@ -144,6 +175,9 @@ def test_cli_rule_speakers_print_null_tokens_to_convergence(capsys):
     (["--n", "1"], "at least 2"), (["--alpha", "1.5"], "alpha"), (["--mode", "xml"], "unknown mode"),
     (["--speaker", "parrot"], "unknown naming policy"), (["--memory", "-2"], ">= 0"),
     (["--speaker", "llm"], "--base-url"),
+    (["--speaker", "llm", "--model", "m", "--replay-fill"], "--replay-fill needs --replay"),
+    (["--speaker", "llm", "--model", "m", "--replay", "x.sqlite", "--no-record"], "--no-record excludes"),
+    (["--speaker", "echo", "--replay", "x.sqlite"], "--speaker llm only"),
     (["--speaker", "llm:colour=red", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"], "unknown llm option(s) colour"),
     (["--speaker", "llm:temperature=5", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"], "temperature 5"),
     (["--speaker", "llm:temperature=hot", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"], "temperature"),

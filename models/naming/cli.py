@@ -3,8 +3,10 @@
 Rule speakers (no LLM): echo, noisy:p=0.3, minimal. An LLM speaker: --speaker llm with
 --base-url and --model (defaults: raw completion, max 32 tokens, temperature 0.7,
 top-p 0.9, repetition penalty 1.1, as the study ran it); the spec's own parameters
-(--speaker llm:model=X,temperature=0.3) win over those options. Record calls with --record FILE
-and replay them exactly, with zero calls, with --replay FILE.
+(--speaker llm:model=X,temperature=0.3) win over those options. Every LLM call is
+recorded, by default to llm-mesa-calls.sqlite (--record FILE elsewhere, --no-record not
+at all); --replay FILE replays them exactly, with zero calls (--replay-fill: a missing
+call goes to the endpoint).
 
   llm-mesa naming --n 12 --mode schema --memory 5 --alpha 0.5 --speaker echo --seed 1
   llm-mesa naming --speaker llm --base-url http://127.0.0.1:8000/v1 --model naming:noisy?p=0.3
@@ -48,14 +50,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     agents = parser.add_argument_group("speakers")
     agents.add_argument("--speaker", default="echo",
                         help="echo, noisy:p=0.3, minimal, or llm (default echo)")
-    agents.add_argument("--record", metavar="FILE", help="record every LLM call in this SQLite store")
-    agents.add_argument("--replay", metavar="FILE", help="replay recorded calls exactly (a miss is an error)")
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
     out.add_argument("--out", metavar="DIR", help="write the per-round table (Parquet) and a manifest here")
     from llm_mesa.llm.endpoint import add_endpoint_arguments
+    from llm_mesa.llm.recording import add_recording_arguments
+
     add_endpoint_arguments(parser, temperature=0.7, top_p=0.9, max_tokens=32,
                            extra_body='{"repetition_penalty": 1.1}', prompt_mode="completion")
+    add_recording_arguments(parser)
 
 
 #: what ``--speaker llm:k=v,...`` may set: the endpoint's fields that a spec can spell
@@ -97,26 +100,22 @@ def speaker_endpoint(args: argparse.Namespace):
     ns = argparse.Namespace(**vars(args))
     ns.base_url = options.pop("base_url", ns.base_url)
     ns.model = options.pop("model", ns.model)
-    if args.replay and not ns.base_url:
+    if args.replay and not args.replay_fill and not ns.base_url:
         ns.base_url = REPLAY_ONLY_URL
     return dataclasses.replace(endpoint_from_args(ns), **options)  # the endpoint checks the ranges again
 
 
 def _llm_speaker(args: argparse.Namespace):
     from llm_mesa.llm.client import preflight
-    from llm_mesa.llm.store import ResponseStore
+    from llm_mesa.llm.recording import recording_from_args, store_from_args
 
     from .llm_speaker import LLMSpeaker
 
-    if args.record and args.replay:
-        raise NamingConfigError("--record and --replay exclude each other; pick one")
+    _, mode = recording_from_args(args)  # contradictory options fail before any call or file
     endpoint = speaker_endpoint(args)
-    store = None
-    if args.replay:
-        store = ResponseStore(args.replay, mode="replay")
-    elif args.record:
-        store = ResponseStore(args.record, mode="record")
-    preflight(endpoint, store)
+    if mode != "replay":  # a strict replay calls nothing
+        preflight(endpoint)
+    store = store_from_args(args)  # the command line records by default (the library only when given a store)
     return LLMSpeaker(endpoint, store=store)
 
 
@@ -125,8 +124,8 @@ def build_model(args: argparse.Namespace) -> NamingModel:
     speaker: Any = args.speaker
     if args.speaker.split(":")[0] == "llm":
         speaker = _llm_speaker(args)
-    elif args.record or args.replay:
-        raise NamingConfigError("--record/--replay apply to --speaker llm only")
+    elif args.record or args.replay or args.replay_fill:
+        raise NamingConfigError("--record/--replay/--replay-fill apply to --speaker llm only")
     return NamingModel(n=args.n, mode=args.mode, memory=args.memory, alpha=args.alpha, pairing=args.pairing,
                        speaker=speaker, lexicon_size=args.lexicon_size, max_rounds=args.rounds,
                        stop_at_consensus=args.stop_at_consensus, rng=args.seed)
@@ -136,7 +135,10 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         check_output_dir(args.out)
     model = build_model(args)
-    model.run()
+    try:
+        model.run()
+    finally:
+        _close_stores(model)
     summary = model.summary()
     if args.out:
         manifest = build_manifest("naming", model.parameters(), summary=summary, **_manifest_extra(model))
@@ -147,6 +149,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(format_summary(summary, args.out))
     return 0
+
+
+def _close_stores(model: NamingModel) -> None:
+    """Commit every recorded call (a store is shared by the agents of one speaker)."""
+    stores = {id(s): s for a in model.players if (s := getattr(a.speaker, "store", None)) is not None}
+    for store in stores.values():
+        store.close()
 
 
 def _manifest_extra(model: NamingModel) -> dict[str, Any]:

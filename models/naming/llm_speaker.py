@@ -45,7 +45,14 @@ def sign_endpoint(base_url: str, model: str, **overrides: Any) -> Endpoint:
 
 @register_policy("llm", "naming", "an LLM speaker (the authors' raw prompt); needs an endpoint")
 class LLMSpeaker(Policy):
-    """Asks an LLM endpoint to say the agent's name, as the study did."""
+    """Asks an LLM endpoint to say the agent's name, as the study did.
+
+    ``store`` is where calls are recorded or replayed from. The library's default is
+    explicit: without a store (``store=None``) nothing is recorded, so a script never
+    writes a file it did not ask for; pass ``store=ResponseStore(path)`` to record. The
+    command line's default is to record (to ``llm-mesa-calls.sqlite``, or ``--record
+    FILE``; ``--no-record`` to not), see ``llm_mesa.llm.recording``.
+    """
 
     game = "naming"
     is_async = True
