@@ -171,9 +171,30 @@ def test_cli_rule_speakers_print_null_tokens_to_convergence(capsys):
     assert printed["total_tokens_to_50"] is None
 
 
+def test_cli_game_options_are_the_parameter_definitions():
+    from llm_mesa.models.naming.cli import GAME_OPTIONS
+    from llm_mesa.models.naming.game import PARAMETERS
+
+    from llm_mesa.cli import build_parser
+
+    parser = build_parser("naming")
+    naming = parser._subparsers._group_actions[0].choices["naming"]
+    options = {a.dest: a for a in naming._actions}
+    assert set(GAME_OPTIONS) <= set(options)
+    for name in GAME_OPTIONS:
+        parameter, action = PARAMETERS[name], options[name]
+        assert action.option_strings == [parameter.option]
+        assert action.default in (parameter.default, False) and action.help.startswith(parameter.help)
+    assert options["max_rounds"].option_strings == ["--rounds"]
+
+
 @pytest.mark.parametrize("argv, fragment", [
-    (["--n", "1"], "at least 2"), (["--alpha", "1.5"], "alpha"), (["--mode", "xml"], "unknown mode"),
-    (["--speaker", "parrot"], "unknown naming policy"), (["--memory", "-2"], ">= 0"),
+    (["--n", "1"], "minimum 2"), (["--alpha", "1.5"], "alpha"), (["--mode", "xml"], "mode='xml' is not allowed"),
+    (["--speaker", "parrot"], "unknown naming policy"), (["--memory", "-2"], "memory=-2 is below its minimum 0"),
+    (["--n", "2.5"], "n='2.5' is not a whole number"), (["--lexicon-size", "20000"], "lexicon_size=20000 is above"),
+    (["--rounds", "0"], "max_rounds=0 is below its minimum 1"), (["--pairing", "ring"], "pairing='ring'"),
+    (["--mode", "nl", "--memory", "5"], "use mode nl-sw"),
+    (["--n", "1", "--speaker", "llm", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"], "minimum 2"),
     (["--speaker", "llm"], "--base-url"),
     (["--speaker", "llm", "--model", "m", "--replay-fill"], "--replay-fill needs --replay"),
     (["--speaker", "llm", "--model", "m", "--replay", "x.sqlite", "--no-record"], "--no-record excludes"),

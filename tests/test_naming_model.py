@@ -8,6 +8,7 @@ from collections import Counter
 
 import pytest
 from llm_mesa.models.naming.decoding import decode_free_text, decode_schema, decode_with_retry
+from llm_mesa.models.naming.game import PARAMETERS
 from llm_mesa.models.naming.model import NamingConfigError, NamingModel, memory_majority, next_name
 from llm_mesa.models.naming.observation import OUTCOMES, NamingObservation, Utterance, lexicon
 from llm_mesa.models.naming.prompts import TEMPLATE_HASH, build_prompt
@@ -300,14 +301,29 @@ def test_mixed_population_and_summary_manifest():
 
 
 @pytest.mark.parametrize("kwargs, fragment", [
-    ({"n": 1}, "at least 2"), ({"alpha": 1.5}, "alpha"), ({"mode": "json"}, "unknown mode"),
-    ({"memory": -1}, ">= 0"), ({"mode": "nl", "memory": 5}, "nl-sw"), ({"mode": "nl-sw", "memory": 0}, "K > 0"),
+    ({"n": 1}, "minimum 2"), ({"alpha": 1.5}, "alpha"), ({"mode": "json"}, "mode='json' is not allowed"),
+    ({"memory": -1}, "memory=-1 is below its minimum 0"), ({"mode": "nl", "memory": 5}, "nl-sw"),
+    ({"mode": "nl-sw", "memory": 0}, "K > 0"),
     ({"pairing": "ring"}, "pairing"), ({"speaker": "majority-inertia"}, "unknown naming policy"),
     ({"speaker": "echo:volume=3"}, "bad parameters"),
 ])
 def test_bad_input_raises_one_clear_error(kwargs, fragment):
     with pytest.raises(NamingConfigError, match=fragment):
         NamingModel(**kwargs)
+
+
+@pytest.mark.parametrize("name", ["alpha", "max_rounds", "lexicon_size", "memory"])
+def test_the_model_checks_its_parameters_against_the_one_definition(name):
+    parameter = PARAMETERS[name]
+    kwargs = {"mode": "nl-sw"} if name == "memory" else {}
+    NamingModel(**kwargs, **{name: parameter.high})
+    beyond = parameter.high + (0.5 if parameter.kind is float else 1)
+    with pytest.raises(NamingConfigError, match=f"{name}={beyond} is above its maximum"):
+        NamingModel(**kwargs, **{name: beyond})
+    with pytest.raises(NamingConfigError, match=f"{name}="):
+        NamingModel(**kwargs, **{name: "many"})
+    with pytest.raises(NamingConfigError, match="convergence_basis='sometimes' is not allowed"):
+        NamingModel(convergence_basis="sometimes")
 
 
 def test_registry_lists_the_rule_speakers():

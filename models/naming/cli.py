@@ -21,9 +21,10 @@ from typing import Any
 
 from llm_mesa.run_output import build_manifest, check_output_dir, write_run
 
+from .game import PARAMETERS
 from .metrics import BASIS_MEANINGS
-from .model import DEFAULT_MAX_ROUNDS, PAIRINGS, NamingModel
-from .observation import MODES, NamingConfigError
+from .model import NamingModel, validate
+from .observation import NamingConfigError
 
 #: the placeholder URL of a strict replay, which never calls anything
 REPLAY_ONLY_URL = "http://127.0.0.1:9/v1"
@@ -34,18 +35,30 @@ JSON_KEYS = ("agreement_final", "agreement_max", "agreement_basis", "held_share_
              "rounds_to_50", "rounds_to_60", "rounds_to_70", "rounds", "outcomes", "seed")
 
 
+#: the game's parameters the command offers, as PARAMETERS defines them (--rounds is max_rounds)
+GAME_OPTIONS = ("n", "mode", "memory", "alpha", "pairing", "max_rounds", "lexicon_size", "stop_at_consensus")
+
+
+class _ValuesCheckedByTheGame:
+    """An argument group whose options keep the text they were given.
+
+    The values are checked by ``PARAMETERS`` when the model is built, so a bad one is
+    one line and exit status 2, like every other error of the command (argparse's own
+    check would print the usage and exit from inside the parser).
+    """
+
+    def __init__(self, group: argparse._ArgumentGroup) -> None:
+        self.group = group
+
+    def add_argument(self, *names: str, type: Any = None, choices: Any = None, **kwargs: Any) -> argparse.Action:
+        if choices is not None:
+            kwargs["metavar"] = "{" + ",".join(map(str, choices)) + "}"
+        return self.group.add_argument(*names, **kwargs)
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     game = parser.add_argument_group("game")
-    game.add_argument("--n", type=int, default=12, help="number of agents (the study: 12 or 24; default 12)")
-    game.add_argument("--mode", default="schema", help=f"one of {', '.join(MODES)} (default schema)")
-    game.add_argument("--memory", type=int, default=None,
-                      help="memory window K (0 = no memory; default 0 for nl, 5 otherwise)")
-    game.add_argument("--alpha", type=float, default=0.5, help="lose-shift adoption probability (default 0.5)")
-    game.add_argument("--pairing", default="all", help=f"one of {', '.join(PAIRINGS)} (default all)")
-    game.add_argument("--rounds", type=int, default=DEFAULT_MAX_ROUNDS, help="rounds to play (default 300)")
-    game.add_argument("--lexicon-size", type=int, default=12, help="M, names C1..CM (default 12)")
-    game.add_argument("--stop-at-consensus", action="store_true",
-                      help="stop once every agent holds one name (the study always plays all rounds)")
+    PARAMETERS.add_arguments(_ValuesCheckedByTheGame(game), names=GAME_OPTIONS)
     game.add_argument("--seed", type=int, default=1, help="seed of everything random (default 1)")
     agents = parser.add_argument_group("speakers")
     agents.add_argument("--speaker", default="echo",
@@ -120,15 +133,17 @@ def _llm_speaker(args: argparse.Namespace):
 
 
 def build_model(args: argparse.Namespace) -> NamingModel:
-    """The model the command line describes (also used by sweeps and the explorer)."""
+    """The model the command line describes (also used by sweeps and the explorer).
+
+    The game's parameters are checked first, so a bad one never waits on an endpoint.
+    """
+    parameters = validate(PARAMETERS.from_args(args))
     speaker: Any = args.speaker
     if args.speaker.split(":")[0] == "llm":
         speaker = _llm_speaker(args)
     elif args.record or args.replay or args.replay_fill:
         raise NamingConfigError("--record/--replay/--replay-fill apply to --speaker llm only")
-    return NamingModel(n=args.n, mode=args.mode, memory=args.memory, alpha=args.alpha, pairing=args.pairing,
-                       speaker=speaker, lexicon_size=args.lexicon_size, max_rounds=args.rounds,
-                       stop_at_consensus=args.stop_at_consensus, rng=args.seed)
+    return NamingModel(speaker=speaker, rng=args.seed, **parameters)
 
 
 def run(args: argparse.Namespace) -> int:
