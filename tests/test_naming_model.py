@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections import Counter
 
 import pytest
-
 from llm_mesa.models.naming.decoding import decode_free_text, decode_schema, decode_with_retry
+from llm_mesa.models.naming.game import PARAMETERS
 from llm_mesa.models.naming.model import NamingConfigError, NamingModel, memory_majority, next_name
-from llm_mesa.models.naming.observation import OUTCOMES, NamingObservation, lexicon
+from llm_mesa.models.naming.observation import OUTCOMES, NamingObservation, Utterance, lexicon
 from llm_mesa.models.naming.prompts import TEMPLATE_HASH, build_prompt
 from llm_mesa.models.naming.speakers import EchoSpeaker, NoisySpeaker
-from llm_mesa.policy import available_policies, make_policy
+
+from llm_mesa.policy import Policy, available_policies, make_policy
 
 
 # ------------------------------------------------------------------ decoder
@@ -126,6 +128,56 @@ def test_alpha_zero_moves_to_memory_majority_after_hearing():
     assert (a.name, b.name) == ("C2", "C1")           # each takes the one name it remembers
 
 
+class _ByAgent(Policy):
+    """Says the name derived from the agent it speaks for (C1 + id mod M); None for ``silent`` ids."""
+
+    game = "naming"
+
+    def __init__(self, silent=()):
+        self.silent = set(silent)
+
+    def decide(self, observation, rng):
+        if observation.agent_id in self.silent:
+            return None
+        name = own_name(observation.agent_id, len(observation.lexicon))
+        return Utterance(name, "schema", [f"@say {{name: {name}}}"])
+
+
+class _AsyncByAgent(_ByAgent):
+    is_async = True
+
+    async def adecide(self, observation, rng):
+        await asyncio.sleep(0.001 * (observation.agent_id % 3))  # answers come back out of order
+        return self.decide(observation, rng)
+
+
+def own_name(agent_id, size):
+    return f"C{agent_id % size + 1}"
+
+
+def test_every_agent_is_attributed_the_utterance_its_own_speaker_produced_for_it():
+    speakers = [_AsyncByAgent() if i % 2 else _ByAgent() for i in range(13)]
+    model = NamingModel(n=13, memory=5, alpha=0.0, speaker=speakers, rng=3, max_rounds=4)
+    for _ in range(4):
+        model.step()
+        spoke = [a for a in model.players if a.partner is not None]
+        assert len(spoke) == 12
+        for agent in spoke:
+            assert agent.utterance.name == agent.last_said == own_name(agent.unique_id, 12)
+            assert agent.memory[-1] == own_name(agent.partner.unique_id, 12)
+
+
+@pytest.mark.parametrize("speaker", [_ByAgent, _AsyncByAgent])
+def test_a_speaker_that_gives_some_agents_no_utterance_fails_the_round_and_changes_nobody(speaker):
+    # The old model dropped the missing utterances and zipped the rest onto the speakers:
+    # each later agent was given its neighbour's utterance, silently.
+    model = NamingModel(n=12, memory=5, alpha=1.0, speaker=speaker(silent={3, 8}), rng=1, max_rounds=3)
+    before = [(a.name, list(a.memory)) for a in model.players]
+    with pytest.raises(TypeError, match=r"no utterance for agent (3|8) .*must return an Utterance"):
+        model.step()
+    assert [(a.name, list(a.memory)) for a in model.players] == before
+
+
 # ------------------------------------------------------------------ model
 def test_pairing_all_pairs_everyone_once_odd_one_sits_out():
     for n in (12, 13):
@@ -144,6 +196,36 @@ def test_pairing_one_is_a_single_pair_and_counts_two_utterances():
     assert (frame["pairs"] == 1).all() and (frame["utterances"] == 2).all()
     assert frame["agreement"].max() <= 2 / 12
     assert model.summary()["convergence_basis"] == "latest"
+
+
+def test_unseeded_games_key_their_samples_by_the_seed_they_drew():
+    # seed=None in the key made every unseeded game share sample keys: replay-fill mixed games
+    first, second = NamingModel(n=4), NamingModel(n=4)
+    assert "seed=None" not in first.game_key and first.game_key != second.game_key
+    assert isinstance(first.seed, int) and first.summary()["seed"] == first.seed
+    again = NamingModel(n=4, rng=first.seed)          # the key names the game: the drawn seed replays it
+    assert again.game_key == first.game_key
+    assert [a.name for a in again.players] == [a.name for a in first.players]
+    assert first.players[0].observe().game_key == first.game_key
+
+
+def test_pairing_one_summary_reads_agreement_on_its_convergence_basis_and_says_so():
+    # a round of one pair says 2 names: the said-agreement is capped at 2/N, useless as a headline
+    model = NamingModel(n=12, pairing="one", alpha=0.9, rng=2, max_rounds=300).run()
+    frame, summary = model.rounds_frame(), model.summary()
+    assert summary["agreement_basis"] == summary["convergence_basis"] == "latest"
+    assert summary["agreement_final"] == frame["agreement_latest"].iloc[-1] > 2 / 12
+    assert summary["agreement_max"] == frame["agreement_latest"].max()
+    assert summary["agreement_mean_last_10"] == pytest.approx(frame["agreement_latest"].tail(10).mean())
+    everyone = NamingModel(n=12, rng=2, max_rounds=20).run()
+    assert everyone.summary()["agreement_basis"] == "said"
+    assert everyone.summary()["agreement_final"] == everyone.rounds_frame()["agreement"].iloc[-1]
+
+
+def test_rule_speakers_make_no_calls_so_tokens_to_convergence_are_none_not_zero():
+    summary = NamingModel(n=12, speaker="echo", rng=1, max_rounds=100).run().summary()
+    assert summary["calls"] == 0 and summary["rounds_to_50"] is not None
+    assert all(summary[f"{kind}_to_{p}"] is None for kind in ("tokens", "total_tokens") for p in (50, 60, 70))
 
 
 @pytest.mark.parametrize("alpha", [0.5, 0.75, 0.9])
@@ -219,14 +301,29 @@ def test_mixed_population_and_summary_manifest():
 
 
 @pytest.mark.parametrize("kwargs, fragment", [
-    ({"n": 1}, "at least 2"), ({"alpha": 1.5}, "alpha"), ({"mode": "json"}, "unknown mode"),
-    ({"memory": -1}, ">= 0"), ({"mode": "nl", "memory": 5}, "nl-sw"), ({"mode": "nl-sw", "memory": 0}, "K > 0"),
+    ({"n": 1}, "minimum 2"), ({"alpha": 1.5}, "alpha"), ({"mode": "json"}, "mode='json' is not allowed"),
+    ({"memory": -1}, "memory=-1 is below its minimum 0"), ({"mode": "nl", "memory": 5}, "nl-sw"),
+    ({"mode": "nl-sw", "memory": 0}, "K > 0"),
     ({"pairing": "ring"}, "pairing"), ({"speaker": "majority-inertia"}, "unknown naming policy"),
     ({"speaker": "echo:volume=3"}, "bad parameters"),
 ])
 def test_bad_input_raises_one_clear_error(kwargs, fragment):
     with pytest.raises(NamingConfigError, match=fragment):
         NamingModel(**kwargs)
+
+
+@pytest.mark.parametrize("name", ["alpha", "max_rounds", "lexicon_size", "memory"])
+def test_the_model_checks_its_parameters_against_the_one_definition(name):
+    parameter = PARAMETERS[name]
+    kwargs = {"mode": "nl-sw"} if name == "memory" else {}
+    NamingModel(**kwargs, **{name: parameter.high})
+    beyond = parameter.high + (0.5 if parameter.kind is float else 1)
+    with pytest.raises(NamingConfigError, match=f"{name}={beyond} is above its maximum"):
+        NamingModel(**kwargs, **{name: beyond})
+    with pytest.raises(NamingConfigError, match=f"{name}="):
+        NamingModel(**kwargs, **{name: "many"})
+    with pytest.raises(NamingConfigError, match="convergence_basis='sometimes' is not allowed"):
+        NamingModel(convergence_basis="sometimes")
 
 
 def test_registry_lists_the_rule_speakers():

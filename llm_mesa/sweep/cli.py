@@ -10,6 +10,10 @@ Examples:
 
 Each finished game is appended to --out at once; rerun the same command to resume
 (games already present are skipped; recorded LLM calls are replayed, not paid twice).
+LLM calls are recorded to OUT/calls.sqlite unless --store FILE says where; every
+command's recording options work here too: --record FILE (= --store FILE), --no-record
+(= --store-mode off), --replay FILE [--replay-fill] (= --store FILE --store-mode replay
+[replay-fill]).
 Policies are separated by ';' (specs contain commas): configuration names
 (see --list), 'rules' for all of the game's rule configurations, registry specs
 NAME[:k=v,...], or 'llm[:model=...,temperature=...]' on top of the endpoint options.
@@ -22,10 +26,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from llm_mesa.games import Game, game_names, get_game
 from llm_mesa.llm.endpoint import add_endpoint_arguments
+from llm_mesa.llm.recording import add_recording_arguments, recording_from_args, recording_requested
 from llm_mesa.policy import parse_policy_spec
 from llm_mesa.sweep.engine import STORE_MODES, run_sweep
 from llm_mesa.sweep.grid import llm_endpoint, resolve_policies
@@ -60,6 +66,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                      help="auto: record, and replay-fill when resuming (default auto)")
     run.add_argument("--quiet", action="store_true", help="no progress lines, only the final table")
     add_endpoint_arguments(parser)
+    add_recording_arguments(parser, default_shown="OUT/calls.sqlite; aliases of --store and --store-mode")
 
 
 def list_grid(game: Game) -> str:
@@ -175,7 +182,34 @@ def _apply_endpoint_defaults(game: Game, args: argparse.Namespace) -> None:
             setattr(args, name, value)
 
 
+def apply_recording_options(args: argparse.Namespace) -> None:
+    """``--record``/``--no-record``/``--replay``/``--replay-fill`` (every command's options) as ``--store``/``--store-mode``.
+
+    ``--record FILE`` is ``--store FILE`` (store mode auto: record, replay-fill when
+    resuming); ``--no-record`` is ``--store-mode off``; ``--replay FILE [--replay-fill]``
+    is ``--store FILE --store-mode replay`` (``replay-fill``). A contradiction with
+    ``--store``/``--store-mode`` given too is refused.
+    """
+    if not recording_requested(args):
+        return
+    path, mode = recording_from_args(args, default=None)
+    option = "--no-record" if mode == "off" else "--record" if mode == "record" else "--replay"
+    allowed = ("auto", "record") if mode == "record" else ("auto", mode)
+    if args.store_mode not in allowed:
+        raise SweepError(f"--store-mode {args.store_mode} contradicts {option}; give one of them")
+    if path is None:
+        if args.store is not None:
+            raise SweepError("--no-record excludes --store; give one of them")
+    elif args.store is not None and Path(args.store) != Path(path):
+        raise SweepError(f"--store {args.store} and {option} {path} name different files; give one")
+    else:
+        args.store = path
+    if mode != "record":
+        args.store_mode = mode
+
+
 def run(args: argparse.Namespace) -> int:
+    apply_recording_options(args)
     game = get_game(args.game)
     if args.list:
         print(list_grid(game))

@@ -12,21 +12,19 @@ from __future__ import annotations
 import argparse
 import random
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from llm_mesa.models.consensus.observation import ConsensusDecision, ConsensusObservation
+from llm_mesa.models.consensus.prompt import ConsensusPrompt, answer_schema
 
 from llm_mesa.llm.answers import ask, parse_json_answer
 from llm_mesa.llm.client import LLMRequest, preflight
-from llm_mesa.models.consensus.prompt import ConsensusPrompt, answer_schema
 from llm_mesa.llm.endpoint import Endpoint, EndpointError, add_endpoint_arguments, endpoint_from_args
+from llm_mesa.llm.recording import add_recording_arguments, recording_from_args, store_from_args
 from llm_mesa.llm.store import ResponseStore
 from llm_mesa.llm.usage import Usage
-from llm_mesa.models.consensus.observation import ConsensusDecision, ConsensusObservation
 from llm_mesa.policy import Policy, register_policy
-
-DEFAULT_RECORD = "llm-mesa-calls.sqlite"
 
 
 def decode_answer(text: str, obs: ConsensusObservation) -> ConsensusDecision | None:
@@ -59,7 +57,8 @@ class LLMConsensusPolicy(Policy):
     Args:
         endpoint: where and how to call (or ``base_url``/``model`` and endpoint
             options as keywords, e.g. ``make_policy("llm:base_url=...,model=...")``).
-        store: the record/replay store (None: calls are not recorded).
+        store: the record/replay store (None, the library's default: calls are not
+            recorded; the command line records by default, see ``llm_mesa.llm.recording``).
         usage: a ledger to sum calls and tokens into (one is made if None).
         prompt: the templates (``ConsensusPrompt``).
     """
@@ -112,16 +111,10 @@ class LLMConsensusPolicy(Policy):
 
 
 def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
-    """The consensus command's LLM options: the endpoint, recording and spending limits."""
+    """The consensus command's LLM options: the endpoint, recording (the shared options) and spending limits."""
     add_endpoint_arguments(parser)
-    g = parser.add_argument_group("recording and limits")
-    g.add_argument("--record", metavar="FILE", default=DEFAULT_RECORD,
-                   help="SQLite file every call is recorded to (default %(default)s)")
-    g.add_argument("--no-record", action="store_true", help="do not record calls")
-    g.add_argument("--replay", metavar="FILE",
-                   help="replay a recorded game from FILE with zero endpoint calls (a miss is an error)")
-    g.add_argument("--replay-fill", action="store_true",
-                   help="with --replay: a call missing from FILE goes to the endpoint and is recorded")
+    add_recording_arguments(parser)
+    g = parser.add_argument_group("spending limits")
     g.add_argument("--max-tokens", type=int, help="stop the game cleanly once it has used this many tokens")
     g.add_argument("--max-cost", type=float, help="stop the game cleanly once it has cost this much (needs --price)")
 
@@ -158,18 +151,12 @@ class LLMSetup:
 def llm_setup_from_args(args: argparse.Namespace) -> LLMSetup:
     """Endpoint, store and policy from the command line; checks the endpoint first."""
     endpoint = endpoint_from_args(args)
-    if args.replay_fill and not args.replay:
-        raise EndpointError("--replay-fill needs --replay FILE")
-    if args.replay:
-        store = ResponseStore(args.replay, "replay-fill" if args.replay_fill else "replay")
-    elif args.no_record:
-        store = None
-    else:
-        store = ResponseStore(Path(args.record), "record")
+    recording_from_args(args)  # contradictory recording options fail before any call or file
     if args.max_cost is not None and endpoint.price is None:
         raise EndpointError("--max-cost needs --price PROMPT,COMPLETION (per 1M tokens)")
     if not args.replay or args.replay_fill:
         preflight(endpoint)
+    store = store_from_args(args)  # the command line records by default (the library only when given a store)
     usage = Usage("game")
     policy = LLMConsensusPolicy(endpoint, store=store, usage=usage)
     return LLMSetup(policy=policy, store=store, usage=usage)

@@ -2,8 +2,11 @@
 
 Rule speakers (no LLM): echo, noisy:p=0.3, minimal. An LLM speaker: --speaker llm with
 --base-url and --model (defaults: raw completion, max 32 tokens, temperature 0.7,
-top-p 0.9, repetition penalty 1.1, as the study ran it). Record calls with --record FILE
-and replay them exactly, with zero calls, with --replay FILE.
+top-p 0.9, repetition penalty 1.1, as the study ran it); the spec's own parameters
+(--speaker llm:model=X,temperature=0.3) win over those options. Every LLM call is
+recorded, by default to llm-mesa-calls.sqlite (--record FILE elsewhere, --no-record not
+at all); --replay FILE replays them exactly, with zero calls (--replay-fill: a missing
+call goes to the endpoint).
 
   llm-mesa naming --n 12 --mode schema --memory 5 --alpha 0.5 --speaker echo --seed 1
   llm-mesa naming --speaker llm --base-url http://127.0.0.1:8000/v1 --model naming:noisy?p=0.3
@@ -18,82 +21,139 @@ from typing import Any
 
 from llm_mesa.run_output import build_manifest, check_output_dir, write_run
 
-from .model import DEFAULT_MAX_ROUNDS, PAIRINGS, NamingModel
-from .observation import MODES, NamingConfigError
+from .game import PARAMETERS
+from .metrics import BASIS_MEANINGS
+from .model import NamingModel, validate
+from .observation import NamingConfigError
 
 #: the placeholder URL of a strict replay, which never calls anything
 REPLAY_ONLY_URL = "http://127.0.0.1:9/v1"
 
-JSON_KEYS = ("agreement_final", "agreement_max", "held_share_final", "consensus",
+JSON_KEYS = ("agreement_final", "agreement_max", "agreement_basis", "held_share_final", "consensus",
              "tokens_to_50", "tokens_to_60", "tokens_to_70",
              "total_tokens_to_50", "total_tokens_to_60", "total_tokens_to_70",
              "rounds_to_50", "rounds_to_60", "rounds_to_70", "rounds", "outcomes", "seed")
 
 
+#: the game's parameters the command offers, as PARAMETERS defines them (--rounds is max_rounds)
+GAME_OPTIONS = ("n", "mode", "memory", "alpha", "pairing", "max_rounds", "lexicon_size", "stop_at_consensus")
+
+
+class _ValuesCheckedByTheGame:
+    """An argument group whose options keep the text they were given.
+
+    The values are checked by ``PARAMETERS`` when the model is built, so a bad one is
+    one line and exit status 2, like every other error of the command (argparse's own
+    check would print the usage and exit from inside the parser).
+    """
+
+    def __init__(self, group: argparse._ArgumentGroup) -> None:
+        self.group = group
+
+    def add_argument(self, *names: str, type: Any = None, choices: Any = None, **kwargs: Any) -> argparse.Action:
+        if choices is not None:
+            kwargs["metavar"] = "{" + ",".join(map(str, choices)) + "}"
+        return self.group.add_argument(*names, **kwargs)
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     game = parser.add_argument_group("game")
-    game.add_argument("--n", type=int, default=12, help="number of agents (the study: 12 or 24; default 12)")
-    game.add_argument("--mode", default="schema", help=f"one of {', '.join(MODES)} (default schema)")
-    game.add_argument("--memory", type=int, default=None,
-                      help="memory window K (0 = no memory; default 0 for nl, 5 otherwise)")
-    game.add_argument("--alpha", type=float, default=0.5, help="lose-shift adoption probability (default 0.5)")
-    game.add_argument("--pairing", default="all", help=f"one of {', '.join(PAIRINGS)} (default all)")
-    game.add_argument("--rounds", type=int, default=DEFAULT_MAX_ROUNDS, help="rounds to play (default 300)")
-    game.add_argument("--lexicon-size", type=int, default=12, help="M, names C1..CM (default 12)")
-    game.add_argument("--stop-at-consensus", action="store_true",
-                      help="stop once every agent holds one name (the study always plays all rounds)")
+    PARAMETERS.add_arguments(_ValuesCheckedByTheGame(game), names=GAME_OPTIONS)
     game.add_argument("--seed", type=int, default=1, help="seed of everything random (default 1)")
     agents = parser.add_argument_group("speakers")
     agents.add_argument("--speaker", default="echo",
                         help="echo, noisy:p=0.3, minimal, or llm (default echo)")
-    agents.add_argument("--record", metavar="FILE", help="record every LLM call in this SQLite store")
-    agents.add_argument("--replay", metavar="FILE", help="replay recorded calls exactly (a miss is an error)")
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
     out.add_argument("--out", metavar="DIR", help="write the per-round table (Parquet) and a manifest here")
     from llm_mesa.llm.endpoint import add_endpoint_arguments
+    from llm_mesa.llm.recording import add_recording_arguments
+
     add_endpoint_arguments(parser, temperature=0.7, top_p=0.9, max_tokens=32,
                            extra_body='{"repetition_penalty": 1.1}', prompt_mode="completion")
+    add_recording_arguments(parser)
+
+
+#: what ``--speaker llm:k=v,...`` may set: the endpoint's fields that a spec can spell
+#: (``extra_body`` and ``price`` hold commas or JSON: give them as --extra-body and --price)
+SPEC_OPTIONS: dict[str, type] = {
+    "base_url": str, "model": str, "api_key_env": str, "dialect": str, "prompt_mode": str,
+    "temperature": float, "top_p": float, "timeout": float,
+    "max_tokens": int, "max_completion_tokens": int, "seed": int, "concurrency": int, "max_attempts": int,
+}
+
+
+def speaker_endpoint(args: argparse.Namespace):
+    """The endpoint of ``--speaker llm[:k=v,...]``: the command line's options, then the spec's own.
+
+    The spec's parameters win over the options (``--speaker llm:model=X,temperature=0.3``
+    with ``--model Y --temperature 0.9`` calls X at 0.3); unknown, mistyped or
+    out-of-range ones are refused with one line.
+    """
+    import dataclasses
+
+    from llm_mesa.llm.endpoint import endpoint_from_args
+    from llm_mesa.policy import PolicyError, parse_policy_spec
+
+    try:
+        _, options = parse_policy_spec(args.speaker)
+    except PolicyError as exc:
+        raise NamingConfigError(str(exc)) from None
+    unknown = sorted(set(options) - set(SPEC_OPTIONS))
+    if unknown:
+        raise NamingConfigError(f"unknown llm option(s) {', '.join(unknown)} in --speaker {args.speaker!r}; "
+                                f"choose among: {', '.join(SPEC_OPTIONS)} (extra body and price: --extra-body, --price)")
+    for name, value in options.items():
+        kind = SPEC_OPTIONS[name]
+        if kind is str:
+            options[name] = str(value)
+        elif isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else int):
+            raise NamingConfigError(f"llm option {name}={value!r} in --speaker {args.speaker!r} must be "
+                                    + ("a number" if kind is float else "a whole number"))
+    ns = argparse.Namespace(**vars(args))
+    ns.base_url = options.pop("base_url", ns.base_url)
+    ns.model = options.pop("model", ns.model)
+    if args.replay and not args.replay_fill and not ns.base_url:
+        ns.base_url = REPLAY_ONLY_URL
+    return dataclasses.replace(endpoint_from_args(ns), **options)  # the endpoint checks the ranges again
 
 
 def _llm_speaker(args: argparse.Namespace):
     from llm_mesa.llm.client import preflight
-    from llm_mesa.llm.endpoint import endpoint_from_args
-    from llm_mesa.llm.store import ResponseStore
+    from llm_mesa.llm.recording import recording_from_args, store_from_args
 
     from .llm_speaker import LLMSpeaker
 
-    if args.record and args.replay:
-        raise NamingConfigError("--record and --replay exclude each other; pick one")
-    if args.replay and not args.base_url:
-        args.base_url = REPLAY_ONLY_URL
-    endpoint = endpoint_from_args(args)
-    store = None
-    if args.replay:
-        store = ResponseStore(args.replay, mode="replay")
-    elif args.record:
-        store = ResponseStore(args.record, mode="record")
-    preflight(endpoint, store)
+    _, mode = recording_from_args(args)  # contradictory options fail before any call or file
+    endpoint = speaker_endpoint(args)
+    if mode != "replay":  # a strict replay calls nothing
+        preflight(endpoint)
+    store = store_from_args(args)  # the command line records by default (the library only when given a store)
     return LLMSpeaker(endpoint, store=store)
 
 
 def build_model(args: argparse.Namespace) -> NamingModel:
-    """The model the command line describes (also used by sweeps and the explorer)."""
+    """The model the command line describes (also used by sweeps and the explorer).
+
+    The game's parameters are checked first, so a bad one never waits on an endpoint.
+    """
+    parameters = validate(PARAMETERS.from_args(args))
     speaker: Any = args.speaker
     if args.speaker.split(":")[0] == "llm":
         speaker = _llm_speaker(args)
-    elif args.record or args.replay:
-        raise NamingConfigError("--record/--replay apply to --speaker llm only")
-    return NamingModel(n=args.n, mode=args.mode, memory=args.memory, alpha=args.alpha, pairing=args.pairing,
-                       speaker=speaker, lexicon_size=args.lexicon_size, max_rounds=args.rounds,
-                       stop_at_consensus=args.stop_at_consensus, rng=args.seed)
+    elif args.record or args.replay or args.replay_fill:
+        raise NamingConfigError("--record/--replay/--replay-fill apply to --speaker llm only")
+    return NamingModel(speaker=speaker, rng=args.seed, **parameters)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.out:
         check_output_dir(args.out)
     model = build_model(args)
-    model.run()
+    try:
+        model.run()
+    finally:
+        _close_stores(model)
     summary = model.summary()
     if args.out:
         manifest = build_manifest("naming", model.parameters(), summary=summary, **_manifest_extra(model))
@@ -104,6 +164,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(format_summary(summary, args.out))
     return 0
+
+
+def _close_stores(model: NamingModel) -> None:
+    """Commit every recorded call (a store is shared by the agents of one speaker)."""
+    stores = {id(s): s for a in model.players if (s := getattr(a.speaker, "store", None)) is not None}
+    for store in stores.values():
+        store.close()
 
 
 def _manifest_extra(model: NamingModel) -> dict[str, Any]:
@@ -120,7 +187,8 @@ def format_summary(s: dict[str, Any], out: str | None = None) -> str:
     lines = [
         f"naming game: {s['n']} agents, mode {s['mode']}, K={s['memory']}, alpha={s['alpha']}, "
         f"pairing {s['pairing']}, seed {s['seed']}, {s['rounds']} rounds",
-        f"  agreement:        final {s['agreement_final']:.3f}, max {s['agreement_max']:.3f}; "
+        f"  agreement:        final {s['agreement_final']:.3f}, max {s['agreement_max']:.3f} "
+        f"(basis {s['agreement_basis']}: {BASIS_MEANINGS[s['agreement_basis']]}); "
         f"holding the top name {s['held_share_final']:.3f}" + ("  (consensus)" if s["consensus"] else ""),
         "  rounds to 50/60/70%:  " + " / ".join(_fmt(s[f"rounds_to_{p}"]) for p in (50, 60, 70)),
         f"  decoding:         {s['utterances']:,} utterances: " + ", ".join(f"{k} {v:,}" for k, v in o.items()),

@@ -8,7 +8,8 @@ grammar), since a grammar that forces the line would void what the study measure
 
 Schema mode: ``ask`` decodes the reply with the schema parser and, when it fails
 (truncated replies included, as the study retries every mismatch), retries once with
-the reminder ``Follow EXACTLY one line: @say {name: Ck}``; a reply still unparsed is
+the reminder ``Follow EXACTLY one line: @say {name: Ck}`` on a line of its own (ending in a
+newline, so the reply starts a fresh line); a reply still unparsed is
 salvaged by free-text decoding (retry reply first), else None. NL modes: one call,
 free-text decoding. A failed call leaves the utterance undecoded (None) and is counted
 in ``failures``; it never stops the game.
@@ -28,7 +29,7 @@ from llm_mesa.policy import Policy, PolicyError, register_policy
 
 from .decoding import decode_free_text, decode_schema, salvage
 from .observation import NamingObservation, Utterance, is_schema_mode
-from .prompts import RETRY_REMINDER, TEMPLATE_HASH, build_prompt
+from .prompts import RETRY_REMINDER, TEMPLATE_HASH, build_prompt, retry_suffix
 
 #: the study's sampling parameters
 SIGN_SAMPLING: dict[str, Any] = {"max_tokens": 32, "temperature": 0.7, "top_p": 0.9,
@@ -44,7 +45,14 @@ def sign_endpoint(base_url: str, model: str, **overrides: Any) -> Endpoint:
 
 @register_policy("llm", "naming", "an LLM speaker (the authors' raw prompt); needs an endpoint")
 class LLMSpeaker(Policy):
-    """Asks an LLM endpoint to say the agent's name, as the study did."""
+    """Asks an LLM endpoint to say the agent's name, as the study did.
+
+    ``store`` is where calls are recorded or replayed from. The library's default is
+    explicit: without a store (``store=None``) nothing is recorded, so a script never
+    writes a file it did not ask for; pass ``store=ResponseStore(path)`` to record. The
+    command line's default is to record (to ``llm-mesa-calls.sqlite``, or ``--record
+    FILE``; ``--no-record`` to not), see ``llm_mesa.llm.recording``.
+    """
 
     game = "naming"
     is_async = True
@@ -88,7 +96,7 @@ class LLMSpeaker(Policy):
             return Utterance(name, "text" if name else "none", [result.text], calls=1,
                              prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens,
                              failures=0 if result.ok else 1)
-        answer = await ask(self.endpoint, request, lambda text: decode_schema(text, size), RETRY_REMINDER,
+        answer = await ask(self.endpoint, request, lambda text: decode_schema(text, size), retry_suffix(),
                            store=self.store, usage=self.usage, retry_truncated=True)
         results = [answer.first] + ([answer.retry] if answer.retry is not None else [])
         replies = [r.text for r in results]

@@ -4,13 +4,18 @@
   name said in the round, divided by N. Under ``one`` pairing only two agents speak a
   round, so it is at most 2/N; ``agreement_latest`` (each agent's most recent decoded
   name, stale for those who did not speak) is the comparable figure there.
+* the summary's ``agreement_final``/``_max``/``_mean_last_10`` are read on the model's
+  ``convergence_basis``, the figure that fits the pairing (``said`` for ``all``,
+  ``latest`` for ``one``), and ``agreement_basis`` says which; the per-round table keeps
+  all three columns.
 * ``held_share`` (the paper's wording): the share of agents holding the most common
   current name after the round's update.
 * decoding outcome counts (they sum to the round's utterances), calls and tokens
   (completion, and prompt + completion), per round and cumulative.
 * tokens-to-convergence at 50/60/70 %: cumulative tokens at the end of the first round
   whose agreement (on the model's ``convergence_basis``: ``said`` for ``all`` pairing,
-  ``latest`` for ``one``) reaches the threshold; None if it never does.
+  ``latest`` for ``one``) reaches the threshold; None if it never does, and None for a game
+  that made no LLM call (rule speakers spend no tokens: there is nothing to count).
 """
 
 from __future__ import annotations
@@ -113,8 +118,14 @@ def rounds_frame(model: "NamingModel") -> pd.DataFrame:
     return frame
 
 
+#: the per-round column each convergence basis reads, and what it means (for summaries)
+BASIS_COLUMNS: dict[str, str] = {"said": "agreement", "latest": "agreement_latest", "held": "held_share"}
+BASIS_MEANINGS: dict[str, str] = {"said": "names said this round", "latest": "each agent's most recent name",
+                                  "held": "names held after the update"}
+
+
 def _basis_column(basis: str) -> str:
-    return {"said": "agreement", "latest": "agreement_latest", "held": "held_share"}[basis]
+    return BASIS_COLUMNS[basis]
 
 
 def first_reaching(frame: pd.DataFrame, column: str, threshold: float) -> int | None:
@@ -136,21 +147,24 @@ def summary(model: "NamingModel") -> dict[str, Any]:
                            "memory": model.memory_size, "alpha": model.alpha,
                            "pairing": model.pairing, "rounds": int(model.steps)}
     empty = frame.empty
-    out["agreement_final"] = None if empty else float(frame["agreement"].iloc[-1])
-    out["agreement_max"] = None if empty else float(frame["agreement"].max())
-    out["agreement_mean_last_10"] = None if empty else float(frame["agreement"].tail(10).mean())
+    agreement = _basis_column(model.convergence_basis)  # under one pairing, said names are capped at 2/N
+    out["agreement_basis"] = model.convergence_basis
+    out["agreement_final"] = None if empty else float(frame[agreement].iloc[-1])
+    out["agreement_max"] = None if empty else float(frame[agreement].max())
+    out["agreement_mean_last_10"] = None if empty else float(frame[agreement].tail(10).mean())
     out["held_share_final"] = None if empty else float(frame["held_share"].iloc[-1])
     out["consensus"] = bool(not empty and frame["held_share"].iloc[-1] == 1.0)
     out["convergence_basis"] = model.convergence_basis
+    totals: Totals = model.totals
+    counts_tokens = not empty and totals.calls > 0  # no LLM call: tokens-to-X is not 0, it is not defined
     for t in THRESHOLDS:
         pct = int(round(t * 100))
         row = None if empty else first_reaching(frame, _basis_column(model.convergence_basis), t)
         out[f"rounds_to_{pct}"] = None if row is None else int(frame["round"].iloc[row])
-        out[f"tokens_to_{pct}"] = None if empty else tokens_to(frame, model.convergence_basis, t,
-                                                               "cum_completion_tokens")
-        out[f"total_tokens_to_{pct}"] = None if empty else tokens_to(frame, model.convergence_basis, t,
-                                                                     "cum_total_tokens")
-    totals: Totals = model.totals
+        out[f"tokens_to_{pct}"] = tokens_to(frame, model.convergence_basis, t,
+                                            "cum_completion_tokens") if counts_tokens else None
+        out[f"total_tokens_to_{pct}"] = tokens_to(frame, model.convergence_basis, t,
+                                                  "cum_total_tokens") if counts_tokens else None
     out["outcomes"] = {o: int(totals.outcomes.get(o, 0)) for o in OUTCOMES}
     out["utterances"] = int(sum(totals.outcomes.values()))
     out["calls"] = totals.calls

@@ -22,22 +22,26 @@ alpha coin is drawn only when the partner's name is valid, in pair order, agent 
 
 from __future__ import annotations
 
+import numbers
 import random
 from collections import Counter, deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import mesa
 
+from llm_mesa.parameters import ParameterError
 from llm_mesa.policy import Policy, PolicyError, make_policy
 from llm_mesa.rounds import PolicyAgent, play_round
 
 from . import metrics
-from .observation import (MODES, OUTCOMES, NamingConfigError, NamingObservation, Utterance,
-                          lexicon as make_lexicon, name_index)
+from .game import PARAMETERS
+from .observation import OUTCOMES, NamingConfigError, NamingObservation, Utterance, name_index
+from .observation import lexicon as make_lexicon
 
-PAIRINGS: tuple[str, ...] = ("all", "one")
-DEFAULT_MAX_ROUNDS = 300
+_DEFAULTS = PARAMETERS.defaults()
+PAIRINGS: tuple[str, ...] = PARAMETERS["pairing"].choices
+DEFAULT_MAX_ROUNDS: int = _DEFAULTS["max_rounds"]
 
 SpeakerSpec = str | Policy
 
@@ -111,28 +115,29 @@ class NamingModel(mesa.Model):
     the study always plays its rounds); ``rng`` the seed of everything random.
     """
 
-    def __init__(self, n: int = 12, mode: str = "schema", memory: int | None = None,
-                 alpha: float = 0.5, pairing: str = "all",
+    def __init__(self, n: int = _DEFAULTS["n"], mode: str = _DEFAULTS["mode"], memory: int | None = None,
+                 alpha: float = _DEFAULTS["alpha"], pairing: str = _DEFAULTS["pairing"],
                  speaker: SpeakerSpec | Sequence[SpeakerSpec] = "echo",
-                 lexicon_size: int = 12, max_rounds: int = DEFAULT_MAX_ROUNDS,
+                 lexicon_size: int = _DEFAULTS["lexicon_size"], max_rounds: int = DEFAULT_MAX_ROUNDS,
                  stop_at_consensus: bool = False, convergence_basis: str | None = None,
                  rng: int | None = None):
         if isinstance(rng, int) and rng < 0:
             raise NamingConfigError(f"the seed must be a non-negative integer (got {rng})")
+        checked = validate({"n": n, "mode": mode, "memory": memory, "alpha": alpha, "pairing": pairing,
+                            "lexicon_size": lexicon_size, "max_rounds": max_rounds,
+                            "stop_at_consensus": stop_at_consensus, "convergence_basis": convergence_basis})
         super().__init__(rng=rng)
-        self.seed = rng
-        self.memory_size = default_memory(mode) if memory is None else memory
-        self.n, self.mode, self.alpha, self.pairing = validate(n, mode, self.memory_size, alpha,
-                                                               pairing, max_rounds)
-        self.memory_size = int(self.memory_size)
-        self.lexicon = make_lexicon(lexicon_size)
-        self.max_rounds = int(max_rounds)
-        self.stop_at_consensus = bool(stop_at_consensus)
-        self.convergence_basis = convergence_basis or ("said" if pairing == "all" else "latest")
-        if self.convergence_basis not in ("said", "latest", "held"):
-            raise NamingConfigError(f"convergence basis {self.convergence_basis!r} must be said, latest or held")
+        #: the seed of ``self.random``: the one given, or (unseeded) the one Mesa drew from OS entropy
+        #: and stores, so an unseeded game is still named (and replayed) by the seed it played with
+        self.seed: int = _seed_of(self, rng)
+        self.n, self.mode, self.alpha, self.pairing = (checked[k] for k in ("n", "mode", "alpha", "pairing"))
+        self.memory_size: int = checked["memory"]
+        self.lexicon = make_lexicon(checked["lexicon_size"])
+        self.max_rounds: int = checked["max_rounds"]
+        self.stop_at_consensus: bool = checked["stop_at_consensus"]
+        self.convergence_basis: str = checked["convergence_basis"]
         self.game_key = (f"naming|n={self.n}|mode={self.mode}|k={self.memory_size}|alpha={self.alpha}"
-                         f"|pairing={self.pairing}|m={lexicon_size}|seed={rng}")
+                         f"|pairing={self.pairing}|m={len(self.lexicon)}|seed={self.seed}")
         speakers = self._speakers(speaker)
         for index in range(self.n):
             NamingAgent(self, self.random.choice(self.lexicon), speakers[index], self.memory_size)
@@ -181,7 +186,15 @@ class NamingModel(mesa.Model):
             agent.utterance = agent.pending = agent.partner = None
         for a, b in pairs:
             a.partner, b.partner = b, a
-        play_round(speakers, self.random)  # all speak (LLM calls together), then all update
+        # all speak (LLM calls together), every utterance is checked, and only then do all update
+        utterances = play_round(speakers, self.random, advance=False)
+        for agent, utterance in zip(speakers, utterances, strict=True):
+            if not isinstance(utterance, Utterance):
+                raise TypeError(f"speaker {agent.speaker.spec()!r} gave no utterance for agent {agent.unique_id} "
+                                f"in round {self.steps} (got {type(utterance).__name__}); a naming speaker "
+                                "must return an Utterance for every agent it speaks for")
+        for agent in speakers:
+            agent.advance()
         self.round_stats = metrics.round_stats(self, speakers, len(pairs))
         self.datacollector.collect(self)
         if self.steps >= self.max_rounds or (self.stop_at_consensus and self.round_stats["held_share"] == 1.0):
@@ -219,6 +232,18 @@ class NamingModel(mesa.Model):
                 "seed": self.seed}
 
 
+def _seed_of(model: mesa.Model, rng: Any) -> int:
+    """The seed of ``model.random``: Mesa 3 keeps it as ``_seed`` (drawn from OS entropy when unseeded)."""
+    seed = getattr(model, "_seed", None)
+    if isinstance(seed, numbers.Integral):
+        return int(seed)
+    if isinstance(rng, numbers.Integral):
+        return int(rng)
+    seed = random.SystemRandom().randrange(2**31)  # a Mesa that keeps no seed: reseed with one we keep
+    model.random.seed(seed)
+    return seed
+
+
 def _reporter(key: str):
     return lambda model: model.round_stats[key]
 
@@ -228,27 +253,28 @@ def default_memory(mode: str) -> int:
     return 0 if mode == "nl" else 5
 
 
-def validate(n: int, mode: str, memory: int | None, alpha: float, pairing: str,
-             max_rounds: int) -> tuple[int, str, float, str]:
-    """Check the parameters; raise ``NamingConfigError`` naming the fix."""
-    if int(n) != n or n < 2:
-        raise NamingConfigError(f"n={n}: the naming game needs at least 2 agents")
-    if mode not in MODES:
-        raise NamingConfigError(f"unknown mode {mode!r}; choose one of: {', '.join(MODES)}")
-    if not 0.0 <= float(alpha) <= 1.0:
-        raise NamingConfigError(f"alpha={alpha} must lie in [0, 1]")
-    if pairing not in PAIRINGS:
-        raise NamingConfigError(f"unknown pairing {pairing!r}; choose one of: {', '.join(PAIRINGS)}")
-    if int(max_rounds) < 1:
-        raise NamingConfigError(f"max rounds {max_rounds} must be at least 1")
-    if memory is not None:
-        if int(memory) != memory or memory < 0:
-            raise NamingConfigError(f"memory K={memory} must be a whole number >= 0 (0 = no memory)")
-        if mode == "nl" and memory > 0:
-            raise NamingConfigError(f"mode nl has no memory (K=0); use mode nl-sw for a window of K={memory}")
-        if mode == "nl-sw" and memory == 0:
-            raise NamingConfigError("mode nl-sw needs a memory window K > 0; use mode nl for K=0")
-    return int(n), mode, float(alpha), pairing
+def validate(parameters: Mapping[str, Any]) -> dict[str, Any]:
+    """The game's parameters checked and converted; raises ``NamingConfigError`` naming the fix.
+
+    Types, bounds and choices come from ``PARAMETERS`` (the one definition the command
+    line, sweeps and the explorer use too); missing names take their defaults. Then the
+    rules that tie parameters together: NL has no memory and NL-SW needs one (memory
+    None picks the mode's default K), and the convergence basis defaults by pairing.
+    """
+    try:
+        values = PARAMETERS.validate(parameters, complete=True)
+    except ParameterError as exc:
+        raise NamingConfigError(str(exc)) from None
+    mode, memory = values["mode"], values["memory"]
+    if memory is None:
+        values["memory"] = default_memory(mode)
+    elif mode == "nl" and memory > 0:
+        raise NamingConfigError(f"mode nl has no memory (K=0); use mode nl-sw for a window of K={memory}")
+    elif mode == "nl-sw" and memory == 0:
+        raise NamingConfigError("mode nl-sw needs a memory window K > 0; use mode nl for K=0")
+    if values["convergence_basis"] is None:
+        values["convergence_basis"] = "said" if values["pairing"] == "all" else "latest"
+    return values
 
 
 __all__ = ["NamingAgent", "NamingModel", "NamingConfigError", "memory_majority", "next_name",

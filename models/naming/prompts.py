@@ -8,9 +8,11 @@ Lines, joined by newlines, the prompt ending in a newline so the reply starts a 
     Reply EXACTLY one line proposing your name.                     (NL, NL-SW)
 
 The Schema retry appends ``Follow EXACTLY one line: @say {name: Ck}`` (``Ck`` literally,
-as the study wrote it). The loopback stand-in parses these lines, so keep them as they
-are. ``TEMPLATE_HASH`` covers every line; it goes into the record/replay key and the
-manifest, so an edited prompt never replays stale answers.
+as the study wrote it) as a line of its own, newline included (``retry_suffix``): a raw
+completion prompt that stopped mid-line would have the model continue the reminder
+instead of answering on a fresh line. The loopback stand-in parses these lines, so keep
+them as they are. ``TEMPLATE_HASH`` covers every line and the line ends; it goes into the
+record/replay key and the manifest, so an edited prompt never replays stale answers.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ SCHEMA_INSTRUCTION = "Reply EXACTLY one line as: @say {name: {name}} | rationale
 NL_INSTRUCTION = "Reply EXACTLY one line proposing your name."
 RETRY_REMINDER = "Follow EXACTLY one line: @say {name: Ck}"
 
-TEMPLATE = "\n".join([AGENT_LINE, NAME_LINE, SCHEMA_INSTRUCTION, NL_INSTRUCTION, RETRY_REMINDER])
+#: every prompt line, each ending in a newline (the first prompt's and the retry's)
+TEMPLATE = "".join(line + "\n" for line in (AGENT_LINE, NAME_LINE, SCHEMA_INSTRUCTION, NL_INSTRUCTION,
+                                            RETRY_REMINDER))
 TEMPLATE_HASH = hashlib.sha256(TEMPLATE.encode("utf-8")).hexdigest()[:16]
 
 
@@ -50,3 +54,8 @@ def build_prompt(observation: NamingObservation) -> str:
         _fill(NAME_LINE, name=observation.name),
         instruction(observation.mode, observation.name),
     ]) + "\n"
+
+
+def retry_suffix() -> str:
+    """What the Schema retry appends to the prompt: the reminder line, ending in a newline."""
+    return RETRY_REMINDER + "\n"
