@@ -189,10 +189,10 @@ def test_cli_game_options_are_the_parameter_definitions():
 
 
 @pytest.mark.parametrize("argv, fragment", [
-    (["--n", "1"], "minimum 2"), (["--alpha", "1.5"], "alpha"), (["--mode", "xml"], "mode='xml' is not allowed"),
+    (["--n", "1"], "minimum 2"), (["--alpha", "1.5"], "alpha"), (["--mode", "xml"], "unknown mode 'xml'"),
     (["--speaker", "parrot"], "unknown naming policy"), (["--memory", "-2"], "memory=-2 is below its minimum 0"),
     (["--n", "2.5"], "n='2.5' is not a whole number"), (["--lexicon-size", "20000"], "lexicon_size=20000 is above"),
-    (["--rounds", "0"], "max_rounds=0 is below its minimum 1"), (["--pairing", "ring"], "pairing='ring'"),
+    (["--rounds", "0"], "max_rounds=0 is below its minimum 1"), (["--pairing", "ring"], "unknown pairing 'ring'"),
     (["--mode", "nl", "--memory", "5"], "use mode nl-sw"),
     (["--n", "1", "--speaker", "llm", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"], "minimum 2"),
     (["--speaker", "llm"], "--base-url"),

@@ -2,18 +2,31 @@
 
 Every LLM policy goes through ``complete`` (one call) or ``ask`` (a structured
 answer with one reminder retry), run on the process-wide loop of ``runtime``.
+Imports are lazy: ``llm_mesa.llm.endpoint`` or ``recording`` load without openai,
+which only the client needs.
 """
 
-from llm_mesa.llm.answers import Answer, ask, parse_json_answer
-from llm_mesa.llm.client import LLMRequest, LLMResult, apreflight, complete, preflight
-from llm_mesa.llm.dialects import negotiated_dialect
-from llm_mesa.llm.endpoint import Endpoint, EndpointError, add_endpoint_arguments, endpoint_from_args
-from llm_mesa.llm.runtime import gather, gather_sync, run_sync
-from llm_mesa.llm.store import ReplayMiss, ResponseStore, StoreError
-from llm_mesa.llm.usage import Usage
+from __future__ import annotations
 
-__all__ = [
-    "Answer", "Endpoint", "EndpointError", "LLMRequest", "LLMResult", "ReplayMiss", "ResponseStore",
-    "StoreError", "Usage", "add_endpoint_arguments", "apreflight", "ask", "complete", "endpoint_from_args",
-    "gather", "gather_sync", "negotiated_dialect", "parse_json_answer", "preflight", "run_sync",
-]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "Answer": "answers", "ask": "answers", "parse_json_answer": "answers",
+    "LLMRequest": "client", "LLMResult": "client", "apreflight": "client", "complete": "client", "preflight": "client",
+    "negotiated_dialect": "dialects",
+    "Endpoint": "endpoint", "EndpointError": "endpoint", "add_endpoint_arguments": "endpoint",
+    "endpoint_from_args": "endpoint",
+    "gather": "runtime", "gather_sync": "runtime", "run_sync": "runtime",
+    "ReplayMiss": "store", "ResponseStore": "store", "StoreError": "store",
+    "Usage": "usage",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'llm_mesa.llm' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"llm_mesa.llm.{module}"), name)

@@ -252,7 +252,7 @@ async def complete(endpoint: Endpoint, request: LLMRequest, *, store: ResponseSt
 async def apreflight(endpoint: Endpoint, store: ResponseStore | None = None) -> list[str]:
     """Check that the endpoint answers and serves the model; returns the models it lists.
 
-    Raises ``EndpointError`` with one line naming the fix. Skipped (returns []) in
+    Raises ``EndpointError`` with one line that names the fix. Skipped (returns []) in
     strict replay, which makes no calls.
     """
     if store is not None and store.mode == "replay":

@@ -11,6 +11,7 @@ manifest or the response store.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import ipaddress
 import json
 import math
@@ -131,7 +132,7 @@ class Endpoint:
         return params
 
     def api_key(self) -> str:
-        """The key from the environment; a dummy for loopback; else an error naming the variable."""
+        """The key from the environment; a dummy for loopback; else an error that names the variable."""
         key = os.environ.get(self.api_key_env)
         if key:
             return key
@@ -219,6 +220,44 @@ def _parse_price(text: Any) -> tuple[float, float] | None:
         raise EndpointError(f"--price {text!r} needs the form PROMPT,COMPLETION (per 1M tokens), e.g. 0.15,0.6") from None
 
 
+#: what a policy spec ``llm:k=v,...`` may set, with its type (``extra_body`` and ``price`` hold
+#: JSON or commas, so they are given as ``--extra-body`` and ``--price``)
+SPEC_OPTIONS: dict[str, type] = {
+    "base_url": str, "model": str, "api_key_env": str, "dialect": str, "prompt_mode": str,
+    "temperature": float, "top_p": float, "timeout": float,
+    "max_tokens": int, "max_completion_tokens": int, "seed": int, "concurrency": int, "max_attempts": int,
+}
+
+
+def check_spec_options(options: dict[str, Any], where: str) -> dict[str, Any]:
+    """A spec's endpoint options, typed; unknown or mistyped ones refused in one line that names ``where``."""
+    unknown = sorted(set(options) - set(SPEC_OPTIONS))
+    if unknown:
+        raise EndpointError(f"unknown llm option(s) {', '.join(unknown)} in {where}; choose among: "
+                            f"{', '.join(SPEC_OPTIONS)} (extra body and price: --extra-body, --price)")
+    checked: dict[str, Any] = {}
+    for name, value in options.items():
+        kind = SPEC_OPTIONS[name]
+        if kind is str:
+            if value is None or str(value).strip() == "":
+                raise EndpointError(f"llm option {name} in {where} is empty; give a value, e.g. {name}=...")
+            checked[name] = str(value)
+        elif isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else int):
+            raise EndpointError(f"llm option {name}={value!r} in {where} must be "
+                                + ("a number" if kind is float else "a whole number"))
+        else:
+            checked[name] = value
+    return checked
+
+
+def endpoint_with_options(base: Endpoint | None, options: dict[str, Any], where: str) -> Endpoint:
+    """``base`` with a spec's options laid over it (the spec wins); the endpoint checks the ranges."""
+    options = check_spec_options(options, where)
+    if base is None:
+        return Endpoint.from_url_and_env(options.pop("base_url", None), options.pop("model", None), **options)
+    return dataclasses.replace(base, **options)
+
+
 def endpoint_from_args(args: argparse.Namespace) -> Endpoint:
     """The ``Endpoint`` described by options added with ``add_endpoint_arguments``."""
     return Endpoint.from_url_and_env(
@@ -228,3 +267,16 @@ def endpoint_from_args(args: argparse.Namespace) -> Endpoint:
         seed=args.llm_seed, extra_body=_parse_json_object(args.extra_body, "--extra-body"),
         dialect=args.dialect, prompt_mode=args.prompt_mode, concurrency=args.concurrency,
         timeout=args.timeout, max_attempts=args.max_attempts, price=_parse_price(args.price))
+
+
+def endpoint_from_spec(options: dict[str, Any], args: argparse.Namespace, where: str) -> Endpoint:
+    """A spec's endpoint: the command line's endpoint options, then the spec's own (the spec wins).
+
+    ``--policy llm:model=X,temperature=0.3`` with ``--model Y --temperature 0.9`` calls X
+    at 0.3; unknown, mistyped or out-of-range options are refused with one line.
+    """
+    options = check_spec_options(options, where)
+    ns = argparse.Namespace(**vars(args))
+    ns.base_url = options.pop("base_url", ns.base_url)
+    ns.model = options.pop("model", ns.model)
+    return dataclasses.replace(endpoint_from_args(ns), **options)

@@ -83,17 +83,9 @@ def list_grid(game: Game) -> str:
 
 def _endpoint_for(spec: str, args: argparse.Namespace):
     """An LLM spec's Endpoint: the command line's endpoint options, then the spec's own."""
-    from llm_mesa.llm.endpoint import endpoint_from_args
+    from llm_mesa.llm.endpoint import endpoint_from_spec
 
-    _, kwargs = parse_policy_spec(spec)
-    ns = argparse.Namespace(**vars(args))
-    if "base_url" in kwargs:
-        ns.base_url = str(kwargs["base_url"])
-    if "model" in kwargs:
-        ns.model = str(kwargs["model"])
-    base = endpoint_from_args(ns)
-    rest = ",".join(f"{k}={v}" for k, v in kwargs.items() if k not in ("base_url", "model"))
-    return llm_endpoint("llm" + (":" + rest if rest else ""), base)
+    return endpoint_from_spec(parse_policy_spec(spec)[1], args, f"--policies {spec!r}")
 
 
 def build_policies(game: Game, args: argparse.Namespace) -> dict[str, Any]:

@@ -137,19 +137,9 @@ def resolve_policies(game: Game, policies: str | Sequence[str] | Mapping[str, An
 
 def llm_endpoint(spec: str, base: Any = None):
     """The ``Endpoint`` an ``llm[:k=v,...]`` spec describes, on top of ``base`` (an Endpoint or None)."""
-    from llm_mesa.llm.endpoint import Endpoint
+    from llm_mesa.llm.endpoint import endpoint_with_options
 
-    _, kwargs = parse_policy_spec(spec)
-    known = {f.name for f in dataclasses.fields(Endpoint)}
-    unknown = sorted(set(kwargs) - known)
-    if unknown:
-        raise PolicyError(f"unknown llm option(s) {', '.join(unknown)} in {spec!r}; "
-                          f"use endpoint fields such as model, temperature, top_p, seed, concurrency")
-    if "model" in kwargs:
-        kwargs["model"] = str(kwargs["model"])
-    if base is None:
-        return Endpoint.from_url_and_env(kwargs.pop("base_url", None), kwargs.pop("model", None), **kwargs)
-    return dataclasses.replace(base, **kwargs)
+    return endpoint_with_options(base, parse_policy_spec(spec)[1], repr(spec))
 
 
 def plan_policy(game: Game, label: str, target: Any, endpoint: Any) -> tuple[str, Any]:

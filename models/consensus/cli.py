@@ -15,12 +15,12 @@ import argparse
 import json
 import sys
 
-from llm_mesa.models.consensus.llm_policy import add_llm_arguments, llm_setup_from_args
 from llm_mesa.graphs import load_graph
 from llm_mesa.policy import available_policies
 from llm_mesa.run_output import build_manifest, check_output_dir, write_run
 
 from .game import PARAMETERS
+from .llm_options import add_llm_arguments, is_llm_spec, llm_setup_from_args
 from .model import ConsensusConfigError, ConsensusModel
 
 #: the game's parameters offered as options (the rest keep the study's values; the library takes them all)
@@ -56,18 +56,23 @@ def parse_assignments(items: list[str]) -> dict[str, str]:
     assign = {}
     for item in items:
         selector, eq, spec = item.partition("=")
-        if not eq or not selector or not spec:
+        selector, spec = selector.strip(), spec.strip()
+        kind, colon, arg = selector.partition(":")
+        if not eq or not selector or not spec or (colon and not arg.strip()):
             raise ConsensusConfigError(f"--assign {item!r} needs the form SELECTOR=POLICY, e.g. hubs:5=stubborn")
-        assign[selector.strip()] = spec.strip()
+        if selector in assign:
+            raise ConsensusConfigError(f"--assign gives selector {selector!r} twice; give each group of agents once")
+        assign[selector] = spec
     return assign
 
 
 def build_model(args: argparse.Namespace) -> ConsensusModel:
     """The model the command line describes (also used by the explorer and sweeps)."""
-    llm = _llm_setup(args)
-    policy = llm.policy if llm and args.policy.split(":")[0] == "llm" else args.policy
-    assign = {k: (llm.policy if llm and v.split(":")[0] == "llm" else v)
-              for k, v in parse_assignments(args.assign).items()}
+    assign = parse_assignments(args.assign)
+    specs = [s for s in (args.policy, *assign.values()) if is_llm_spec(s)]
+    llm = llm_setup_from_args(args, specs) if specs else None
+    policy = llm.policies[args.policy] if is_llm_spec(args.policy) else args.policy
+    assign = {k: (llm.policies[v] if is_llm_spec(v) else v) for k, v in assign.items()}
     graph = load_graph(args.graph) if args.graph else None
     model = ConsensusModel(
         **PARAMETERS.from_args(args), graph=graph, policy=policy, assign=assign or None,
@@ -78,15 +83,8 @@ def build_model(args: argparse.Namespace) -> ConsensusModel:
     return model
 
 
-def _llm_setup(args):
-    uses_llm = any(s.split(":")[0] == "llm" for s in [args.policy, *(a.partition("=")[2] for a in args.assign)])
-    if not uses_llm:
-        return None
-    return llm_setup_from_args(args)
-
-
 def run(args: argparse.Namespace) -> int:
-    if args.out:
+    if args.out is not None:
         check_output_dir(args.out)
     model = build_model(args)
     model.run()
@@ -95,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     if llm is not None:
         llm.close()
         summary.update(llm.summary_fields())
-    if args.out:
+    if args.out is not None:
         nodes, edges = model.graph_table()
         tables = {"rounds": model.rounds_table(), "agents": model.agents_table(), "nodes": nodes, "edges": edges,
                   "messages": model.messages_table()}

@@ -1,4 +1,4 @@
-"""The LLM policy of the consensus game, and its command-line set-up.
+"""The LLM policy of the consensus game (its command-line set-up is ``llm_options``).
 
 An ``LLMConsensusPolicy`` is one object shared by every agent that uses it;
 its ``adecide`` is a coroutine, so the round runner has all agents' calls in
@@ -9,22 +9,18 @@ never crashes the game: the agent keeps its colour and the decision is marked
 
 from __future__ import annotations
 
-import argparse
 import random
-from dataclasses import dataclass, field
 from typing import Any
 
-import pandas as pd
-from llm_mesa.models.consensus.observation import ConsensusDecision, ConsensusObservation
-from llm_mesa.models.consensus.prompt import ConsensusPrompt, answer_schema
-
 from llm_mesa.llm.answers import ask, parse_json_answer
-from llm_mesa.llm.client import LLMRequest, preflight
-from llm_mesa.llm.endpoint import Endpoint, EndpointError, add_endpoint_arguments, endpoint_from_args
-from llm_mesa.llm.recording import add_recording_arguments, recording_from_args, store_from_args
+from llm_mesa.llm.client import LLMRequest
+from llm_mesa.llm.endpoint import Endpoint
 from llm_mesa.llm.store import ResponseStore
 from llm_mesa.llm.usage import Usage
 from llm_mesa.policy import Policy, register_policy
+
+from .observation import ConsensusDecision, ConsensusObservation
+from .prompt import ConsensusPrompt, answer_schema
 
 
 def decode_answer(text: str, obs: ConsensusObservation) -> ConsensusDecision | None:
@@ -99,64 +95,9 @@ class LLMConsensusPolicy(Policy):
                 self.served_by.add((result.model, result.system_fingerprint))
         calls = 1 + (answer.retry is not None)
         latency = answer.first.latency_s + (answer.retry.latency_s if answer.retry else 0.0)
-        cost = self.endpoint.cost(answer.prompt_tokens, answer.completion_tokens)
+        cost = answer.cost(self.endpoint)
         decision = answer.value if answer.ok else ConsensusDecision(obs.colour, failed=answer.outcome)
         decision.calls, decision.prompt_tokens, decision.completion_tokens = calls, answer.prompt_tokens, answer.completion_tokens
         decision.latency_s, decision.cost, decision.outcome = latency, cost, answer.outcome
         decision.raw = answer.text
         return decision
-
-
-# --- command line ---------------------------------------------------------------------
-
-
-def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
-    """The consensus command's LLM options: the endpoint, recording (the shared options) and spending limits."""
-    add_endpoint_arguments(parser)
-    add_recording_arguments(parser)
-    g = parser.add_argument_group("spending limits")
-    g.add_argument("--max-tokens", type=int, help="stop the game cleanly once it has used this many tokens")
-    g.add_argument("--max-cost", type=float, help="stop the game cleanly once it has cost this much (needs --price)")
-
-
-@dataclass
-class LLMSetup:
-    """What a game with LLM agents holds beside the model: endpoint, store, ledger."""
-
-    policy: LLMConsensusPolicy
-    store: ResponseStore | None
-    usage: Usage = field(default_factory=lambda: Usage("game"))
-    models_seen: set[str] = field(default_factory=set)
-
-    def close(self) -> None:
-        if self.store is not None:
-            self.store.close()
-
-    def summary_fields(self) -> dict[str, Any]:
-        return {"replayed_calls": self.usage.replayed, "model": self.policy.endpoint.model}
-
-    def tables(self, model) -> dict[str, pd.DataFrame]:
-        return {"transcript": pd.DataFrame(model.transcript)}
-
-    def manifest(self) -> dict[str, Any]:
-        return {
-            "endpoint": self.policy.endpoint.manifest(),
-            "prompt_template_hash": self.policy.prompt.template_hash,
-            "served_by": [{"model": m, "system_fingerprint": f} for m, f in sorted(self.policy.served_by, key=str)],
-            "store": None if self.store is None else {"path": str(self.store.path), "mode": self.store.mode},
-            "usage": self.usage.as_dict(),
-        }
-
-
-def llm_setup_from_args(args: argparse.Namespace) -> LLMSetup:
-    """Endpoint, store and policy from the command line; checks the endpoint first."""
-    endpoint = endpoint_from_args(args)
-    recording_from_args(args)  # contradictory recording options fail before any call or file
-    if args.max_cost is not None and endpoint.price is None:
-        raise EndpointError("--max-cost needs --price PROMPT,COMPLETION (per 1M tokens)")
-    if not args.replay or args.replay_fill:
-        preflight(endpoint)
-    store = store_from_args(args)  # the command line records by default (the library only when given a store)
-    usage = Usage("game")
-    policy = LLMConsensusPolicy(endpoint, store=store, usage=usage)
-    return LLMSetup(policy=policy, store=store, usage=usage)

@@ -74,48 +74,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_recording_arguments(parser)
 
 
-#: what ``--speaker llm:k=v,...`` may set: the endpoint's fields that a spec can spell
-#: (``extra_body`` and ``price`` hold commas or JSON: give them as --extra-body and --price)
-SPEC_OPTIONS: dict[str, type] = {
-    "base_url": str, "model": str, "api_key_env": str, "dialect": str, "prompt_mode": str,
-    "temperature": float, "top_p": float, "timeout": float,
-    "max_tokens": int, "max_completion_tokens": int, "seed": int, "concurrency": int, "max_attempts": int,
-}
-
-
 def speaker_endpoint(args: argparse.Namespace):
-    """The endpoint of ``--speaker llm[:k=v,...]``: the command line's options, then the spec's own.
-
-    The spec's parameters win over the options (``--speaker llm:model=X,temperature=0.3``
-    with ``--model Y --temperature 0.9`` calls X at 0.3); unknown, mistyped or
-    out-of-range ones are refused with one line.
-    """
-    import dataclasses
-
-    from llm_mesa.llm.endpoint import endpoint_from_args
+    """The endpoint of ``--speaker llm[:k=v,...]``: the command line's options, then the spec's own."""
+    from llm_mesa.llm.endpoint import endpoint_from_spec
     from llm_mesa.policy import PolicyError, parse_policy_spec
 
     try:
         _, options = parse_policy_spec(args.speaker)
     except PolicyError as exc:
         raise NamingConfigError(str(exc)) from None
-    unknown = sorted(set(options) - set(SPEC_OPTIONS))
-    if unknown:
-        raise NamingConfigError(f"unknown llm option(s) {', '.join(unknown)} in --speaker {args.speaker!r}; "
-                                f"choose among: {', '.join(SPEC_OPTIONS)} (extra body and price: --extra-body, --price)")
-    for name, value in options.items():
-        kind = SPEC_OPTIONS[name]
-        if kind is str:
-            options[name] = str(value)
-        elif isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else int):
-            raise NamingConfigError(f"llm option {name}={value!r} in --speaker {args.speaker!r} must be "
-                                    + ("a number" if kind is float else "a whole number"))
-    ns = argparse.Namespace(**vars(args))
-    ns.base_url = options.pop("base_url", ns.base_url)
-    ns.model = options.pop("model", ns.model)
-    if args.replay and not args.replay_fill and not ns.base_url:
-        ns.base_url = REPLAY_ONLY_URL
-    return dataclasses.replace(endpoint_from_args(ns), **options)  # the endpoint checks the ranges again
+    if args.replay and not args.replay_fill and not args.base_url and "base_url" not in options:
+        options["base_url"] = REPLAY_ONLY_URL
+    return endpoint_from_spec(options, args, f"--speaker {args.speaker!r}")
 
 
 def _llm_speaker(args: argparse.Namespace):
@@ -147,7 +117,7 @@ def build_model(args: argparse.Namespace) -> NamingModel:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.out:
+    if args.out is not None:
         check_output_dir(args.out)
     model = build_model(args)
     try:
@@ -155,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         _close_stores(model)
     summary = model.summary()
-    if args.out:
+    if args.out is not None:
         manifest = build_manifest("naming", model.parameters(), summary=summary, **_manifest_extra(model))
         write_run(args.out, {"rounds": model.rounds_frame()}, summary, manifest)
     if args.json:

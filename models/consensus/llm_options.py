@@ -1,0 +1,97 @@
+"""The consensus command's LLM set-up: endpoint options, recording, spending limits.
+
+Kept apart from the LLM policy so that ``llm-mesa consensus --help`` and rule-only
+games never import openai: the policy is imported only when a game has LLM agents.
+Every ``llm[:k=v,...]`` spec of ``--policy`` and ``--assign`` gets its own endpoint
+(the command line's options, then the spec's own, which win), and all of them share
+one record/replay store and one usage ledger.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from llm_mesa.llm.endpoint import EndpointError, add_endpoint_arguments, endpoint_from_spec
+from llm_mesa.llm.recording import add_recording_arguments, recording_from_args, store_from_args
+from llm_mesa.llm.usage import Usage
+from llm_mesa.policy import parse_policy_spec
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from llm_mesa.llm.store import ResponseStore
+
+    from .llm_policy import LLMConsensusPolicy
+
+
+def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
+    """The consensus command's LLM options: the endpoint, recording (the shared options) and spending limits."""
+    add_endpoint_arguments(parser)
+    add_recording_arguments(parser)
+    g = parser.add_argument_group("spending limits")
+    g.add_argument("--max-tokens", type=int, help="stop the game cleanly once it has used this many tokens")
+    g.add_argument("--max-cost", type=float, help="stop the game cleanly once it has cost this much (needs --price)")
+
+
+def is_llm_spec(spec: str) -> bool:
+    return spec.split(":")[0].strip() == "llm"
+
+
+@dataclass
+class LLMSetup:
+    """What a game with LLM agents holds beside the model: its LLM policies, the store, the ledger."""
+
+    policies: dict[str, "LLMConsensusPolicy"]
+    store: "ResponseStore | None"
+    usage: Usage = field(default_factory=lambda: Usage("game"))
+
+    @property
+    def policy(self) -> "LLMConsensusPolicy":
+        """The first LLM policy (the one of --policy when it is an LLM)."""
+        return next(iter(self.policies.values()))
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+
+    def summary_fields(self) -> dict[str, Any]:
+        models = sorted({p.endpoint.model for p in self.policies.values()})
+        return {"replayed_calls": self.usage.replayed, "model": ",".join(models)}
+
+    def tables(self, model) -> dict[str, "pd.DataFrame"]:
+        import pandas as pd
+
+        return {"transcript": pd.DataFrame(model.transcript)}
+
+    def manifest(self) -> dict[str, Any]:
+        endpoints = {spec: p.endpoint.manifest() for spec, p in self.policies.items()}
+        served = {(m, f) for p in self.policies.values() for m, f in p.served_by}
+        return {
+            "endpoint": self.policy.endpoint.manifest(),
+            "endpoints": endpoints,
+            "prompt_template_hash": self.policy.prompt.template_hash,
+            "served_by": [{"model": m, "system_fingerprint": f} for m, f in sorted(served, key=str)],
+            "store": None if self.store is None else {"path": str(self.store.path), "mode": self.store.mode},
+            "usage": self.usage.as_dict(),
+        }
+
+
+def llm_setup_from_args(args: argparse.Namespace, specs: list[str]) -> LLMSetup:
+    """One LLM policy per distinct ``llm`` spec, one store and ledger; checks the endpoints first."""
+    from llm_mesa.llm.client import preflight
+
+    from .llm_policy import LLMConsensusPolicy
+
+    endpoints = {spec: endpoint_from_spec(parse_policy_spec(spec)[1], args, repr(spec)) for spec in dict.fromkeys(specs)}
+    _, mode = recording_from_args(args)  # contradictory recording options fail before any call or file
+    if args.max_cost is not None and any(ep.price is None for ep in endpoints.values()):
+        raise EndpointError("--max-cost needs --price PROMPT,COMPLETION (per 1M tokens)")
+    if mode != "replay":  # a strict replay calls nothing
+        for endpoint in dict.fromkeys(endpoints.values()):
+            preflight(endpoint)
+    store = store_from_args(args)  # the command line records by default (the library only when given a store)
+    usage = Usage("game")
+    policies = {spec: LLMConsensusPolicy(ep, store=store, usage=usage) for spec, ep in endpoints.items()}
+    return LLMSetup(policies=policies, store=store, usage=usage)
