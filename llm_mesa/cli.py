@@ -71,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     command = argv[0] if argv and argv[0] in subcommands() else None
     parser = build_parser(command)
     args = parser.parse_args(argv)
+    args._argv = list(argv)  # which options were written out (an experiment file fills in the rest)
     try:
         return int(args._run(args) or 0)
     except KeyboardInterrupt:

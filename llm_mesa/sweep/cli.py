@@ -1,6 +1,8 @@
 """Run a sweep of any game: conditions x axes x policies x seeds, resumable.
 
 Examples:
+  llm-mesa sweep experiments/consensus-study-rules.toml --out runs/rules
+  llm-mesa sweep experiments/consensus-study.toml --dry-run --price 0.1,0.3
   llm-mesa sweep --conditions study --policies rules --seeds 30 --out runs/rules --processes 2
   llm-mesa sweep --game naming --set n=12,24 --set alpha=0.5,0.9 --set speaker=echo --seeds 3 --out runs/sign
   llm-mesa sweep --conditions ba-local,ba-global --policies 'mi-0.2;voter' --seeds 1-10 --out runs/ba.parquet
@@ -33,14 +35,18 @@ from llm_mesa.games import Game, game_names, get_game
 from llm_mesa.llm.endpoint import add_endpoint_arguments
 from llm_mesa.llm.recording import add_recording_arguments, recording_from_args, recording_requested
 from llm_mesa.policy import parse_policy_spec
-from llm_mesa.sweep.engine import STORE_MODES, run_sweep
+from llm_mesa.sweep.engine import BUDGET_STATUS, STORE_MODES, BudgetReached, run_sweep
 from llm_mesa.sweep.grid import llm_endpoint, resolve_policies
 from llm_mesa.sweep.output import SweepError
+from llm_mesa.sweep.progress import SweepProgress
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("experiment", nargs="?", metavar="FILE",
+                        help="an experiment file (experiments/*.toml): the study's grid, seeds, endpoint and budget; "
+                             "the options below then only override its endpoint, policies, repetitions and execution")
     grid = parser.add_argument_group("grid")
-    grid.add_argument("--game", default="consensus", choices=game_names(), help="the game to sweep (default consensus)")
+    grid.add_argument("--game", default=None, choices=game_names(), help="the game to sweep (default consensus)")
     grid.add_argument("--conditions", default=None,
                       help="a group or condition names of the game, comma-separated (see --list; default: "
                            "the study's conditions, or one condition of defaults when --set is given)")
@@ -52,11 +58,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     grid.add_argument("--max-rounds", type=int, help="round limit of every game (default: the game's own)")
     grid.add_argument("--baseline-permutations", type=int,
                       help="consensus game: random recolourings for the largest-component baseline (default 1000)")
+    grid.add_argument("--repetitions", type=int, help="with FILE: games per cell instead of the file's (e.g. a quick cut)")
     grid.add_argument("--list", action="store_true", help="list the game's conditions and rule configurations, then exit")
     run = parser.add_argument_group("execution and output")
     run.add_argument("--out", metavar="DIR|FILE.parquet", help="results: a dataset directory, or one .parquet file")
-    run.add_argument("--processes", type=int, default=1, help="worker processes (rule sweeps; default 1)")
-    run.add_argument("--games-in-flight", type=int, default=1,
+    run.add_argument("--processes", type=int, default=None, help="worker processes (rule sweeps; default 1)")
+    run.add_argument("--games-in-flight", type=int, default=None,
                      help="games played at once in threads per process (LLM sweeps; default 1)")
     run.add_argument("--batch-size", type=int, help="games per task sent to a worker process (default: automatic)")
     run.add_argument("--tables", default="", help="per-game tables to save too, comma-separated "
@@ -64,7 +71,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--store", metavar="FILE", help="SQLite file recording LLM calls (default OUT/calls.sqlite)")
     run.add_argument("--store-mode", choices=STORE_MODES, default="auto",
                      help="auto: record, and replay-fill when resuming (default auto)")
-    run.add_argument("--quiet", action="store_true", help="no progress lines, only the final table")
+    run.add_argument("--quiet", action="store_true", help="no progress bar or lines, only the final table")
+    run.add_argument("--max-tokens", type=float, help="budget: stop (resumably) once the sweep has used this many tokens")
+    run.add_argument("--max-cost", type=float, help="budget: stop (resumably) once the sweep has cost this much (needs --price)")
+    run.add_argument("--dry-run", action="store_true",
+                     help="contact nothing: print the number of games and estimates of calls, tokens, cost and time")
+    run.add_argument("--latency", type=float, default=1.0,
+                     help="with --dry-run: seconds one LLM call takes, for the time estimate (default 1)")
     add_endpoint_arguments(parser)
     add_recording_arguments(parser, default_shown="OUT/calls.sqlite; aliases of --store and --store-mode")
 
@@ -100,32 +113,6 @@ def build_policies(game: Game, args: argparse.Namespace) -> dict[str, Any]:
             label = "llm:model=" + endpoint.model + label[len("llm"):].replace(":", ",", 1)
         policies[label] = endpoint
     return policies
-
-
-class ProgressPrinter:
-    """One line per finished game at most every ``interval`` seconds, and the last one."""
-
-    def __init__(self, game: Game, interval: float = 2.0, stream=sys.stdout) -> None:
-        self.game = game
-        self.interval = interval
-        self.stream = stream
-        self.started = time.perf_counter()
-        self.last = 0.0
-        self.first_done: int | None = None
-
-    def __call__(self, done: int, total: int, row: dict[str, Any]) -> None:
-        now = time.perf_counter()
-        if self.first_done is None:
-            self.first_done = done - 1
-        if now - self.last < self.interval and done < total:
-            return
-        self.last = now
-        played = done - self.first_done
-        rate = played / max(now - self.started, 1e-9)
-        eta = (total - done) / rate if rate > 0 else float("nan")
-        print(f"[{done:>6}/{total}] {row['condition']} | {row['policy']} | seed {row['seed']}: "
-              f"{self.game.outcome(row)}   {rate:.2f} games/s, ETA {_duration(eta)}",
-              file=self.stream, flush=True)
 
 
 def _duration(seconds: float) -> str:
@@ -200,18 +187,87 @@ def apply_recording_options(args: argparse.Namespace) -> None:
         args.store_mode = mode
 
 
+def _given(args: argparse.Namespace, option: str) -> bool:
+    """Was ``--option`` written on the command line (rather than left at its default)?"""
+    argv = getattr(args, "_argv", None) or sys.argv
+    return any(a == option or a.startswith(option + "=") for a in argv)
+
+
+#: [llm] keys of an experiment file -> the endpoint options they stand for
+_LLM_OPTIONS = {"base_url": "--base-url", "model": "--model", "api_key_env": "--api-key-env",
+                "temperature": "--temperature", "top_p": "--top-p", "max_tokens": "--max-tokens-per-call",
+                "max_completion_tokens": "--max-completion-tokens", "seed": "--llm-seed",
+                "extra_body": "--extra-body", "dialect": "--dialect", "prompt_mode": "--prompt-mode",
+                "concurrency": "--concurrency", "timeout": "--timeout", "max_attempts": "--max-attempts",
+                "price": "--price"}
+
+
+def _apply_experiment(args: argparse.Namespace):
+    """Read FILE; its values fill every option the command line did not give."""
+    from llm_mesa.sweep.experiment import ExperimentError, load_experiment
+
+    for option, name in (("--conditions", "conditions"), ("--set", "axes"), ("--seeds", "seeds"), ("--list", "list")):
+        if _given(args, option):
+            raise ExperimentError(f"{option} and an experiment file exclude each other: the file defines the grid; "
+                                  f"edit it (or use --repetitions, --policies and the endpoint options to override)")
+    experiment = load_experiment(args.experiment)
+    if args.game is not None and args.game != experiment.game.name:
+        raise ExperimentError(f"--game {args.game} contradicts the file's game = \"{experiment.game.name}\"")
+    if args.repetitions is not None:
+        if args.repetitions < 1:
+            raise ExperimentError(f"--repetitions must be at least 1 (got {args.repetitions})")
+        experiment.repetitions = args.repetitions
+    for key, value in experiment.llm.items():
+        option = _LLM_OPTIONS[key]
+        if not _given(args, option):
+            if key == "price":
+                value = ",".join(map(str, value))
+            elif key == "extra_body":
+                import json
+
+                value = json.dumps(value)
+            setattr(args, option.lstrip("-").replace("-", "_"), value)
+    if args.policies is None:
+        args.policies = experiment.policies
+    if not args.tables:
+        args.tables = ",".join(experiment.tables)
+    for key in ("processes", "games_in_flight", "batch_size"):
+        if getattr(args, key) is None and key in experiment.execution:
+            setattr(args, key, experiment.execution[key])
+    for key in ("max_tokens", "max_cost"):
+        if getattr(args, key) is None and key in experiment.budget:
+            setattr(args, key, experiment.budget[key])
+    return experiment
+
+
+def _budget(args: argparse.Namespace) -> dict[str, float]:
+    budget = {}
+    for key in ("max_tokens", "max_cost"):
+        value = getattr(args, key)
+        if value is not None:
+            if not (value > 0 and value != float("inf")):
+                raise SweepError(f"--{key.replace('_', '-')} must be a positive finite number (got {value})")
+            budget[key] = value
+    return budget
+
+
 def run(args: argparse.Namespace) -> int:
     apply_recording_options(args)
-    game = get_game(args.game)
+    experiment = _apply_experiment(args) if args.experiment else None
+    game = experiment.game if experiment is not None else get_game(args.game or "consensus")
     if args.list:
         print(list_grid(game))
         return 0
-    if not args.out:
+    if not args.out and not args.dry_run:
         raise SweepError("no output given; pass --out DIR (a new or earlier sweep's directory) or --out FILE.parquet")
+    if args.repetitions is not None and experiment is None:
+        raise SweepError("--repetitions applies to an experiment file; without one, give --seeds")
+    args.processes = args.processes or 1
+    args.games_in_flight = args.games_in_flight or 1
     _split_policy_axes(game, args)
     if args.policies is None:
         args.policies = "rules"
-    if args.conditions is None and not args.axes and game.condition_groups.get("study"):
+    if experiment is None and args.conditions is None and not args.axes and game.condition_groups.get("study"):
         args.conditions = "study"
     _apply_endpoint_defaults(game, args)
     options = {k: v for k, v in (("max_rounds", args.max_rounds),
@@ -219,18 +275,56 @@ def run(args: argparse.Namespace) -> int:
     if "baseline_permutations" in options and "baseline_permutations" not in game.parameters:
         raise SweepError(f"--baseline-permutations applies to the consensus game, not {game.name}")
     tables = [t.strip() for t in args.tables.split(",") if t.strip()]
+    budget = _budget(args)
     policies = build_policies(game, args)
+    if experiment is not None:
+        conditions: Any = {name: {**parameters, **options} for name, parameters in experiment.conditions.items()}
+        seeds: Any = {name: experiment.seeds()[name] for name in experiment.conditions}
+        options = {}
+    else:
+        conditions, seeds = args.conditions, args.seeds
+    if args.dry_run:
+        print(_dry_run(game, conditions, seeds, policies, args))
+        return 0
     _warn_if_capped(game, policies, args)
-    result = run_sweep(
-        args.conditions, policies, args.seeds, args.out, processes=args.processes,
-        games_in_flight=args.games_in_flight, game=game, axes=args.axes, batch_size=args.batch_size,
-        model_options=options, tables=tables, store=args.store, store_mode=args.store_mode,
-        progress=None if args.quiet else ProgressPrinter(game), command=sys.argv,
-    )
+    progress = None if args.quiet else SweepProgress(describe=game.outcome)
+    try:
+        result = run_sweep(
+            conditions, policies, seeds, args.out, processes=args.processes,
+            games_in_flight=args.games_in_flight, game=game, axes=args.axes, batch_size=args.batch_size,
+            model_options=options, tables=tables, store=args.store, store_mode=args.store_mode, budget=budget,
+            progress=progress, command=getattr(args, "_argv", None) or sys.argv,
+            experiment=None if experiment is None else experiment.record(),
+        )
+    except BudgetReached as stop:
+        if progress is not None:
+            progress.close()
+        print(f"llm-mesa sweep: {stop}", file=sys.stderr)
+        return BUDGET_STATUS
+    finally:
+        if progress is not None:
+            progress.close()
     print(f"{result.played} games played, {result.skipped} already present, in {_duration(result.wall_s)}; "
           f"results in {result.out}")
     print(result.headline())
     return 0
+
+
+def _dry_run(game: Game, conditions: Any, seeds: Any, policies: dict[str, Any], args: argparse.Namespace) -> str:
+    """The grid multiplied out, priced and timed; nothing is contacted."""
+    from collections.abc import Mapping
+
+    from llm_mesa.sweep.dry_run import estimate_sweep, format_estimate
+    from llm_mesa.sweep.grid import build_conditions, plan_policy, resolve_seeds
+
+    built = build_conditions(game, conditions, args.axes)
+    seeds_of = ({c: seeds[c] for c in built} if isinstance(seeds, Mapping)
+                else dict.fromkeys(built, resolve_seeds(seeds)))
+    plan = {label: plan_policy(game, label, target, None) for label, target in policies.items()}
+    concurrencies = [ep.concurrency for _, ep in plan.values() if ep is not None]
+    estimate = estimate_sweep(game, built, seeds_of, plan, latency_s=args.latency, games_in_flight=args.games_in_flight)
+    return format_estimate(estimate, latency_s=args.latency, games_in_flight=args.games_in_flight,
+                           concurrency=min(concurrencies) if concurrencies else None)
 
 
 __all__ = ["configure", "run", "build_policies", "list_grid"]

@@ -55,6 +55,12 @@ from .grid import (
 from .output import KEY, SweepError, SweepOutput
 
 STORE_MODES = ("auto", "record", "replay", "replay-fill", "off")
+#: exit status of a sweep stopped by its budget (resumable: rerun with a larger budget)
+BUDGET_STATUS = 4
+
+
+class BudgetReached(SweepError):
+    """The sweep's token or cost budget is spent; the games played so far are kept."""
 
 
 @dataclass(frozen=True)
@@ -220,6 +226,8 @@ def run_sweep(
     blas_threads: int | None = 1,
     progress: Progress | None = None,
     command: Sequence[str] | None = None,
+    budget: Mapping[str, float] | None = None,
+    experiment: Mapping[str, Any] | None = None,
 ) -> SweepResult:
     """Play every (condition x policy x seed) game not yet in ``out``; return all results.
 
@@ -251,6 +259,10 @@ def run_sweep(
         blas_threads: BLAS threads per process while games run (None: leave as is);
             see ``limit_blas_threads``.
         progress: called as ``progress(done, total, row)`` after each finished game.
+        budget: ``max_tokens`` and/or ``max_cost`` over the whole sweep (games already
+            present count): once reached, no new game starts, the games in flight
+            finish and are kept, and ``BudgetReached`` is raised (rerun to resume).
+        experiment: what the experiment file said (written to the manifest).
     """
     started = time.perf_counter()
     game = get_game(game) if isinstance(game, str) else game
@@ -318,8 +330,17 @@ def run_sweep(
         output.out.mkdir(exist_ok=True)
     else:
         output.root.mkdir(exist_ok=True)
+    spent = {"tokens": 0.0, "cost": 0.0}
+    if budget and done_keys:
+        present = output.read("games")
+        for column, key in (("prompt_tokens", "tokens"), ("completion_tokens", "tokens"), ("cost", "cost")):
+            if column in present:
+                spent[key] += float(pd.to_numeric(present[column], errors="coerce").fillna(0).sum())
+    _check_budget(budget, spent)
     output.write_manifest({
         "kind": f"{game.name}-sweep",
+        "experiment": dict(experiment) if experiment else None,
+        "budget": dict(budget) if budget else None,
         "game": game.name,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "command": list(command) if command is not None else sys.argv,
@@ -341,8 +362,11 @@ def run_sweep(
         output.append(results)
         for result in results:
             played += 1
+            spent["tokens"] += (result.row.get("prompt_tokens") or 0) + (result.row.get("completion_tokens") or 0)
+            spent["cost"] += result.row.get("cost") or 0.0
             if progress is not None:
                 progress(skipped + played, total, result.row)
+        _check_budget(budget, spent, played, total - skipped)
 
     try:
         with limit_blas_threads(blas_threads):
@@ -358,6 +382,19 @@ def run_sweep(
         output.compact()
     return SweepResult(game, output.read("games"), played, skipped, output.out, time.perf_counter() - started,
                        list(condition_parameters), list(plan))
+
+
+def _check_budget(budget: Mapping[str, float] | None, spent: Mapping[str, float], played: int = 0,
+                  to_play: int | None = None) -> None:
+    """Raise ``BudgetReached`` once the tokens or the cost reach the budget."""
+    if not budget:
+        return
+    for key, used, what in (("max_tokens", spent["tokens"], "tokens"), ("max_cost", spent["cost"], "cost")):
+        limit = budget.get(key)
+        if limit is not None and used >= limit:
+            where = f"after {played} of {to_play} games" if to_play is not None else "before any game"
+            raise BudgetReached(f"budget reached: {used:,.6g} {what} of {limit:,.6g} ({where}); the games played are "
+                                "kept: rerun the same command with a larger budget to resume")
 
 
 def _check_conditions(game: Game, condition_parameters: dict[str, dict[str, Any]],
@@ -448,5 +485,5 @@ def read_sweep(out: str | os.PathLike[str], table: str = "games") -> pd.DataFram
     return SweepOutput(out).read(table)
 
 
-__all__ = ["run_sweep", "read_sweep", "SweepResult", "SweepError", "SweepOutput", "GameTask", "play_game",
+__all__ = ["BUDGET_STATUS", "BudgetReached", "run_sweep", "read_sweep", "SweepResult", "SweepError", "SweepOutput", "GameTask", "play_game",
            "limit_blas_threads", "KEY", "STORE_MODES"]

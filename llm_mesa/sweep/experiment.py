@@ -101,6 +101,13 @@ class Experiment:
         return {name: [derived_seed(parameters, r, self.seed) for r in range(self.repetitions)]
                 for name, parameters in self.conditions.items()}
 
+    def record(self) -> dict[str, Any]:
+        """What the manifest keeps of the file: where it was, what it said, and a hash of its text."""
+        text = self.path.read_bytes() if self.path is not None and self.path.exists() else b""
+        return {"name": self.name, "path": None if self.path is None else str(self.path),
+                "sha256": hashlib.sha256(text).hexdigest() if text else None, "description": self.description,
+                "repetitions": self.repetitions, "seed": self.seed}
+
     @property
     def games(self) -> int:
         return len(self.conditions) * len(self.policies) * self.repetitions
