@@ -82,8 +82,9 @@ def test_tokens_are_reported_when_speakers_spend_them(naming_dir):
     sweep = open_sweep(naming_dir)
     games = sweep.games.copy()
     rng = np.random.default_rng(0)
-    for column in MEASURES[3:]:
-        games[column] = games[column].where(games[column].isna(), rng.integers(100, 1000, len(games)).astype(float))
+    for column in MEASURES[3:]:  # tokens where the threshold was reached (rule speakers spend none)
+        reached = games["rounds_to_" + column.rsplit("_", 1)[1]].notna()
+        games[column] = np.where(reached, rng.integers(100, 1000, len(games)).astype(float), np.nan)
     games["total_tokens"] = 5000
     report = game.analyze(SweepData(sweep.path, sweep.manifest, games), {})
     text = game.format_report(report)

@@ -75,7 +75,7 @@ def test_a_dry_run_contacts_nothing_and_counts_the_games(capsys, tmp_path):
 def test_a_budget_stops_the_sweep_resumably(server, capsys, tmp_path):
     out = tmp_path / "budget"
     argv = [EXPERIMENTS / "sign-study.toml", "--out", out, "--repetitions", "1", "--max-rounds", "3",
-            "--base-url", server.base_url, "--policies", "llm:model=naming:echo"]
+            "--base-url", server.base_url, "--policies", "llm:model=naming:echo", "--games-in-flight", "1"]
     status, _, err = sweep(capsys, *argv, "--max-tokens", "2000")
     assert status == 4 and "budget reached" in err and "rerun" in err
     kept = read_sweep(out)

@@ -5,7 +5,7 @@ import pytest
 
 from llm_mesa.cli import main
 from llm_mesa.models.naming.model import NamingModel
-from llm_mesa.sweep import read_sweep, run_sweep
+from llm_mesa.sweep import SweepError, read_sweep, run_sweep
 
 
 def sweep(out, seeds=2, **kw):
@@ -30,7 +30,9 @@ def test_a_rerun_resumes_and_an_extended_grid_plays_only_the_new_games(tmp_path)
     first = sweep(tmp_path / "sign")
     again = sweep(tmp_path / "sign")
     assert again.played == 0 and again.skipped == first.played
-    more = sweep(tmp_path / "sign", seeds=3)
+    with pytest.raises(SweepError, match="new to it.*--extend"):
+        sweep(tmp_path / "sign", seeds=3)
+    more = sweep(tmp_path / "sign", seeds=3, extend=True)
     assert more.played == first.played // 2 and more.skipped == first.played
     merged = more.results.merge(first.results, on=["condition", "policy", "seed"], suffixes=("", "_first"))
     pd.testing.assert_series_equal(merged["agreement_final"], merged["agreement_final_first"], check_names=False)

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +35,7 @@ from llm_mesa.llm.endpoint import add_endpoint_arguments
 from llm_mesa.llm.recording import add_recording_arguments, recording_from_args, recording_requested
 from llm_mesa.policy import parse_policy_spec
 from llm_mesa.sweep.engine import BUDGET_STATUS, STORE_MODES, BudgetReached, run_sweep
-from llm_mesa.sweep.grid import llm_endpoint, resolve_policies
+from llm_mesa.sweep.grid import resolve_policies
 from llm_mesa.sweep.output import SweepError
 from llm_mesa.sweep.progress import SweepProgress
 
@@ -72,6 +71,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--store-mode", choices=STORE_MODES, default="auto",
                      help="auto: record, and replay-fill when resuming (default auto)")
     run.add_argument("--quiet", action="store_true", help="no progress bar or lines, only the final table")
+    run.add_argument("--extend", action="store_true",
+                     help="add conditions, policies or seeds to an existing sweep's directory (else refused)")
     run.add_argument("--max-tokens", type=float, help="budget: stop (resumably) once the sweep has used this many tokens")
     run.add_argument("--max-cost", type=float, help="budget: stop (resumably) once the sweep has cost this much (needs --price)")
     run.add_argument("--dry-run", action="store_true",
@@ -206,7 +207,7 @@ def _apply_experiment(args: argparse.Namespace):
     """Read FILE; its values fill every option the command line did not give."""
     from llm_mesa.sweep.experiment import ExperimentError, load_experiment
 
-    for option, name in (("--conditions", "conditions"), ("--set", "axes"), ("--seeds", "seeds"), ("--list", "list")):
+    for option in ("--conditions", "--set", "--seeds", "--list"):
         if _given(args, option):
             raise ExperimentError(f"{option} and an experiment file exclude each other: the file defines the grid; "
                                   f"edit it (or use --repetitions, --policies and the endpoint options to override)")
@@ -294,7 +295,7 @@ def run(args: argparse.Namespace) -> int:
             games_in_flight=args.games_in_flight, game=game, axes=args.axes, batch_size=args.batch_size,
             model_options=options, tables=tables, store=args.store, store_mode=args.store_mode, budget=budget,
             progress=progress, command=getattr(args, "_argv", None) or sys.argv,
-            experiment=None if experiment is None else experiment.record(),
+            experiment=None if experiment is None else experiment.record(), extend=args.extend,
         )
     except BudgetReached as stop:
         if progress is not None:

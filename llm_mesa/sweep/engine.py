@@ -24,29 +24,25 @@ and for its headline table.
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import math
-import multiprocessing
 import os
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from llm_mesa.games import Game, GameResult, PlayRequest, get_game
+from llm_mesa.games import Game, GameResult, get_game
 from llm_mesa.run_output import package_versions
 
+from .execution import GameTask, StoreOptions, close_process_stores, limit_blas_threads, run_here, run_in_processes
 from .grid import (
     build_conditions,
     check_grid_unchanged,
+    check_same_grid,
     grid_policy_entry,
     plan_policy,
     resolve_policies,
@@ -61,125 +57,6 @@ BUDGET_STATUS = 4
 
 class BudgetReached(SweepError):
     """The sweep's token or cost budget is spent; the games played so far are kept."""
-
-
-@dataclass(frozen=True)
-class GameTask:
-    """One game of the grid: its key and how to build it (picklable, for workers)."""
-
-    game: str
-    condition: str
-    policy: str  # the label in the results
-    seed: int
-    parameters: dict[str, Any]
-    policy_spec: str  # a rule policy spec, or "llm" with ``endpoint`` set
-    endpoint: Any = None  # an llm_mesa.llm.endpoint.Endpoint for LLM policies
-
-    @property
-    def key(self) -> tuple[str, str, int]:
-        return (self.condition, self.policy, self.seed)
-
-
-@dataclass(frozen=True)
-class StoreOptions:
-    """Where worker processes record LLM calls: one SQLite file shared by all."""
-
-    path: str | None
-    mode: str = "record"
-
-
-_stores: dict[tuple[str, str, int], Any] = {}
-_stores_lock = threading.Lock()
-
-
-def _process_store(options: StoreOptions | None):
-    """This process's ResponseStore for ``options`` (one per process, shared by its threads)."""
-    if options is None or options.path is None or options.mode == "off":
-        return None
-    from llm_mesa.llm.store import ResponseStore
-
-    key = (options.path, options.mode, os.getpid())
-    with _stores_lock:
-        store = _stores.get(key)
-        if store is None:
-            store = _stores[key] = ResponseStore(options.path, options.mode)
-        return store
-
-
-def _close_process_stores() -> None:
-    with _stores_lock:
-        for key in [k for k in _stores if k[2] == os.getpid()]:
-            _stores.pop(key).close()
-
-
-def play_game(task: GameTask, store: StoreOptions | None = None, tables: Sequence[str] = ()) -> GameResult:
-    """Play one game to its end; its summary row (with the key) and the asked tables."""
-    game = get_game(task.game)
-    started = time.perf_counter()
-    request = PlayRequest(task.parameters, task.policy_spec, task.seed, tuple(tables), task.endpoint,
-                          _process_store(store) if task.endpoint is not None else None)
-    result = game.play(request)
-    key = {"condition": task.condition, "policy": task.policy, "seed": task.seed}
-    row = {**key, **{k: v for k, v in result.row.items() if k not in key}, "wall_s": time.perf_counter() - started}
-    return GameResult(row, {name: df.assign(**key) for name, df in result.tables.items()})
-
-
-_blas_limit: Any = None
-
-
-def limit_blas_threads(threads: int | None):
-    """Cap BLAS threads (numpy/scipy) at ``threads`` while a sweep runs.
-
-    Games run in parallel at the game level; on a loaded machine, BLAS thread
-    pools in every game (scipy's optimiser behind network layouts) oversubscribe
-    the cores and made 36-agent games about ten times slower here. Uses
-    ``threadpoolctl`` when installed; otherwise does nothing.
-    """
-    if threads is None:
-        return contextlib.nullcontext()
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=threads)
-
-
-def _init_worker(blas_threads: int | None) -> None:
-    global _blas_limit
-    _blas_limit = limit_blas_threads(blas_threads)  # kept for the worker's life
-
-
-def _play_batch(tasks: list[GameTask], store: StoreOptions | None, tables: tuple[str, ...],
-                games_in_flight: int) -> tuple[list[GameResult], BaseException | None]:
-    """A worker's share: a batch of games, ``games_in_flight`` at a time in threads.
-
-    Returns the games that finished and the first error, so that one failing game
-    never takes the finished games of its batch down with it.
-    """
-    results: list[GameResult] = []
-    error: BaseException | None = None
-
-    def play(task: GameTask) -> GameResult | None:
-        nonlocal error
-        try:
-            return play_game(task, store, tables)
-        except Exception as exc:  # noqa: BLE001  (reported to the parent, after the batch)
-            error = error or exc
-            return None
-
-    try:
-        if games_in_flight <= 1 or len(tasks) == 1:
-            for task in tasks:
-                result = play(task)
-                if result is None:
-                    break  # stop this batch at its first failure, like a sequential sweep
-                results.append(result)
-        else:
-            with ThreadPoolExecutor(min(games_in_flight, len(tasks)), thread_name_prefix="game") as pool:
-                results = [r for r in pool.map(play, tasks) if r is not None]
-        return results, error
-    finally:
-        _close_process_stores()
 
 
 # --- the runner ----------------------------------------------------------------------
@@ -228,6 +105,7 @@ def run_sweep(
     command: Sequence[str] | None = None,
     budget: Mapping[str, float] | None = None,
     experiment: Mapping[str, Any] | None = None,
+    extend: bool = False,
 ) -> SweepResult:
     """Play every (condition x policy x seed) game not yet in ``out``; return all results.
 
@@ -263,6 +141,9 @@ def run_sweep(
             present count): once reached, no new game starts, the games in flight
             finish and are kept, and ``BudgetReached`` is raised (rerun to resume).
         experiment: what the experiment file said (written to the manifest).
+        extend: allow a grid other than the one ``out`` was started with (its
+            conditions, policies and seeds are added to the sweep's); without it a
+            different grid is refused, so two studies never mix in one directory.
     """
     started = time.perf_counter()
     game = get_game(game) if isinstance(game, str) else game
@@ -317,69 +198,72 @@ def run_sweep(
         "seeds": seeds_of if isinstance(seeds, Mapping) else next(iter(seeds_of.values())),
         "model_options": dict(model_options or {}),
     }
-    previous = output.previous_manifest()
-    check_grid_unchanged(previous, grid)
-
-    done_keys = output.keys()
-    tasks = [GameTask(game.name, c, label, seed, condition_parameters[c], spec, ep)
-             for c in condition_parameters for label, (spec, ep) in plan.items() for seed in seeds_of[c]
-             if (c, label, seed) not in done_keys]
-    total = sum(len(seeds_of[c]) for c in condition_parameters) * len(plan)
-    skipped = total - len(tasks)
     if not output.single_file:
         output.out.mkdir(exist_ok=True)
     else:
         output.root.mkdir(exist_ok=True)
-    spent = {"tokens": 0.0, "cost": 0.0}
-    if budget and done_keys:
-        present = output.read("games")
-        for column, key in (("prompt_tokens", "tokens"), ("completion_tokens", "tokens"), ("cost", "cost")):
-            if column in present:
-                spent[key] += float(pd.to_numeric(present[column], errors="coerce").fillna(0).sum())
-    _check_budget(budget, spent)
-    output.write_manifest({
-        "kind": f"{game.name}-sweep",
-        "experiment": dict(experiment) if experiment else None,
-        "budget": dict(budget) if budget else None,
-        "game": game.name,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "command": list(command) if command is not None else sys.argv,
-        "versions": package_versions(),
-        "grid": grid,
-        "execution": {"processes": processes, "games_in_flight": games_in_flight, "batch_size": batch_size,
-                      "tables": list(tables)},
-        "endpoints": {label: ep.manifest() for label, ep in endpoints.items()},
-        "store": None if store_options is None else {"path": store_options.path, "mode": store_options.mode},
-        "games_total": total,
-        "games_present_at_start": skipped,
-        "previous_starts": ([*previous.get("previous_starts", []), previous.get("created")] if previous else []),
-    })
+    with output.lock():
+        output.recover()  # a kill's leftovers: an unfinished compaction, uncommitted parts, temporary files
+        previous = output.previous_manifest()
+        check_grid_unchanged(previous, grid)
+        grid = check_same_grid(previous, grid, extend)
 
-    played = 0
+        done_keys = output.keys()
+        tasks = [GameTask(game.name, c, label, seed, condition_parameters[c], spec, ep)
+                 for c in condition_parameters for label, (spec, ep) in plan.items() for seed in seeds_of[c]
+                 if (c, label, seed) not in done_keys]
+        total = sum(len(seeds_of[c]) for c in condition_parameters) * len(plan)
+        skipped = total - len(tasks)
+        spent = {"tokens": 0.0, "cost": 0.0}
+        if budget and done_keys:
+            present = output.read("games")
+            for column, key in (("prompt_tokens", "tokens"), ("completion_tokens", "tokens"), ("cost", "cost")):
+                if column in present:
+                    spent[key] += float(pd.to_numeric(present[column], errors="coerce").fillna(0).sum())
+        _check_budget(budget, spent)
+        output.write_manifest({
+            "kind": f"{game.name}-sweep",
+            "experiment": dict(experiment) if experiment else None,
+            "budget": dict(budget) if budget else None,
+            "game": game.name,
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "command": list(command) if command is not None else sys.argv,
+            "versions": package_versions(),
+            "grid": grid,
+            "execution": {"processes": processes, "games_in_flight": games_in_flight, "batch_size": batch_size,
+                          "tables": list(tables)},
+            "endpoints": {label: ep.manifest() for label, ep in endpoints.items()},
+            "store": None if store_options is None else {"path": store_options.path, "mode": store_options.mode},
+            "games_total": total,
+            "games_present_at_start": skipped,
+            "previous_starts": ([*previous.get("previous_starts", []), previous.get("created")] if previous else []),
+        })
 
-    def finished(results: Sequence[GameResult]) -> None:
-        nonlocal played
-        output.append(results)
-        for result in results:
-            played += 1
-            spent["tokens"] += (result.row.get("prompt_tokens") or 0) + (result.row.get("completion_tokens") or 0)
-            spent["cost"] += result.row.get("cost") or 0.0
-            if progress is not None:
-                progress(skipped + played, total, result.row)
-        _check_budget(budget, spent, played, total - skipped)
+        played = 0
 
-    try:
-        with limit_blas_threads(blas_threads):
+        def finished(results: Sequence[GameResult]) -> None:
+            nonlocal played
+            output.append(results)
+            for result in results:
+                played += 1
+                spent["tokens"] += (result.row.get("prompt_tokens") or 0) + (result.row.get("completion_tokens") or 0)
+                spent["cost"] += result.row.get("cost") or 0.0
+                if progress is not None:
+                    progress(skipped + played, total, result.row)
+            _check_budget(budget, spent, played, total - skipped)
+
+        try:
+            with limit_blas_threads(blas_threads):
+                if processes == 1:
+                    run_here(tasks, store_options, tables, games_in_flight, finished)
+                else:
+                    run_in_processes(tasks, store_options, tables, games_in_flight, processes, batch_size,
+                                      blas_threads, finished)
+        finally:
             if processes == 1:
-                _run_here(tasks, store_options, tables, games_in_flight, finished)
-            else:
-                _run_in_processes(tasks, store_options, tables, games_in_flight, processes, batch_size,
-                                  blas_threads, finished)
-    finally:
-        if processes == 1:
-            _close_process_stores()
-    if compact:
-        output.compact()
+                close_process_stores()
+        if compact:
+            output.compact()
     return SweepResult(game, output.read("games"), played, skipped, output.out, time.perf_counter() - started,
                        list(condition_parameters), list(plan))
 
@@ -411,73 +295,6 @@ def _check_conditions(game: Game, condition_parameters: dict[str, dict[str, Any]
             raise SweepError(f"condition {name!r}: {exc}") from None
 
 
-def _deliver(done: Iterable[Any], finished: Callable[[Sequence[GameResult]], None], batched: bool) -> None:
-    """Write every game that finished well, then raise the first error among the rest."""
-    results: list[GameResult] = []
-    error: BaseException | None = None
-    for future in done:
-        if future.cancelled():
-            continue
-        exc = future.exception()
-        if exc is not None:
-            error = error or exc
-        elif batched:
-            finished_games, batch_error = future.result()
-            results.extend(finished_games)
-            error = error or batch_error
-        else:
-            results.append(future.result())
-    finished(results)
-    if error is not None:
-        raise error
-
-
-def _run_here(tasks: list[GameTask], store: StoreOptions | None, tables: tuple[str, ...],
-              games_in_flight: int, finished: Callable[[Sequence[GameResult]], None]) -> None:
-    if games_in_flight == 1:
-        for task in tasks:
-            finished([play_game(task, store, tables)])
-        return
-    pool = ThreadPoolExecutor(games_in_flight, thread_name_prefix="game")
-    pending = {pool.submit(play_game, t, store, tables) for t in tasks}
-    try:
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            _deliver(done, finished, batched=False)
-    except BaseException:
-        # stop starting games; the ones already running finish and are kept
-        for future in pending:
-            future.cancel()
-        running = [f for f in pending if not f.cancelled()]
-        if running:
-            done, _ = wait(running)
-            try:
-                _deliver(done, finished, batched=False)
-            except Exception:
-                pass  # the first error is the one to report
-        raise
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _run_in_processes(tasks: list[GameTask], store: StoreOptions | None, tables: tuple[str, ...],
-                      games_in_flight: int, processes: int, batch_size: int | None,
-                      blas_threads: int | None, finished: Callable[[Sequence[GameResult]], None]) -> None:
-    if not tasks:
-        return
-    size = batch_size or max(1, min(25, math.ceil(len(tasks) / (processes * 4))))
-    batches = [tasks[i:i + size] for i in range(0, len(tasks), size)]
-    pool = ProcessPoolExecutor(min(processes, len(batches)), mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_init_worker, initargs=(blas_threads,))
-    try:
-        pending = {pool.submit(_play_batch, b, store, tables, games_in_flight) for b in batches}
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            _deliver(done, finished, batched=True)
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
 def read_sweep(out: str | os.PathLike[str], table: str = "games") -> pd.DataFrame:
     """A sweep's results (``games``) or one of its per-game tables, deduplicated."""
     if not Path(out).exists() and not Path(str(out) + ".parts").exists():
@@ -485,5 +302,5 @@ def read_sweep(out: str | os.PathLike[str], table: str = "games") -> pd.DataFram
     return SweepOutput(out).read(table)
 
 
-__all__ = ["BUDGET_STATUS", "BudgetReached", "run_sweep", "read_sweep", "SweepResult", "SweepError", "SweepOutput", "GameTask", "play_game",
-           "limit_blas_threads", "KEY", "STORE_MODES"]
+__all__ = ["BUDGET_STATUS", "BudgetReached", "run_sweep", "read_sweep", "SweepResult", "SweepError", "SweepOutput",
+           "KEY", "STORE_MODES"]

@@ -8,7 +8,6 @@ so ``--conditions study --set n=12,24`` names ``schema-5|n=12`` and so on.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import json
 from collections.abc import Iterable, Mapping, Sequence
@@ -16,7 +15,7 @@ from typing import Any
 
 from llm_mesa.games import Game
 from llm_mesa.parameters import ParameterError
-from llm_mesa.policy import PolicyError, make_policy, parse_policy_spec
+from llm_mesa.policy import make_policy, parse_policy_spec
 
 from .output import SweepError
 
@@ -165,10 +164,48 @@ def grid_policy_entry(spec: str, endpoint: Any) -> Any:
     return {"llm": {k: manifest[k] for k in ("model", "sampling_params", "dialect", "prompt_mode")}}
 
 
+def check_same_grid(previous: dict[str, Any] | None, grid: dict[str, Any], extend: bool) -> dict[str, Any]:
+    """The grid to record: a resumed sweep's own, or (``extend``) the union of both.
+
+    A grid that asks for games outside the one the directory was started with is
+    refused unless extended on purpose, so two studies never mix in one directory.
+    """
+    if not previous:
+        return grid
+    old = previous.get("grid", {})
+    old_seeds, new_seeds = old.get("seeds", []), grid["seeds"]
+    if isinstance(old_seeds, list) and isinstance(new_seeds, list):
+        more_seeds = bool(set(new_seeds) - set(old_seeds))
+    else:
+        as_map = lambda seeds, conds: seeds if isinstance(seeds, dict) else dict.fromkeys(conds, seeds)  # noqa: E731
+        o, n = as_map(old_seeds, old.get("conditions", {})), as_map(new_seeds, grid["conditions"])
+        more_seeds = any(set(v) - set(o.get(c, [])) for c, v in n.items())
+    new = [f"condition(s) {', '.join(sorted(set(grid['conditions']) - set(old.get('conditions', {}))))}"
+           if set(grid["conditions"]) - set(old.get("conditions", {})) else "",
+           f"policy(ies) {', '.join(sorted(set(grid['policies']) - set(old.get('policies', {}))))}"
+           if set(grid["policies"]) - set(old.get("policies", {})) else "",
+           "seeds" if more_seeds else ""]
+    new = [n for n in new if n]
+    if not new:
+        return {**old, "game": grid.get("game", old.get("game"))}
+    if not extend:
+        raise SweepError(f"this directory holds another grid: {'; '.join(new)} are new to it; choose a new --out "
+                         "directory, or add --extend to add them to this sweep")
+    merged = dict(grid)
+    merged["conditions"] = {**old.get("conditions", {}), **grid["conditions"]}
+    merged["policies"] = {**old.get("policies", {}), **grid["policies"]}
+    if isinstance(old_seeds, list) and isinstance(new_seeds, list):
+        merged["seeds"] = sorted(set(old_seeds) | set(new_seeds))
+    return merged
+
+
 def check_grid_unchanged(previous: dict[str, Any] | None, grid: dict[str, Any]) -> None:
     """A resumed sweep must mean the same thing by each condition and policy name."""
     if not previous:
         return
+    if not str(previous.get("kind", "")).endswith("-sweep"):
+        raise SweepError("this directory holds a single game's run (written by --out of a game command), not a "
+                         "sweep; choose a new --out directory")
     old = previous.get("grid", {})
     if previous.get("game", "consensus") != grid.get("game", "consensus"):
         raise SweepError(f"this directory holds a {previous.get('game', 'consensus')} sweep; choose a new --out directory")

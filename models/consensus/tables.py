@@ -13,10 +13,15 @@ def game_tables(model, names: Sequence[str]) -> dict[str, pd.DataFrame]:
         "rounds": model.rounds_table,
         "agents": model.agents_table,
         "messages": model.messages_table,
-        "edges": lambda: model.graph_table()[1],
+        "edges": lambda: edges_table(model.graph),  # no layout: a sweep never draws
         "transcript": lambda: pd.DataFrame(model.transcript),
     }
     return {name: makers[name]() for name in names}
+
+
+def edges_table(graph) -> pd.DataFrame:
+    """Each undirected edge once, as (source < target), in order."""
+    return pd.DataFrame(sorted(tuple(sorted(e)) for e in graph.edges), columns=["source", "target"])
 
 
 def consensus_table(results: pd.DataFrame, conditions: Sequence[str] | None = None,

@@ -1,0 +1,241 @@
+"""How a sweep's games are played: here in threads, or in a pool of worker processes.
+
+Games go to worker processes in batches (per-task overhead would otherwise
+dominate games that last a tenth of a second); each process keeps its own LLM
+runtime and one record/replay store shared by its threads. Whatever the way, a
+batch whose game fails keeps the games that finished, and the first error is
+raised after they are written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import multiprocessing
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any
+
+from llm_mesa.games import GameResult, PlayRequest, get_game
+
+#: environment variables of the BLAS libraries numpy and scipy may load
+BLAS_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
+
+
+@dataclass(frozen=True)
+class GameTask:
+    """One game of the grid: its key and how to build it (picklable, for workers)."""
+
+    game: str
+    condition: str
+    policy: str  # the label in the results
+    seed: int
+    parameters: dict[str, Any]
+    policy_spec: str  # a rule policy spec, or "llm" with ``endpoint`` set
+    endpoint: Any = None  # an llm_mesa.llm.endpoint.Endpoint for LLM policies
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.condition, self.policy, self.seed)
+
+
+def play_game(task: GameTask, store: StoreOptions | None = None, tables: Sequence[str] = ()) -> GameResult:
+    """Play one game to its end; its summary row (with the key) and the asked tables."""
+    game = get_game(task.game)
+    started = time.perf_counter()
+    request = PlayRequest(task.parameters, task.policy_spec, task.seed, tuple(tables), task.endpoint,
+                          _process_store(store) if task.endpoint is not None else None)
+    result = game.play(request)
+    key = {"condition": task.condition, "policy": task.policy, "seed": task.seed}
+    row = {**key, **{k: v for k, v in result.row.items() if k not in key}, "wall_s": time.perf_counter() - started}
+    return GameResult(row, {name: df.assign(**key) for name, df in result.tables.items()})
+
+
+# --- the runner ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StoreOptions:
+    """Where worker processes record LLM calls: one SQLite file shared by all."""
+
+    path: str | None
+    mode: str = "record"
+
+
+_stores: dict[tuple[str, str, int], Any] = {}
+_stores_lock = threading.Lock()
+
+
+def _process_store(options: StoreOptions | None):
+    """This process's ResponseStore for ``options`` (one per process, shared by its threads)."""
+    if options is None or options.path is None or options.mode == "off":
+        return None
+    from llm_mesa.llm.store import ResponseStore
+
+    key = (options.path, options.mode, os.getpid())
+    with _stores_lock:
+        store = _stores.get(key)
+        if store is None:
+            store = _stores[key] = ResponseStore(options.path, options.mode)
+        return store
+
+
+def close_process_stores() -> None:
+    with _stores_lock:
+        for key in [k for k in _stores if k[2] == os.getpid()]:
+            _stores.pop(key).close()
+
+
+_blas_limit: Any = None
+
+
+def limit_blas_threads(threads: int | None):
+    """Cap BLAS threads (numpy/scipy) at ``threads`` while a sweep runs.
+
+    Games run in parallel at the game level; on a loaded machine, BLAS thread
+    pools in every game (scipy's optimiser behind network layouts) oversubscribe
+    the cores and made 36-agent games about ten times slower here. Uses
+    ``threadpoolctl`` when installed; otherwise does nothing.
+    """
+    if threads is None:
+        return contextlib.nullcontext()
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=threads)
+
+
+def _init_worker(blas_threads: int | None) -> None:
+    global _blas_limit
+    _blas_limit = limit_blas_threads(blas_threads)  # kept for the worker's life
+
+
+def _play_batch(tasks: list[GameTask], store: StoreOptions | None, tables: tuple[str, ...],
+                games_in_flight: int) -> tuple[list[GameResult], BaseException | None]:
+    """A worker's share: a batch of games, ``games_in_flight`` at a time in threads.
+
+    Returns the games that finished and the first error, so that one failing game
+    never takes the finished games of its batch down with it.
+    """
+    results: list[GameResult] = []
+    error: BaseException | None = None
+
+    def play(task: GameTask) -> GameResult | None:
+        nonlocal error
+        try:
+            return play_game(task, store, tables)
+        except Exception as exc:  # noqa: BLE001  (reported to the parent, after the batch)
+            error = error or exc
+            return None
+
+    try:
+        if games_in_flight <= 1 or len(tasks) == 1:
+            for task in tasks:
+                result = play(task)
+                if result is None:
+                    break  # stop this batch at its first failure, like a sequential sweep
+                results.append(result)
+        else:
+            with ThreadPoolExecutor(min(games_in_flight, len(tasks)), thread_name_prefix="game") as pool:
+                results = [r for r in pool.map(play, tasks) if r is not None]
+        return results, error
+    finally:
+        close_process_stores()
+
+
+@contextlib.contextmanager
+def blas_threads_in_children(threads: int | None) -> Iterator[None]:
+    """Cap BLAS threads in the worker processes started inside this block.
+
+    The cap must be in the environment before a worker imports numpy: OpenBLAS
+    sizes its pool when it loads (it ran 2 threads per worker and made a 120-game
+    sweep 2.7x slower). Spawned workers inherit the variables set here.
+    """
+    if threads is None:
+        yield
+        return
+    saved = {name: os.environ.get(name) for name in BLAS_VARIABLES}
+    os.environ.update(dict.fromkeys(BLAS_VARIABLES, str(threads)))
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _deliver(done: Iterable[Any], finished: Callable[[Sequence[GameResult]], None], batched: bool) -> None:
+    """Write every game that finished well, then raise the first error among the rest."""
+    results: list[GameResult] = []
+    error: BaseException | None = None
+    for future in done:
+        if future.cancelled():
+            continue
+        exc = future.exception()
+        if exc is not None:
+            error = error or exc
+        elif batched:
+            finished_games, batch_error = future.result()
+            results.extend(finished_games)
+            error = error or batch_error
+        else:
+            results.append(future.result())
+    finished(results)
+    if error is not None:
+        raise error
+
+
+def run_here(tasks: list[GameTask], store: StoreOptions | None, tables: tuple[str, ...],
+              games_in_flight: int, finished: Callable[[Sequence[GameResult]], None]) -> None:
+    if games_in_flight == 1:
+        for task in tasks:
+            finished([play_game(task, store, tables)])
+        return
+    pool = ThreadPoolExecutor(games_in_flight, thread_name_prefix="game")
+    pending = {pool.submit(play_game, t, store, tables) for t in tasks}
+    try:
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            _deliver(done, finished, batched=False)
+    except BaseException:
+        # stop starting games; the ones already running finish and are kept
+        for future in pending:
+            future.cancel()
+        running = [f for f in pending if not f.cancelled()]
+        if running:
+            done, _ = wait(running)
+            try:
+                _deliver(done, finished, batched=False)
+            except Exception:
+                pass  # the first error is the one to report
+        raise
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def run_in_processes(tasks: list[GameTask], store: StoreOptions | None, tables: tuple[str, ...],
+                      games_in_flight: int, processes: int, batch_size: int | None,
+                      blas_threads: int | None, finished: Callable[[Sequence[GameResult]], None]) -> None:
+    if not tasks:
+        return
+    size = batch_size or max(1, min(25, math.ceil(len(tasks) / (processes * 4))))
+    batches = [tasks[i:i + size] for i in range(0, len(tasks), size)]
+    with blas_threads_in_children(blas_threads):  # set before the workers start, so before they load numpy
+        pool = ProcessPoolExecutor(min(processes, len(batches)), mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_init_worker, initargs=(blas_threads,))
+        for _ in range(min(processes, len(batches))):
+            pool.submit(int)  # start the workers now, while the variables are set
+    try:
+        pending = {pool.submit(_play_batch, b, store, tables, games_in_flight) for b in batches}
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            _deliver(done, finished, batched=True)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)

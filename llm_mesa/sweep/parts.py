@@ -1,0 +1,189 @@
+"""Part files of a sweep's tables: atomic writes, commits, compaction that survives a kill, a lock.
+
+A finished game's rows go into one part file per table, all under the same name;
+the ``games`` part is renamed into place last and is the commit: a part of another
+table whose ``games`` part is missing belongs to games that never finished, is never
+read, and is removed when the next sweep starts. Compaction writes its merged parts
+under ``*.parquet.new`` names, records in a journal that they are complete, then
+renames them and deletes the parts they replace; a kill at any point is rolled
+forward (journal complete) or back (not complete) by the next sweep or reader, so
+no row is ever lost or read twice. One sweep at a time holds the directory's lock.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .columns import NULLABLE_TYPES, SweepError, rows_table
+
+JOURNAL = ".compaction.json"
+LOCK = ".lock"
+
+
+def write_atomic(path: Path, data: pd.DataFrame | Sequence[dict[str, Any]]) -> None:
+    """Write a Parquet file under a temporary name and rename it into place."""
+    import pyarrow.parquet as pq
+
+    from llm_mesa.run_output import parquet_ready
+
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".parquet", dir=path.parent)
+    os.close(fd)
+    try:
+        if isinstance(data, pd.DataFrame):
+            parquet_ready(data, NULLABLE_TYPES).to_parquet(tmp, index=False)
+        else:
+            pq.write_table(rows_table(data), tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+def part_files(folder: Path) -> list[Path]:
+    """The readable part files of a table folder, in name order."""
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob("*.parquet") if not p.name.startswith((".", "_")))
+
+
+def read_parts(files: Iterable[Path]) -> pd.DataFrame:
+    """The rows of ``files``, concatenated; an unreadable part is one error line naming it."""
+    frames = []
+    for path in files:
+        if not path.exists():
+            continue
+        try:
+            frame = pd.read_parquet(path)
+        except Exception as exc:  # noqa: BLE001  (pyarrow raises several kinds for a damaged file)
+            quarantine = path.parent.parent / "quarantine"
+            raise SweepError(f"{path} is not a readable Parquet part ({type(exc).__name__}); move it aside "
+                             f"(mkdir -p {quarantine} && mv {path} {quarantine}/) and rerun: "
+                             "its games will be played again") from None
+        if len(frame):
+            frames.append(frame)
+    if not frames:
+        return pd.DataFrame()
+    df = pd.concat(frames, ignore_index=True)
+    # One part read alone and several parts concatenated give different string dtypes
+    # (NA- or NaN-missing); results must not depend on how many parts a sweep wrote.
+    for column in df.columns:
+        if isinstance(df[column].dtype, pd.StringDtype):
+            df[column] = df[column].astype(pd.StringDtype())
+    return df
+
+
+def commit_parts(name: str, tables: dict[str, pd.DataFrame], rows: Sequence[dict[str, Any]],
+                 folder: Callable[[str], Path]) -> None:
+    """Write one batch of finished games: every table's part, then the ``games`` part (the commit)."""
+    write = write_atomic
+    for table, df in tables.items():
+        folder(table).mkdir(parents=True, exist_ok=True)
+        write(folder(table) / name, df)
+    folder("games").mkdir(parents=True, exist_ok=True)
+    write(folder("games") / name, rows)
+
+
+def remove_uncommitted(root: Path) -> list[Path]:
+    """Delete temporary files and parts of games that never committed; return what was removed."""
+    removed: list[Path] = []
+    if not root.is_dir():
+        return removed
+    games = root / "games"
+    for folder in (p for p in root.iterdir() if p.is_dir() and p.name != "quarantine"):
+        for path in folder.iterdir():
+            orphan = folder != games and path.suffix == ".parquet" and not path.name.startswith(".") \
+                and not (games / path.name).exists() and not path.name.startswith("part-compacted-")
+            if path.name.startswith(".tmp-") or orphan:
+                path.unlink(missing_ok=True)
+                removed.append(path)
+    return removed
+
+
+class Compaction:
+    """Replace many parts by one per table, rolled forward or back if a kill interrupts it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.journal = root / JOURNAL
+
+    def run(self, plan: dict[Path, tuple[pd.DataFrame, list[Path]]]) -> None:
+        """``plan``: target file -> (its merged rows, the parts it replaces)."""
+        if not plan:
+            return
+        record = {"complete": False, "targets": [str(t) for t in plan],
+                  "replaced": sorted({str(p) for _, parts in plan.values() for p in parts})}
+        write_text_atomic(self.journal, json.dumps(record))
+        for target, (merged, _) in plan.items():
+            staged = target.with_name(target.name + ".new")
+            write_atomic(staged, merged)
+        record["complete"] = True
+        write_text_atomic(self.journal, json.dumps(record))
+        self.recover()
+
+    def recover(self) -> None:
+        """Finish (journal complete) or undo (not complete) a compaction a kill interrupted."""
+        if not self.journal.exists():
+            return
+        try:
+            record = json.loads(self.journal.read_text())
+        except (OSError, json.JSONDecodeError):
+            record = {"complete": False, "targets": []}
+        for target in map(Path, record.get("targets", [])):
+            staged = target.with_name(target.name + ".new")
+            if record.get("complete"):
+                if staged.exists():
+                    os.replace(staged, target)
+            else:
+                staged.unlink(missing_ok=True)
+        if record.get("complete"):
+            targets = set(record.get("targets", []))
+            for part in record.get("replaced", []):
+                if part not in targets:
+                    Path(part).unlink(missing_ok=True)
+        self.journal.unlink(missing_ok=True)
+
+
+class SweepLock:
+    """An exclusive lock on a sweep's output while a sweep writes it (released on exit or death)."""
+
+    def __init__(self, root: Path) -> None:
+        self.path = root / LOCK
+        self.handle = None
+
+    def __enter__(self) -> SweepLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.handle = open(self.path, "a+")
+        try:
+            fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.handle.seek(0)
+            holder = self.handle.read().strip() or "another process"
+            self.handle.close()
+            self.handle = None
+            raise SweepError(f"another sweep ({holder}) is writing to {self.path.parent}; wait for it to finish "
+                             "or choose another --out") from None
+        self.handle.seek(0)
+        self.handle.truncate()
+        self.handle.write(f"pid {os.getpid()}")
+        self.handle.flush()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        if self.handle is not None:
+            self.handle.close()
+            self.handle = None
