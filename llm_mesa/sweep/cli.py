@@ -62,6 +62,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     run = parser.add_argument_group("execution and output")
     run.add_argument("--out", metavar="DIR|FILE.parquet", help="results: a dataset directory, or one .parquet file")
     run.add_argument("--processes", type=int, default=None, help="worker processes (rule sweeps; default 1)")
+    run.add_argument("--executor", default=None, metavar="WHERE",
+                     help="where games are played: local (default: --processes here), local-cluster:N "
+                          "(a Dask cluster of N workers here) or dask://HOST:PORT (a running Dask scheduler)")
     run.add_argument("--games-in-flight", type=int, default=None,
                      help="games played at once in threads per process (LLM sweeps; default 1)")
     run.add_argument("--batch-size", type=int, help="games per task sent to a worker process (default: automatic)")
@@ -232,7 +235,7 @@ def _apply_experiment(args: argparse.Namespace):
         args.policies = experiment.policies
     if not args.tables:
         args.tables = ",".join(experiment.tables)
-    for key in ("processes", "games_in_flight", "batch_size"):
+    for key in ("processes", "games_in_flight", "batch_size", "executor"):
         if getattr(args, key) is None and key in experiment.execution:
             setattr(args, key, experiment.execution[key])
     for key in ("max_tokens", "max_cost"):
@@ -296,6 +299,7 @@ def run(args: argparse.Namespace) -> int:
             model_options=options, tables=tables, store=args.store, store_mode=args.store_mode, budget=budget,
             progress=progress, command=getattr(args, "_argv", None) or sys.argv,
             experiment=None if experiment is None else experiment.record(), extend=args.extend,
+            executor=args.executor or "local",
         )
     except BudgetReached as stop:
         if progress is not None:

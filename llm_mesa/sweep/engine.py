@@ -38,7 +38,16 @@ import pandas as pd
 from llm_mesa.games import Game, GameResult, get_game
 from llm_mesa.run_output import package_versions
 
-from .execution import GameTask, StoreOptions, close_process_stores, limit_blas_threads, run_here, run_in_processes
+from .execution import (
+    GameTask,
+    StoreOptions,
+    check_executor,
+    close_process_stores,
+    limit_blas_threads,
+    run_here,
+    run_in_processes,
+    run_on_dask,
+)
 from .grid import (
     build_conditions,
     check_grid_unchanged,
@@ -106,6 +115,7 @@ def run_sweep(
     budget: Mapping[str, float] | None = None,
     experiment: Mapping[str, Any] | None = None,
     extend: bool = False,
+    executor: str = "local",
 ) -> SweepResult:
     """Play every (condition x policy x seed) game not yet in ``out``; return all results.
 
@@ -147,6 +157,7 @@ def run_sweep(
     """
     started = time.perf_counter()
     game = get_game(game) if isinstance(game, str) else game
+    executor = check_executor(executor)
     if processes < 1 or games_in_flight < 1:
         raise SweepError("processes and games in flight must each be at least 1")
     if batch_size is not None and batch_size < 1:
@@ -254,7 +265,10 @@ def run_sweep(
 
         try:
             with limit_blas_threads(blas_threads):
-                if processes == 1:
+                if executor != "local":
+                    run_on_dask(tasks, store_options, tables, games_in_flight, executor, batch_size, blas_threads,
+                                finished)
+                elif processes == 1:
                     run_here(tasks, store_options, tables, games_in_flight, finished)
                 else:
                     run_in_processes(tasks, store_options, tables, games_in_flight, processes, batch_size,

@@ -221,21 +221,97 @@ def run_here(tasks: list[GameTask], store: StoreOptions | None, tables: tuple[st
 
 
 def run_in_processes(tasks: list[GameTask], store: StoreOptions | None, tables: tuple[str, ...],
-                      games_in_flight: int, processes: int, batch_size: int | None,
-                      blas_threads: int | None, finished: Callable[[Sequence[GameResult]], None]) -> None:
+                     games_in_flight: int, processes: int, batch_size: int | None,
+                     blas_threads: int | None, finished: Callable[[Sequence[GameResult]], None]) -> None:
+    """Batches of games on a pool of spawned worker processes of this machine."""
     if not tasks:
         return
-    size = batch_size or max(1, min(25, math.ceil(len(tasks) / (processes * 4))))
-    batches = [tasks[i:i + size] for i in range(0, len(tasks), size)]
+    batches = _batches(tasks, processes, batch_size)
     with blas_threads_in_children(blas_threads):  # set before the workers start, so before they load numpy
         pool = ProcessPoolExecutor(min(processes, len(batches)), mp_context=multiprocessing.get_context("spawn"),
                                    initializer=_init_worker, initargs=(blas_threads,))
         for _ in range(min(processes, len(batches))):
             pool.submit(int)  # start the workers now, while the variables are set
     try:
-        pending = {pool.submit(_play_batch, b, store, tables, games_in_flight) for b in batches}
+        _run_batches(pool, batches, store, tables, games_in_flight, finished)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def run_on_dask(tasks: list[GameTask], store: StoreOptions | None, tables: tuple[str, ...], games_in_flight: int,
+                executor: str, batch_size: int | None, blas_threads: int | None,
+                finished: Callable[[Sequence[GameResult]], None]) -> None:
+    """Batches of games on a Dask ``distributed`` cluster (``dask://HOST:PORT`` or ``local-cluster:N``).
+
+    Each worker process keeps its own LLM runtime and store connection (the store
+    path must be reachable from every worker, e.g. on a shared file system); the
+    results come back here and are written exactly as a local run writes them.
+    Batches, not single games: Dask's per-task overhead is about a millisecond.
+    """
+    if not tasks:
+        return
+    from distributed import Client, LocalCluster
+
+    cluster = None
+    with blas_threads_in_children(blas_threads):
+        if executor.startswith("local-cluster:"):
+            workers = int(executor.split(":", 1)[1])
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+            client = Client(cluster)
+        else:
+            client = Client("tcp://" + executor.split("://", 1)[1], timeout=30)
+    try:
+        workers = max(1, len(client.scheduler_info().get("workers", {})))
+        _run_batches(client.get_executor(), _batches(tasks, workers, batch_size), store, tables, games_in_flight,
+                     finished)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _batches(tasks: list[GameTask], workers: int, batch_size: int | None) -> list[list[GameTask]]:
+    size = batch_size or max(1, min(25, math.ceil(len(tasks) / (workers * 4))))
+    return [tasks[i:i + size] for i in range(0, len(tasks), size)]
+
+
+def _run_batches(executor: Any, batches: list[list[GameTask]], store: StoreOptions | None, tables: tuple[str, ...],
+                 games_in_flight: int, finished: Callable[[Sequence[GameResult]], None]) -> None:
+    """Submit every batch; write each as it finishes; on a stop, keep the batches already running."""
+    pending = {executor.submit(_play_batch, b, store, tables, games_in_flight) for b in batches}
+    try:
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             _deliver(done, finished, batched=True)
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    except BaseException:
+        for future in pending:
+            future.cancel()
+        running = [f for f in pending if not f.cancelled()]
+        if running:
+            done, _ = wait(running)
+            try:
+                _deliver(done, finished, batched=True)
+            except BaseException:
+                pass  # the first error is the one to report
+        raise
+
+
+EXECUTOR_FORMS = "local, local-cluster:N or dask://HOST:PORT"
+
+
+def check_executor(executor: str) -> str:
+    """``local``, ``local-cluster:N`` (N >= 1) or ``dask://HOST:PORT``; anything else is one error line."""
+    from .columns import SweepError
+
+    text = executor.strip()
+    if text == "local":
+        return text
+    if text.startswith("local-cluster:"):
+        count = text.split(":", 1)[1]
+        if count.isdigit() and 1 <= int(count) <= 1024:
+            return text
+    elif text.startswith(("dask://", "tcp://")):
+        host, _, port = text.split("://", 1)[1].rpartition(":")
+        if host and port.isdigit() and 0 < int(port) < 65536:
+            return "dask://" + text.split("://", 1)[1]
+    raise SweepError(f"--executor {executor!r}: use {EXECUTOR_FORMS}")

@@ -212,6 +212,13 @@ def parse_experiment(data: Mapping[str, Any], name: str = "experiment", path: Pa
     for key in ("processes", "games_in_flight", "batch_size"):
         if key in execution:
             execution[key] = _positive_number(execution[key], key, "execution", integer=True)
+    if "executor" in execution:
+        from .execution import check_executor
+
+        try:
+            execution["executor"] = check_executor(str(execution["executor"]))
+        except SweepError as exc:
+            raise ExperimentError(f"'executor' in [execution]: {exc}") from None
     return Experiment(name=name, game=game, description=description, repetitions=repetitions, seed=seed,
                       conditions=conditions, policies={k: str(v) for k, v in resolved.items()}, tables=tables,
                       llm=llm, budget=budget, execution=execution, path=path)
