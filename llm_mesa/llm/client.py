@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
@@ -211,7 +212,8 @@ async def _call(endpoint: Endpoint, request: LLMRequest) -> LLMResult:
                         return LLMResult(latency_s=time.perf_counter() - started, error="bad_request",
                                          error_message=f"server refuses dialect {dialect!r} (HTTP {status}); "
                                                        "use --dialect auto", attempts=attempts, dialect=dialect)
-                    kind, message = transport.kind_of_status(status), f"HTTP {status}: {body_text[:300]}"
+                    kind = transport.kind_of_status(status)
+                    message = f"HTTP {status}: {redact(body_text, client.api_key)[:300]}"
                     retry_after = transport.retry_after_s(headers)
             if kind not in RETRYABLE or retries + 1 >= endpoint.max_attempts:
                 return LLMResult(latency_s=time.perf_counter() - started, error=kind, error_message=message,
@@ -278,8 +280,9 @@ async def apreflight(endpoint: Endpoint, store: ResponseStore | None = None) -> 
     probe = {"model": endpoint.model, "max_tokens": 1}
     probe.update({"messages": [{"role": "user", "content": "ping"}]} if chat else {"prompt": "ping"})
     try:
-        await client.post("/chat/completions" if chat else "/completions", body=probe,
-                          cast_to=transport.RawResponse, options=options)
+        answer = await client.post("/chat/completions" if chat else "/completions", body=probe,
+                                   cast_to=transport.RawResponse, options=options)
+        _check_completion_shape(endpoint, answer.content, chat)
     except openai.APIConnectionError as exc:
         raise _unreachable(endpoint, exc) from None
     except openai.APIStatusError as exc:
@@ -294,8 +297,33 @@ async def apreflight(endpoint: Endpoint, store: ResponseStore | None = None) -> 
             raise EndpointError(f"{endpoint.base_url} does not know model {endpoint.model!r} "
                                 "(HTTP 404); check --model and --base-url (it usually ends in /v1)") from None
         raise EndpointError(f"{endpoint.base_url} refused a 1-token test call to {endpoint.model!r} "
-                            f"(HTTP {exc.status_code}): {transport.error_text(exc)[:150]}") from None
+                            f"(HTTP {exc.status_code}): {redact(transport.error_text(exc), client.api_key)[:150]}") from None
     return listed or []
+
+
+_BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',;]+")
+_KEY_LIKE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{6,})")
+
+
+def redact(text: str, key: str | None = None) -> str:
+    """``text`` with the API key, and anything that looks like a bearer token or key, cut out.
+
+    A server's error body may echo the request's headers; it is kept (the store and
+    the transcript record failures) only after this.
+    """
+    if key:
+        text = text.replace(key, "[redacted]")
+    return _KEY_LIKE.sub("[redacted]", _BEARER.sub(r"\1[redacted]", text))
+
+
+def _check_completion_shape(endpoint: Endpoint, content: bytes, chat: bool) -> None:
+    """A test call's answer must be an OpenAI-style completion, not an HTML page or other JSON."""
+    try:
+        _parse_success(json.loads(content), chat)
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        start = content[:60].decode("utf-8", "replace").strip().replace("\n", " ")
+        raise EndpointError(f"{endpoint.base_url} answered a test call with something that is not an OpenAI "
+                            f"completion ({start!r}...); check --base-url (it usually ends in /v1)") from None
 
 
 def _unreachable(endpoint: Endpoint, exc: Exception) -> EndpointError:

@@ -23,6 +23,9 @@ from urllib.parse import urlparse
 
 DIALECTS = ("auto", "json_schema", "json_object", "instructions")
 PROMPT_MODES = ("chat", "completion")
+#: request fields the project sets itself (and records); --extra-body may not override them
+RESERVED_BODY_KEYS = frozenset({"model", "messages", "prompt", "response_format", "stream", "stream_options", "n",
+                                "temperature", "top_p", "max_tokens", "max_completion_tokens", "seed"})
 #: a stand-in key for servers on this machine, which ask for none
 LOOPBACK_DUMMY_KEY = "loopback-no-key"
 
@@ -66,15 +69,24 @@ class Endpoint:
 
     def __post_init__(self) -> None:
         url = (self.base_url or "").strip().rstrip("/")
-        if urlparse(url).scheme not in ("http", "https") or not urlparse(url).hostname:
+        try:
+            parts = urlparse(url)
+            parts.port  # noqa: B018  (raises on a port that is not a number in range)
+        except ValueError:
+            raise EndpointError("the base URL is not a valid URL; pass e.g. --base-url http://127.0.0.1:8000/v1") from None
+        if parts.username is not None or parts.password is not None:
+            raise EndpointError("the base URL holds credentials (user:key@); drop them from the URL and give the key "
+                                "through an environment variable named with --api-key-env")
+        if parts.scheme not in ("http", "https") or not parts.hostname:
             raise EndpointError(f"base URL {self.base_url!r} is not an http(s) URL; "
                                 "pass e.g. --base-url http://127.0.0.1:8000/v1")
         object.__setattr__(self, "base_url", url)
         if not self.model or not str(self.model).strip():
             raise EndpointError("no model name given; pass --model NAME (as the server lists it under /models)")
-        if not self.api_key_env or not str(self.api_key_env).replace("_", "").isalnum():
-            raise EndpointError(f"--api-key-env {self.api_key_env!r} must be the NAME of an environment "
-                                "variable (e.g. OPENAI_API_KEY), not the key itself")
+        if not self.api_key_env or not str(self.api_key_env).replace("_", "").isalnum() \
+                or str(self.api_key_env).lower().startswith(("sk-", "sk_")):
+            raise EndpointError("--api-key-env must be the NAME of an environment variable (e.g. OPENAI_API_KEY), "
+                                "not the key itself (what was given is not shown, in case it is a key)")
         if self.dialect not in DIALECTS:
             raise EndpointError(f"unknown dialect {self.dialect!r}; choose one of: {', '.join(DIALECTS)}")
         if self.prompt_mode not in PROMPT_MODES:
@@ -106,11 +118,18 @@ class Endpoint:
                 json.dumps(self.extra_body, sort_keys=True)
             except (TypeError, ValueError):
                 raise EndpointError("extra body must be JSON-serialisable") from None
+            ours = sorted(set(self.extra_body) & RESERVED_BODY_KEYS)
+            if ours:
+                raise EndpointError(f"--extra-body may not set {', '.join(ours)}: the project sets it (and records it); "
+                                    "use --model, --temperature, --top-p, --max-tokens-per-call, --llm-seed or --dialect")
         if self.price is not None:
             try:
                 prompt_price, completion_price = (float(p) for p in self.price)
             except (TypeError, ValueError):
                 raise EndpointError("price must be two numbers: prompt and completion price per 1M tokens") from None
+            if not all(math.isfinite(p) and p >= 0 for p in (prompt_price, completion_price)):
+                raise EndpointError(f"price {prompt_price},{completion_price} must be two finite numbers >= 0 "
+                                    "(prompt and completion price per 1M tokens)")
             object.__setattr__(self, "price", (prompt_price, completion_price))
 
     # -- what is sent -----------------------------------------------------------------

@@ -296,13 +296,21 @@ async def post(client: openai.AsyncOpenAI, route: DirectRoute | None, path: str,
                payload: bytes, timeout: float, retries_taken: int) -> tuple[int, Any, bytes]:
     """One attempt: status, headers and body, over ``route`` (``payload`` is ``body`` as
     ``json_bytes``) or, without one, through ``client.post``; raises ``Failure`` when no
-    HTTP answer came."""
-    if route is not None:
-        status, headers, content = await _send_direct(route, payload, retries_taken)
-        if not 300 <= status < 400:
-            return status, headers, content
-        # a redirect: the SDK's httpx2 client follows it
-    return await _send_via_sdk(client, path, body, timeout, retries_taken)
+    HTTP answer came.
+
+    ``timeout`` bounds the whole attempt, not each read: a server that drips one byte
+    every few seconds would otherwise hold a call (and its game) forever.
+    """
+    try:
+        async with asyncio.timeout(timeout):
+            if route is not None:
+                status, headers, content = await _send_direct(route, payload, retries_taken)
+                if not 300 <= status < 400:
+                    return status, headers, content
+                # a redirect: the SDK's httpx2 client follows it
+            return await _send_via_sdk(client, path, body, timeout, retries_taken)
+    except TimeoutError:
+        raise Failure("timeout", f"no whole answer within {timeout} s") from None
 
 
 # -- what an answer means -------------------------------------------------------------------

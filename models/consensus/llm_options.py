@@ -31,8 +31,23 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
     add_endpoint_arguments(parser)
     add_recording_arguments(parser)
     g = parser.add_argument_group("spending limits")
-    g.add_argument("--max-tokens", type=int, help="stop the game cleanly once it has used this many tokens")
-    g.add_argument("--max-cost", type=float, help="stop the game cleanly once it has cost this much (needs --price)")
+    g.add_argument("--max-tokens", type=positive(int), help="stop the game cleanly once it has used this many tokens")
+    g.add_argument("--max-cost", type=positive(float),
+                   help="stop the game cleanly once it has cost this much (needs --price)")
+
+
+def positive(kind: type):
+    """argparse type: a positive finite number (a limit of 0, -5 or nan would stop or never stop the game)."""
+    def convert(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not (value > 0 and value != float("inf")):
+            raise argparse.ArgumentTypeError(f"{text} must be a positive finite number")
+        return value
+    convert.__name__ = kind.__name__
+    return convert
 
 
 def is_llm_spec(spec: str) -> bool:
