@@ -8,6 +8,7 @@ A subcommand module exposes ``configure(parser)`` (adds its options) and
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
@@ -68,18 +69,29 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if sys.stdout is None:  # started with stdout closed (>&-): print nowhere rather than fail
+        sys.stdout = open(os.devnull, "w")
     command = argv[0] if argv and argv[0] in subcommands() else None
     parser = build_parser(command)
     args = parser.parse_args(argv)
     args._argv = list(argv)  # which options were written out (an experiment file fills in the rest)
     try:
-        return int(args._run(args) or 0)
+        status = int(args._run(args) or 0)
+        sys.stdout.flush()  # a full disk or a closed pipe shows here, where it can be answered
+        return status
     except KeyboardInterrupt:
         print("llm-mesa: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EBADF, errno.EIO):
+            raise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing more to stdout, not even at exit
+        print(f"llm-mesa {args.command}: error: cannot write the output ({os.strerror(exc.errno)}); "
+              "free some space or write elsewhere (--out writes files)", file=sys.stderr)
+        return 2
     except ValueError as exc:  # our errors are ValueError subclasses with a one-line fix
         if type(exc).__module__.startswith(("llm_mesa", "models")):
             print(f"llm-mesa {args.command}: error: {exc}", file=sys.stderr)

@@ -234,7 +234,10 @@ async def complete(endpoint: Endpoint, request: LLMRequest, *, store: ResponseSt
         identity = request_identity(endpoint, request)
         key = request_key(identity)
         # in a worker thread: a read may wait on the file, and the loop runs the whole round
-        result = await asyncio.to_thread(store.get, key) if store.replays else None
+        recorded = store.replays or store.mode == "record"
+        result = await asyncio.to_thread(store.get, key) if recorded else None
+        if result is not None and store.mode == "record":
+            raise store.already_recorded(request.sample_key)  # before paying for an answer it would replace
         if result is not None and result.ok and request.schema is not None:
             dialects.remember_success(endpoint, result.dialect)  # the recorded row names the dialect that worked
         if result is None:

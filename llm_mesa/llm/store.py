@@ -120,6 +120,15 @@ def _flush_all_at_exit() -> None:
             pass  # a failed write was already reported to the caller that flushed
 
 
+def _unreadable(path: Path, exc: Exception) -> StoreError:
+    return StoreError(f"{path} is not a readable response store ({exc}); it may be damaged: record again "
+                      "into a new file (or restore a copy)")
+
+
+class AlreadyRecorded(StoreError):
+    """Recording would replace an answer the store already holds."""
+
+
 class ResponseStore:
     """SQLite store of calls; ``mode`` is record (default), replay, replay-fill or off."""
 
@@ -154,6 +163,8 @@ class ResponseStore:
                 _open_stores.add(self)
 
     def _open(self) -> sqlite3.Connection:
+        if self.mode == "replay":
+            return self._open_read_only()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
@@ -171,10 +182,28 @@ class ResponseStore:
                         raise
                     time.sleep(0.05)
             conn.execute("PRAGMA synchronous=NORMAL")
+        except sqlite3.DatabaseError as exc:
+            raise _unreadable(self.path, exc) from None
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open response store {self.path}: {exc}; "
                              "choose a writable path") from None
         return conn
+
+    def _open_read_only(self) -> sqlite3.Connection:
+        """A strict replay only reads: a recording on a read-only disk or shared copy replays too."""
+        for query in ("mode=ro", "immutable=1"):  # immutable: no -wal/-shm can be made beside it
+            try:
+                conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?{query}", uri=True, timeout=60,
+                                       check_same_thread=False, isolation_level=None)
+                conn.execute("SELECT COUNT(*) FROM calls").fetchone()
+                return conn
+            except sqlite3.OperationalError as exc:
+                if "no such table" in str(exc):
+                    raise _unreadable(self.path, exc) from None
+                error = exc
+            except sqlite3.DatabaseError as exc:
+                raise _unreadable(self.path, exc) from None
+        raise StoreError(f"cannot read response store {self.path}: {error}") from None
 
     def _adopt_after_fork(self) -> None:
         """In a forked child, leave the parent its writer and unwritten rows (under ``_lock``)."""
@@ -211,7 +240,10 @@ class ResponseStore:
             # a row leaves _pending only once committed, so a key not pending a moment
             # ago is on disk by now, or was never put
             with self._conn_lock:
-                row = self._connection().execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone()
+                try:
+                    row = self._connection().execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone()
+                except sqlite3.DatabaseError as exc:
+                    raise _unreadable(self.path, exc) from None
             if row is None:
                 return None
             response = row[0]
@@ -306,6 +338,12 @@ class ResponseStore:
         if rows is not None:
             rows.join()
         self._raise_write_error()
+
+    def already_recorded(self, sample_key: str) -> AlreadyRecorded:
+        return AlreadyRecorded(
+            f"{self.path} already holds an answer to this call ({sample_key}); recording again would replace it and "
+            f"a later replay would play another game: replay it (--replay {self.path}, with --replay-fill to call "
+            "for what is missing), or record to a new file")
 
     def miss(self, key: str, sample_key: str) -> ReplayMiss:
         return ReplayMiss(f"no recorded answer in {self.path} for sample key {sample_key!r} (key {key[:12]}); "
