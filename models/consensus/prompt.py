@@ -3,8 +3,9 @@
 Putting the identical rule text first lets servers with prefix caching (vLLM,
 llama.cpp) reuse it across all agents of a round. The templates are plain
 ``str.format`` strings: read them, or pass your own ``ConsensusPrompt``.
-Messages from other agents are untrusted: each is cut to ``message_chars`` and
-quoted as a JSON string, so it is data, never instructions.
+Messages from other agents are untrusted: each is cut to ``message_chars``,
+neutralised (``llm_mesa.quoting``: control characters, bidirectional overrides,
+chat-template tokens) and quoted as a JSON string, so it is data, never instructions.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from llm_mesa.models.consensus.observation import ConsensusObservation, Message
+from llm_mesa.quoting import neutralise
+
+from .observation import ConsensusObservation, Message
 
 RULES = """You are a player in a networked coordination game with {n_others} other players, who are {players}.
 Each player sits on a node of a network and sees only its own colour and its direct neighbours' colours, never the whole network.
@@ -100,8 +103,12 @@ class ConsensusPrompt:
                  json.dumps(ANSWER_FORMAT, sort_keys=True), str(self.message_chars), str(self.diary_chars), str(self.system_role)]
         return hashlib.sha256("\x1e".join(parts).encode()).hexdigest()[:16]
 
+    def delivered(self, text: str) -> str:
+        """A message as another agent receives it: cut to ``message_chars`` and neutralised."""
+        return neutralise(text, self.message_chars)
+
     def quote(self, message: Message) -> str:
-        text = message.text[: self.message_chars]
+        text = self.delivered(message.text)
         scope = "privately to you" if message.to is not None else "to its audience"
         return f"- node {message.sender} said {scope}: {json.dumps(text, ensure_ascii=False)}"
 
