@@ -154,12 +154,30 @@ def make_policy(spec: str | Policy, game: str, **overrides: Any) -> Policy:
     if entry is None:
         known = ", ".join(available_policies(game))
         raise PolicyError(f"unknown {game} policy {name!r}; choose one of: {known}")
+    accepted = _parameters_of(entry.factory)
+    unknown = sorted(set(kwargs) - accepted) if accepted is not None else []
+    if unknown:
+        takes = ", ".join(sorted(accepted)) or "no parameters"
+        raise PolicyError(f"unknown parameter(s) {', '.join(unknown)} of {game} policy {name!r}; it takes: {takes}")
     try:
         return entry.factory(**kwargs)
     except PolicyError:
         raise
     except (TypeError, ValueError) as exc:
         raise PolicyError(f"bad parameters for policy {name!r}: {exc}") from None
+
+
+def _parameters_of(factory: Callable[..., Policy]) -> set[str] | None:
+    """The keyword parameters a policy takes (None when it takes any: ``**kwargs``)."""
+    import inspect
+
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values()):
+        return None
+    return {n for n, p in signature.parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
 
 
 def _load_game(game: str) -> None:
