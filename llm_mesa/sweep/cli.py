@@ -266,8 +266,8 @@ def run(args: argparse.Namespace) -> int:
         raise SweepError("no output given; pass --out DIR (a new or earlier sweep's directory) or --out FILE.parquet")
     if args.repetitions is not None and experiment is None:
         raise SweepError("--repetitions applies to an experiment file; without one, give --seeds")
-    args.processes = args.processes or 1
-    args.games_in_flight = args.games_in_flight or 1
+    args.processes = 1 if args.processes is None else args.processes
+    args.games_in_flight = 1 if args.games_in_flight is None else args.games_in_flight
     _split_policy_axes(game, args)
     if args.policies is None:
         args.policies = "rules"
