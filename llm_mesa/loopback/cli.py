@@ -1,13 +1,14 @@
 """Start the loopback endpoint: an OpenAI-compatible stand-in for tests and dry runs.
 
-It is not a language model. The request's model name picks a behaviour, e.g.
-``rule:majority-inertia?inertia=0.2``, ``naming:noisy?p=0.3``, ``fixed?text=hi``,
-``random``, ``scripted``, ``echo``; fault settings may ride along in the name
-(``rule:voter?p429=0.1&latency=0.05``) or be set server-wide with the flags below.
+It is not a language model. The request's model name picks a behaviour:
+``fixed?text=hi``, ``scripted``, ``echo``, and those the installed games register
+(``rule:majority-inertia?inertia=0.2``...; the server lists them all when it starts);
+fault settings may ride along in the name (``echo?p429=0.1&latency=0.05``) or be
+set server-wide with the flags below.
 
 Example:
   llm-mesa serve --port 8765 --latency 0.05 --p429 0.02
-  llm-mesa consensus --policy llm --base-url http://127.0.0.1:8765/v1 --model rule:majority-inertia
+  llm-mesa GAME --policy llm --base-url http://127.0.0.1:8765/v1 --model rule:majority-inertia
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         print("behaviours (the request's model name):")
         for model, summary in listed_behaviours().items():
             print(f"  {model:24s} {summary}")
-        print("add ?key=value parameters to a model name, e.g. rule:majority-inertia?inertia=0.2&p429=0.1")
+        print("add ?key=value parameters to a model name, e.g. fixed?text=hi&latency=0.1&p429=0.1")
         print("Ctrl-C stops it.", flush=True)
 
     try:

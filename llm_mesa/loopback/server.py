@@ -24,7 +24,7 @@ import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -65,7 +65,6 @@ LLAMA_CPP_JSON_SCHEMA_REJECTION = (
 )
 
 _JSON = "application/json"
-_SCHEMA_ALIASES = {"color": "colour"}
 _DEFAULT_OF_TYPE = {"string": "", "integer": 0, "number": 0, "boolean": False, "array": [], "object": {}}
 
 
@@ -186,27 +185,30 @@ def _stop_sequences(body: dict[str, Any]) -> tuple[str, ...]:
     raise _BadRequest("'stop' must be a string or a list of strings", "stop")
 
 
-def shape_to_schema(answer: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+def shape_to_schema(answer: dict[str, Any], schema: dict[str, Any],
+                    aliases: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Fit a JSON answer to the properties a response_format schema asks for.
 
-    Keys the schema names come first, in its order ("color" is read from
-    "colour"); required keys the answer lacks get an empty value of their type;
-    other keys are dropped when the schema sets ``additionalProperties: false``.
+    Keys the schema names come first, in its order (a key the answer lacks is read
+    from its alias in ``aliases``, the behaviour's ``schema_aliases``); required keys
+    the answer still lacks get an empty value of their type; other keys are dropped
+    when the schema sets ``additionalProperties: false``.
     """
+    aliases = aliases or {}
     properties = schema.get("properties")
     if not isinstance(properties, dict):
         return answer
     required = set(schema.get("required") or ())
     shaped: dict[str, Any] = {}
     for key, spec in properties.items():
-        source = key if key in answer else _SCHEMA_ALIASES.get(key, key)
+        source = key if key in answer else aliases.get(key, key)
         if source in answer:
             shaped[key] = answer[source]
         elif key in required:
             kind = spec.get("type") if isinstance(spec, dict) else None
             shaped[key] = None if isinstance(kind, list) and "null" in kind else _DEFAULT_OF_TYPE.get(kind)
     if schema.get("additionalProperties", True) is not False:
-        used = {_SCHEMA_ALIASES.get(k, k) for k in properties} | set(properties)
+        used = {aliases.get(k, k) for k in properties} | set(properties)
         shaped.update({k: v for k, v in answer.items() if k not in used})
     return shaped
 
@@ -437,8 +439,8 @@ class LoopbackServer:
         model = body.get("model")
         try:
             if not isinstance(model, str) or not model:
-                raise _BadRequest("give 'model', a behaviour name such as 'rule:majority-inertia' "
-                                  "(GET /v1/models lists them)", "model")
+                raise _BadRequest("give 'model', a behaviour name such as 'echo' or 'fixed?text=hi' "
+                                  "(GET /v1/models lists them all)", "model")
             route = self._route(model)
             prompt, prompt_text, prompt_tokens = _read_prompt(body, chat)
             limit = _token_limit(body)
@@ -525,7 +527,7 @@ class LoopbackServer:
                                else "script_exhausted"] += 1
                 return _error(400, str(exc), "invalid_request_error", None, "messages" if chat else "prompt")
             if isinstance(result, dict):
-                text = json.dumps(shape_to_schema(result, schema) if schema else result)
+                text = json.dumps(shape_to_schema(result, schema, behaviour.schema_aliases) if schema else result)
             else:
                 text = result
         finish_reason = "stop"
