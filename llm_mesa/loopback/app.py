@@ -40,6 +40,7 @@ from llm_mesa.loopback.protocol import (
     error_body,
     fit_text,
     model_entry,
+    parse_json,
     read_prompt,
     response_schema,
     shape_to_schema,
@@ -175,12 +176,12 @@ class LoopbackApp:
         if not self._authorised(request):
             return self._unauthorised()
         try:
-            body = json.loads(await request.read())
+            body = parse_json(await request.read())
             if not isinstance(body, dict):
-                raise ValueError
-        except ValueError:
+                raise BadRequest("the request body must be a JSON object")
+        except BadRequest as exc:
             stats.rejected["bad_request"] += 1
-            return _error(400, "the request body must be a JSON object", "invalid_request_error")
+            return _error(400, str(exc), "invalid_request_error")
         model = body.get("model")
         try:
             if not isinstance(model, str) or not model:
@@ -306,8 +307,8 @@ class LoopbackApp:
         if not self._authorised(request):
             return self._unauthorised()
         try:
-            self.scripts.load(json.loads(await request.read()), where="POST /v1/control/script")
-        except (ValueError, LoopbackError) as exc:
+            self.scripts.load(parse_json(await request.read()), where="POST /v1/control/script")
+        except LoopbackError as exc:
             return _error(400, str(exc), "invalid_request_error")
         return web.json_response({"scripts_remaining": self.scripts.remaining()})
 

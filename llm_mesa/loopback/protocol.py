@@ -34,6 +34,10 @@ LLAMA_CPP_JSON_SCHEMA_REJECTION = (
     "'ctx': {'expected': \"'text' or 'json_object'\"}}]"
 )
 
+#: deepest nesting of objects and lists a request body may have (the body itself is
+#: level 1): deeper bodies are refused with a 400 before anything walks them
+MAX_JSON_DEPTH = 100
+
 _DEFAULT_OF_TYPE = {"string": "", "integer": 0, "number": 0, "boolean": False, "array": [], "object": {}}
 
 
@@ -50,6 +54,37 @@ class RejectJsonSchema(Exception):
 
 
 # ---------------------------------------------------------------- reading a request
+
+
+def parse_json(raw: bytes, what: str = "the request body") -> Any:
+    """JSON text as a value, refused (``BadRequest``) when malformed or nested too deeply.
+
+    A body nested past the decoder's recursion limit raises ``RecursionError`` in
+    ``json.loads`` (an HTTP 500 if it escaped); one nested less deeply could still
+    exhaust the stack of later code, so ``MAX_JSON_DEPTH`` is checked, without
+    recursion, on what the decoder returns.
+    """
+    too_deep = f"{what} is nested deeper than {MAX_JSON_DEPTH} levels of objects and lists"
+    try:
+        value = json.loads(raw)
+    except RecursionError:
+        raise BadRequest(too_deep) from None
+    except ValueError as exc:  # UnicodeDecodeError is one too
+        raise BadRequest(f"{what} is not valid JSON ({exc})") from None
+    if _deeper_than(value, MAX_JSON_DEPTH):
+        raise BadRequest(too_deep)
+    return value
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    stack = [(value, 1)] if isinstance(value, (dict, list)) else []
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
 
 
 def _content_text(content: Any) -> str:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import json
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -30,7 +29,7 @@ from aiohttp import web
 from llm_mesa.loopback.app import LoopbackApp, LoopbackStats
 from llm_mesa.loopback.behaviours import ScriptBook
 from llm_mesa.loopback.faults import FaultSettings, LoopbackError
-from llm_mesa.loopback.protocol import OWNER, SYSTEM_FINGERPRINT, VERSION, shape_to_schema
+from llm_mesa.loopback.protocol import OWNER, SYSTEM_FINGERPRINT, VERSION, parse_json, shape_to_schema
 
 
 class LoopbackServer:
@@ -190,11 +189,13 @@ class LoopbackServer:
 
 def _read_script(path: str | Path) -> Any:
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        text = Path(path).read_bytes()
     except OSError as exc:
         raise LoopbackError(f"cannot read script {path} ({exc.strerror}); check --script") from None
-    except ValueError as exc:
-        raise LoopbackError(f"script {path} is not valid JSON ({exc}); fix the file") from None
+    try:
+        return parse_json(text, what=f"script {path}")
+    except LoopbackError as exc:
+        raise LoopbackError(f"{exc}; fix the file") from None
 
 
 __all__ = ["OWNER", "SYSTEM_FINGERPRINT", "VERSION", "LoopbackServer", "LoopbackStats", "shape_to_schema"]
