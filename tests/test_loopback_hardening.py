@@ -18,6 +18,7 @@ import pytest
 
 from llm_mesa.loopback import LoopbackServer
 from llm_mesa.loopback.protocol import MAX_JSON_DEPTH
+from llm_mesa.loopback.server import DEFAULT_READ_TIMEOUT_S, MAX_BODY_BYTES
 
 CHAT = "/v1/chat/completions"
 
@@ -102,3 +103,83 @@ def test_a_deeply_nested_script_file_is_one_clear_error(tmp_path):
     deep.write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(ValueError, match="nested deeper than"):
         LoopbackServer(script=deep)
+
+
+# ------------------------------------------------------------ body size
+
+
+def test_a_body_over_the_cap_is_a_413(server):
+    assert MAX_BODY_BYTES == 1024 * 1024
+    padding = "x" * (MAX_BODY_BYTES + 1)
+    status, answer = post(server, json.dumps(chat_body(user=padding)).encode())
+    assert status == 413
+    assert str(MAX_BODY_BYTES) in answer["error"]["message"]
+    status, _ = post(server, json.dumps(chat_body(user="x" * (MAX_BODY_BYTES - 1000))).encode())
+    assert status == 200
+
+
+def test_a_huge_declared_body_is_refused_before_it_is_sent(server):
+    """The server answers 413 on the headers alone; it does not wait for 1 GB."""
+    reply, took = raw_exchange(server, head_for(server, 1024 ** 3) + b'{"model": "echo"', wait=10)
+    assert reply.startswith(b"HTTP/1.1 413"), reply[:200]
+    assert took < 5
+
+
+def test_the_body_cap_is_an_option_and_holds_for_chunked_bodies():
+    with LoopbackServer(max_body_bytes=2000) as small:
+        status, _ = post(small, json.dumps(chat_body(user="x" * 1500)).encode())
+        assert status == 200
+        status, answer = post(small, json.dumps(chat_body(user="x" * 2500)).encode())
+        assert status == 413 and "2000" in answer["error"]["message"]
+        piece = b"x" * 1000
+        chunks = [f"{len(piece):x}\r\n".encode() + piece + b"\r\n"] * 5 + [b"0\r\n\r\n"]
+        reply, _ = raw_exchange(small, head_for(small, None), chunks)
+        assert reply.startswith(b"HTTP/1.1 413"), reply[:200]
+    with pytest.raises(ValueError, match="max_body_bytes"):
+        LoopbackServer(max_body_bytes=0)
+
+
+# ------------------------------------------------------------ slow clients
+
+
+def test_a_stalled_body_is_cut_off_after_the_read_timeout():
+    assert DEFAULT_READ_TIMEOUT_S == 30
+    with LoopbackServer(read_timeout=0.5) as server:
+        reply, took = raw_exchange(server, head_for(server, 100) + b'{"model": ', wait=10)
+        assert reply.startswith(b"HTTP/1.1 408"), reply[:200]
+        assert b"read timeout" in reply and b"Connection: close" in reply
+        assert took < 5  # answered and hung up, not held for the client's 10 s
+        assert server.stats()["rejected"] == {"read_timeout": 1}
+
+
+def test_a_trickling_body_is_cut_off_after_the_read_timeout_in_total():
+    """One byte every 0.1 s never stalls for long, yet the body must arrive within the timeout."""
+    with LoopbackServer(read_timeout=0.5) as server:
+        reply, took = raw_exchange(server, head_for(server, 200), [b" "] * 60, pause=0.1, wait=10)
+    assert reply.startswith(b"HTTP/1.1 408"), reply[:200]
+    assert took < 5
+
+
+def test_a_connection_that_never_finishes_its_headers_is_closed():
+    with LoopbackServer(read_timeout=0.5) as server:
+        reply, took = raw_exchange(server, f"POST {CHAT} HTTP/1.1\r\nHost: x\r\n".encode(), wait=10)
+    assert reply == b"" and took < 5
+
+
+def test_the_read_timeout_must_be_a_positive_number():
+    for bad in (0, -1, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="read_timeout"):
+            LoopbackServer(read_timeout=bad)
+
+
+def test_serve_options_reach_the_server():
+    import argparse
+
+    from llm_mesa.loopback import cli as serve_cli
+
+    parser = argparse.ArgumentParser()
+    serve_cli.configure(parser)
+    args = parser.parse_args([])
+    assert (args.max_body_bytes, args.read_timeout) == (MAX_BODY_BYTES, DEFAULT_READ_TIMEOUT_S)
+    args = parser.parse_args(["--max-body-bytes", "5000", "--read-timeout", "2.5"])
+    assert (args.max_body_bytes, args.read_timeout) == (5000, 2.5)

@@ -51,6 +51,25 @@ from llm_mesa.loopback.protocol import (
 _JSON = "application/json"
 _MAX_CACHED_ROUTES = 100_000
 
+#: largest request body served (bytes; ``max_body_bytes``, ``serve --max-body-bytes``):
+#: a larger one is a 413, refused on its Content-Length before it is read
+MAX_BODY_BYTES = 1024 * 1024
+#: seconds a request body may take to arrive in full (``read_timeout``,
+#: ``serve --read-timeout``): a stalled or trickling body is a 408; an idle
+#: connection, or one whose headers never end, is closed after as long
+DEFAULT_READ_TIMEOUT_S = 30.0
+#: after refusing a body unread (413, 408), seconds the server keeps discarding what
+#: the client still sends, so a client busy writing its body can read the refusal
+LINGER_S = 1.0
+
+
+class _Refused(Exception):
+    """A request refused before its body was read; carries the response."""
+
+    def __init__(self, response: web.Response):
+        super().__init__(response.status)
+        self.response = response
+
 
 def _error(status: int, message: str, kind: str, code: str | None = None,
            param: str | None = None, headers: dict[str, str] | None = None) -> web.Response:
@@ -98,11 +117,14 @@ class LoopbackApp:
     """The routes of the endpoint, and the counters and seeded streams they share."""
 
     def __init__(self, seed: int, defaults: FaultSettings, scripts: ScriptBook, *,
-                 reject_json_schema: bool = False, api_key: str | None = None):
+                 reject_json_schema: bool = False, api_key: str | None = None,
+                 max_body_bytes: int = MAX_BODY_BYTES, read_timeout: float = DEFAULT_READ_TIMEOUT_S):
         self.seed = seed
         self.defaults = defaults
         self.scripts = scripts
         self.reject_json_schema = reject_json_schema
+        self.max_body_bytes = max_body_bytes
+        self.read_timeout = read_timeout
         self._expected_auth = f"Bearer {api_key}" if api_key is not None else None
         self._routes: dict[str, _Route] = {}
         self.reset()
@@ -117,7 +139,7 @@ class LoopbackApp:
         self.scripts.rewind()
 
     def build(self) -> web.Application:
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app = web.Application(client_max_size=self.max_body_bytes)
         app.router.add_post("/v1/chat/completions", self._chat_completions)
         app.router.add_post("/v1/completions", self._completions)
         app.router.add_get("/v1/models", self._models)
@@ -155,7 +177,37 @@ class LoopbackApp:
                                  digest_size=8).digest()
         return random.Random(int.from_bytes(digest, "big"))
 
+    def runner_settings(self) -> dict[str, Any]:
+        """``web.AppRunner`` keywords bounding how long a connection may hold the server."""
+        return {"keepalive_timeout": self.read_timeout, "lingering_time": LINGER_S}
+
     # ------------------------------------------------------------ handlers
+
+    async def _read_body(self, request: web.Request) -> bytes:
+        """The whole body, within the size cap and the read timeout (else ``_Refused``)."""
+        declared = request.content_length
+        if declared is not None and declared > self.max_body_bytes:
+            raise _Refused(self._too_large())
+        try:
+            async with asyncio.timeout(self.read_timeout):
+                return await request.read()
+        except web.HTTPRequestEntityTooLarge:  # a chunked body that grew past the cap
+            raise _Refused(self._too_large()) from None
+        except TimeoutError:
+            self.stats.rejected["read_timeout"] += 1
+            response = _error(408, f"the request body did not arrive within the read timeout of "
+                              f"{self.read_timeout:g} s (serve --read-timeout)", "invalid_request_error",
+                              "request_timeout")
+            response.force_close()
+            raise _Refused(response) from None
+
+    def _too_large(self) -> web.Response:
+        self.stats.rejected["too_large"] += 1
+        response = _error(413, f"the request body is larger than the loopback endpoint's cap of "
+                          f"{self.max_body_bytes} bytes (serve --max-body-bytes)", "invalid_request_error",
+                          "request_too_large")
+        response.force_close()
+        return response
 
     def _authorised(self, request: web.Request) -> bool:
         return self._expected_auth is None or request.headers.get("Authorization") == self._expected_auth
@@ -176,9 +228,11 @@ class LoopbackApp:
         if not self._authorised(request):
             return self._unauthorised()
         try:
-            body = parse_json(await request.read())
+            body = parse_json(await self._read_body(request))
             if not isinstance(body, dict):
                 raise BadRequest("the request body must be a JSON object")
+        except _Refused as refused:
+            return refused.response
         except BadRequest as exc:
             stats.rejected["bad_request"] += 1
             return _error(400, str(exc), "invalid_request_error")
@@ -307,7 +361,9 @@ class LoopbackApp:
         if not self._authorised(request):
             return self._unauthorised()
         try:
-            self.scripts.load(parse_json(await request.read()), where="POST /v1/control/script")
+            self.scripts.load(parse_json(await self._read_body(request)), where="POST /v1/control/script")
+        except _Refused as refused:
+            return refused.response
         except LoopbackError as exc:
             return _error(400, str(exc), "invalid_request_error")
         return web.json_response({"scripts_remaining": self.scripts.remaining()})

@@ -18,7 +18,7 @@ import sys
 
 from llm_mesa.loopback.behaviours import listed_behaviours
 from llm_mesa.loopback.faults import FAULT_KINDS, FaultSettings
-from llm_mesa.loopback.server import SYSTEM_FINGERPRINT, LoopbackServer
+from llm_mesa.loopback.server import DEFAULT_READ_TIMEOUT_S, MAX_BODY_BYTES, SYSTEM_FINGERPRINT, LoopbackServer
 
 DEFAULT_PORT = 8765
 
@@ -55,6 +55,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="fault kind of --fail-first (default %(default)s)")
     parser.add_argument("--script", metavar="FILE",
                         help="JSON list of answers for model 'scripted', or {model name: list}")
+    limits = parser.add_argument_group("limits on what a client may hold")
+    limits.add_argument("--max-body-bytes", type=int, default=MAX_BODY_BYTES, metavar="N",
+                        help="largest request body; a larger one is refused with 413 (default %(default)s)")
+    limits.add_argument("--read-timeout", type=float, default=DEFAULT_READ_TIMEOUT_S, metavar="SECONDS",
+                        help="time a request body may take to arrive (else 408); also how long an idle "
+                             "connection stays open (default %(default)s)")
     parser.add_argument("--reject-json-schema", action="store_true",
                         help="refuse response_format json_schema as llama-cpp-python does (HTTP 500)")
     parser.add_argument("--require-api-key", metavar="KEY",
@@ -66,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
     server = LoopbackServer(host=args.host, port=args.port, seed=args.seed, script=args.script,
                             reject_json_schema=args.reject_json_schema,
                             require_api_key=args.require_api_key,
+                            max_body_bytes=args.max_body_bytes, read_timeout=args.read_timeout,
                             fail_first=args.fail_first, fault=args.fault, **settings)
 
     def announce(ready: LoopbackServer) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import math
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -26,7 +27,7 @@ from typing import Any
 
 from aiohttp import web
 
-from llm_mesa.loopback.app import LoopbackApp, LoopbackStats
+from llm_mesa.loopback.app import DEFAULT_READ_TIMEOUT_S, MAX_BODY_BYTES, LoopbackApp, LoopbackStats
 from llm_mesa.loopback.behaviours import ScriptBook
 from llm_mesa.loopback.faults import FaultSettings, LoopbackError
 from llm_mesa.loopback.protocol import OWNER, SYSTEM_FINGERPRINT, VERSION, parse_json, shape_to_schema
@@ -38,16 +39,27 @@ class LoopbackServer:
     ``defaults`` are server-wide fault settings (``latency``, ``jitter``,
     ``p429``, ``retry_after``, ``p500``, ``ptimeout``, ``timeout_s``,
     ``pmalformed``, ``pdrop``, ``ptruncate``, ``fail_first``, ``fault``); a
-    model name's own parameters override them.
+    model name's own parameters override them. ``max_body_bytes`` caps a request
+    body (413 above it) and ``read_timeout`` is how long a body may take to
+    arrive (408 after it; also how long an idle connection stays open).
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, seed: int = 0, *,
                  script: str | Path | list | dict | None = None,
                  reject_json_schema: bool = False, require_api_key: str | None = None,
+                 max_body_bytes: int = MAX_BODY_BYTES, read_timeout: float = DEFAULT_READ_TIMEOUT_S,
                  **defaults: Any):
+        if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int) or max_body_bytes < 1:
+            raise LoopbackError(f"max_body_bytes={max_body_bytes!r} must be a whole number of bytes >= 1; "
+                                "check --max-body-bytes")
+        if not (isinstance(read_timeout, (int, float)) and 0 < read_timeout < math.inf):
+            raise LoopbackError(f"read_timeout={read_timeout!r} must be a finite number of seconds > 0; "
+                                "check --read-timeout")
         self.host = host
         self.port = port
         self.seed = int(seed)
+        self.max_body_bytes = max_body_bytes
+        self.read_timeout = float(read_timeout)
         self.reject_json_schema = reject_json_schema
         self.require_api_key = require_api_key
         self.defaults = FaultSettings().with_overrides(defaults, where=" (server default)")
@@ -56,7 +68,8 @@ class LoopbackServer:
             self.scripts.load(_read_script(script) if isinstance(script, (str, Path)) else script,
                               where=f"script {script}" if isinstance(script, (str, Path)) else "script")
         self.app = LoopbackApp(self.seed, self.defaults, self.scripts,
-                               reject_json_schema=reject_json_schema, api_key=require_api_key)
+                               reject_json_schema=reject_json_schema, api_key=require_api_key,
+                               max_body_bytes=max_body_bytes, read_timeout=self.read_timeout)
         self._runner: web.AppRunner | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -104,7 +117,7 @@ class LoopbackServer:
 
     async def _start_site(self) -> None:
         runner = web.AppRunner(self.build_app(), access_log=None, handler_cancellation=True,
-                               shutdown_timeout=0.25)
+                               shutdown_timeout=0.25, **self.app.runner_settings())
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.port)
         try:
@@ -198,4 +211,5 @@ def _read_script(path: str | Path) -> Any:
         raise LoopbackError(f"{exc}; fix the file") from None
 
 
-__all__ = ["OWNER", "SYSTEM_FINGERPRINT", "VERSION", "LoopbackServer", "LoopbackStats", "shape_to_schema"]
+__all__ = ["DEFAULT_READ_TIMEOUT_S", "MAX_BODY_BYTES", "OWNER", "SYSTEM_FINGERPRINT", "VERSION", "LoopbackServer",
+           "LoopbackStats", "shape_to_schema"]
