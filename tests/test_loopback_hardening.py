@@ -17,6 +17,7 @@ import time
 import pytest
 
 from llm_mesa.loopback import LoopbackServer
+from llm_mesa.loopback.faults import MAX_DELAY_S
 from llm_mesa.loopback.protocol import MAX_JSON_DEPTH
 from llm_mesa.loopback.server import DEFAULT_READ_TIMEOUT_S, MAX_BODY_BYTES
 
@@ -170,6 +171,26 @@ def test_the_read_timeout_must_be_a_positive_number():
     for bad in (0, -1, float("inf"), float("nan")):
         with pytest.raises(ValueError, match="read_timeout"):
             LoopbackServer(read_timeout=bad)
+
+
+# ------------------------------------------------------------ injected latency
+
+
+@pytest.mark.parametrize("setting", ["latency", "jitter", "timeout_s"])
+def test_injected_delays_above_the_cap_are_refused_with_a_400_naming_it(server, setting):
+    assert MAX_DELAY_S == 60
+    started = time.monotonic()
+    status, answer = post(server, json.dumps(chat_body(f"echo?{setting}=1e9")).encode())
+    assert status == 400 and time.monotonic() - started < 5
+    message = answer["error"]["message"]
+    assert setting in message and "60" in message
+    status, _ = post(server, json.dumps(chat_body(f"echo?{setting}=0")).encode())
+    assert status == 200
+    with pytest.raises(ValueError, match="60"):
+        LoopbackServer(**{setting: 61})
+
+
+# ------------------------------------------------------------ the serve command
 
 
 def test_serve_options_reach_the_server():
