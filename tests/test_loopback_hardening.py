@@ -16,6 +16,7 @@ import time
 
 import pytest
 
+from llm_mesa import cli
 from llm_mesa.loopback import LoopbackServer
 from llm_mesa.loopback.faults import MAX_DELAY_S
 from llm_mesa.loopback.protocol import MAX_JSON_DEPTH
@@ -191,6 +192,15 @@ def test_injected_delays_above_the_cap_are_refused_with_a_400_naming_it(server, 
 
 
 # ------------------------------------------------------------ the serve command
+
+
+@pytest.mark.parametrize("port", ["99999", "65536", "-1"])
+def test_serve_on_an_impossible_port_is_one_error_line_and_exit_2(capsys, port):
+    status = cli.main(["serve", "--port", port])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert len(err.strip().splitlines()) == 1, err
+    assert "--port" in err and "65535" in err and "Traceback" not in err
 
 
 def test_serve_options_reach_the_server():

@@ -49,6 +49,9 @@ class LoopbackServer:
                  reject_json_schema: bool = False, require_api_key: str | None = None,
                  max_body_bytes: int = MAX_BODY_BYTES, read_timeout: float = DEFAULT_READ_TIMEOUT_S,
                  **defaults: Any):
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+            raise LoopbackError(f"port {port!r} is not a TCP port; give --port a number from 0 to 65535 "
+                                "(0 picks a free one)")
         if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int) or max_body_bytes < 1:
             raise LoopbackError(f"max_body_bytes={max_body_bytes!r} must be a whole number of bytes >= 1; "
                                 "check --max-body-bytes")
