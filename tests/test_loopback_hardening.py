@@ -11,8 +11,13 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
+import re
 import socket
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -203,6 +208,25 @@ def test_serve_on_an_impossible_port_is_one_error_line_and_exit_2(capsys, port):
     assert "--port" in err and "65535" in err and "Traceback" not in err
 
 
+def test_serve_refuses_the_key_on_its_command_line(capsys):
+    assert cli.main(["serve", "--port", "0", "--require-api-key", "sesame"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    assert "--require-api-key-env" in err and "--require-api-key-file" in err and "sesame" not in err
+
+
+def test_serve_refuses_a_missing_key(capsys, tmp_path, monkeypatch):
+    monkeypatch.delenv("LLM_MESA_TEST_UNSET_KEY", raising=False)
+    assert cli.main(["serve", "--port", "0", "--require-api-key-env", "LLM_MESA_TEST_UNSET_KEY"]) == 2
+    assert "LLM_MESA_TEST_UNSET_KEY" in capsys.readouterr().err
+    empty = tmp_path / "empty"
+    empty.write_text("\n")
+    assert cli.main(["serve", "--port", "0", "--require-api-key-file", str(empty)]) == 2
+    assert "empty" in capsys.readouterr().err
+    assert cli.main(["serve", "--port", "0", "--require-api-key-file", str(tmp_path / "absent")]) == 2
+    assert "absent" in capsys.readouterr().err
+
+
 def test_serve_options_reach_the_server():
     import argparse
 
@@ -214,3 +238,38 @@ def test_serve_options_reach_the_server():
     assert (args.max_body_bytes, args.read_timeout) == (MAX_BODY_BYTES, DEFAULT_READ_TIMEOUT_S)
     args = parser.parse_args(["--max-body-bytes", "5000", "--read-timeout", "2.5"])
     assert (args.max_body_bytes, args.read_timeout) == (5000, 2.5)
+
+
+@pytest.mark.parametrize("source", ["env", "file"])
+def test_serve_reads_the_key_from_the_environment_or_a_file(tmp_path, source):
+    key = "sesame-" + os.urandom(4).hex()
+    env = {**os.environ}
+    if source == "env":
+        env["LLM_MESA_TEST_KEY"] = key
+        option = ["--require-api-key-env", "LLM_MESA_TEST_KEY"]
+    else:
+        key_file = tmp_path / "key"
+        key_file.write_text(key + "\n")
+        option = ["--require-api-key-file", str(key_file)]
+    process = subprocess.Popen([sys.executable, "-m", "llm_mesa.cli", "serve", "--port", "0", *option],
+                               stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        url = re.search(r"http://127\.0\.0\.1:(\d+)/v1", process.stdout.readline())
+        assert url
+        port = int(url.group(1))
+        assert key not in Path(f"/proc/{process.pid}/cmdline").read_bytes().decode(errors="replace")
+
+        def status_with(auth: str | None) -> int:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            try:
+                connection.request("GET", "/v1/models", headers={"Authorization": auth} if auth else {})
+                return connection.getresponse().status
+            finally:
+                connection.close()
+
+        assert status_with(None) == 401
+        assert status_with("Bearer wrong") == 401
+        assert status_with(f"Bearer {key}") == 200
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
