@@ -149,6 +149,10 @@ class LoopbackApp:
         app.router.add_post("/v1/control/script", self._control_script)
         return app
 
+    def runner_settings(self) -> dict[str, Any]:
+        """``web.AppRunner`` keywords bounding how long a connection may hold the server."""
+        return {"keepalive_timeout": self.read_timeout, "lingering_time": LINGER_S}
+
     # ------------------------------------------------------------ routing and draws
 
     def _route(self, model: str) -> _Route:
@@ -176,10 +180,6 @@ class LoopbackApp:
         digest = hashlib.blake2b(f"{self.seed}\x00{body.get('seed')}\x00{prompt_text}".encode(),
                                  digest_size=8).digest()
         return random.Random(int.from_bytes(digest, "big"))
-
-    def runner_settings(self) -> dict[str, Any]:
-        """``web.AppRunner`` keywords bounding how long a connection may hold the server."""
-        return {"keepalive_timeout": self.read_timeout, "lingering_time": LINGER_S}
 
     # ------------------------------------------------------------ handlers
 
