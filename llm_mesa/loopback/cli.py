@@ -1,23 +1,27 @@
 """Start the loopback endpoint: an OpenAI-compatible stand-in for tests and dry runs.
 
-It is not a language model. The request's model name picks a behaviour, e.g.
-``rule:majority-inertia?inertia=0.2``, ``naming:noisy?p=0.3``, ``fixed?text=hi``,
-``random``, ``scripted``, ``echo``; fault settings may ride along in the name
-(``rule:voter?p429=0.1&latency=0.05``) or be set server-wide with the flags below.
+It is not a language model. The request's model name picks a behaviour:
+``fixed?text=hi``, ``scripted``, ``echo``, and those the installed games register
+(``rule:majority-inertia?inertia=0.2``...; the server lists them all when it starts);
+fault settings may ride along in the name (``echo?p429=0.1&latency=0.05``) or be
+set server-wide with the flags below.
 
 Example:
   llm-mesa serve --port 8765 --latency 0.05 --p429 0.02
-  llm-mesa consensus --policy llm --base-url http://127.0.0.1:8765/v1 --model rule:majority-inertia
+  LOOPBACK_KEY=... llm-mesa serve --require-api-key-env LOOPBACK_KEY
+  llm-mesa GAME --policy llm --base-url http://127.0.0.1:8765/v1 --model rule:majority-inertia
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 
 from llm_mesa.loopback.behaviours import listed_behaviours
-from llm_mesa.loopback.faults import FAULT_KINDS, FaultSettings
-from llm_mesa.loopback.server import SYSTEM_FINGERPRINT, LoopbackServer
+from llm_mesa.loopback.faults import FAULT_KINDS, FaultSettings, LoopbackError
+from llm_mesa.loopback.server import DEFAULT_READ_TIMEOUT_S, MAX_BODY_BYTES, SYSTEM_FINGERPRINT, LoopbackServer
 
 DEFAULT_PORT = 8765
 
@@ -54,17 +58,59 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="fault kind of --fail-first (default %(default)s)")
     parser.add_argument("--script", metavar="FILE",
                         help="JSON list of answers for model 'scripted', or {model name: list}")
+    limits = parser.add_argument_group("limits on what a client may hold")
+    limits.add_argument("--max-body-bytes", type=int, default=MAX_BODY_BYTES, metavar="N",
+                        help="largest request body; a larger one is refused with 413 (default %(default)s)")
+    limits.add_argument("--read-timeout", type=float, default=DEFAULT_READ_TIMEOUT_S, metavar="SECONDS",
+                        help="time a request body may take to arrive (else 408); also how long an idle "
+                             "connection stays open (default %(default)s)")
     parser.add_argument("--reject-json-schema", action="store_true",
                         help="refuse response_format json_schema as llama-cpp-python does (HTTP 500)")
-    parser.add_argument("--require-api-key", metavar="KEY",
-                        help="answer 401 unless 'Authorization: Bearer KEY' is sent")
+    keys = parser.add_argument_group("API key", "read from the environment or a file: a key on the command "
+                                     "line is visible to every user in the process list")
+    keys.add_argument("--require-api-key-env", metavar="NAME",
+                      help="answer 401 unless 'Authorization: Bearer KEY' is sent, KEY being the value "
+                           "of the environment variable NAME")
+    keys.add_argument("--require-api-key-file", metavar="PATH",
+                      help="the same, KEY being the one line of the file PATH")
+    keys.add_argument("--require-api-key", metavar="KEY", help=argparse.SUPPRESS)  # refused: see _api_key
+
+
+def _api_key(args: argparse.Namespace) -> str | None:
+    """The key clients must send, from --require-api-key-env or --require-api-key-file (or None)."""
+    if args.require_api_key is not None:
+        raise LoopbackError("--require-api-key would show the key to every user in the process list; put it "
+                            "in an environment variable and give --require-api-key-env NAME, or in a file "
+                            "only you can read and give --require-api-key-file PATH")
+    name, path = args.require_api_key_env, args.require_api_key_file
+    if name is not None and path is not None:
+        raise LoopbackError("give --require-api-key-env or --require-api-key-file, not both")
+    if name is not None:
+        key = os.environ.get(name, "").strip()
+        if not key:
+            raise LoopbackError(f"the environment variable {name} given to --require-api-key-env is unset "
+                                "or empty; export the key in it")
+        return key
+    if path is not None:
+        try:
+            key = Path(path).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+            raise LoopbackError(f"cannot read the API key file {path} ({reason}); check "
+                                "--require-api-key-file") from None
+        if not key or "\n" in key or "\r" in key:
+            raise LoopbackError(f"the API key file {path} is empty or holds more than one line; "
+                                "write the key alone on one line")
+        return key
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
     settings = {name: getattr(args, name) for name, _ in _FAULT_FLAGS}
     server = LoopbackServer(host=args.host, port=args.port, seed=args.seed, script=args.script,
                             reject_json_schema=args.reject_json_schema,
-                            require_api_key=args.require_api_key,
+                            require_api_key=_api_key(args),
+                            max_body_bytes=args.max_body_bytes, read_timeout=args.read_timeout,
                             fail_first=args.fail_first, fault=args.fault, **settings)
 
     def announce(ready: LoopbackServer) -> None:
@@ -73,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         print("behaviours (the request's model name):")
         for model, summary in listed_behaviours().items():
             print(f"  {model:24s} {summary}")
-        print("add ?key=value parameters to a model name, e.g. rule:majority-inertia?inertia=0.2&p429=0.1")
+        print("add ?key=value parameters to a model name, e.g. fixed?text=hi&latency=0.1&p429=0.1")
         print("Ctrl-C stops it.", flush=True)
 
     try:

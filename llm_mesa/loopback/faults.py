@@ -18,6 +18,12 @@ class LoopbackError(ValueError):
     """Bad loopback settings or request; the message names the fix."""
 
 
+#: cap on every injected delay (``latency``, ``jitter``, ``timeout_s``, in seconds): a
+#: larger value is refused (HTTP 400 for a model name, an error for a server default),
+#: so no model name can hold a connection and a handler for days. ``retry_after`` is
+#: not capped: it is only announced, the server never waits on it.
+MAX_DELAY_S = 60.0
+
 #: fault kinds in the order their probabilities are stacked on [0, 1)
 FAULT_KINDS: tuple[str, ...] = ("drop", "timeout", "429", "500", "malformed", "truncate")
 
@@ -36,13 +42,13 @@ class FaultSettings:
     (model, prompt) fail with ``fault`` before any random draw counts.
     """
 
-    latency: float = 0.0       # seconds before answering (asyncio.sleep)
-    jitter: float = 0.0        # extra uniform delay in [0, jitter) seconds
+    latency: float = 0.0       # seconds before answering (asyncio.sleep; at most MAX_DELAY_S)
+    jitter: float = 0.0        # extra uniform delay in [0, jitter) seconds (at most MAX_DELAY_S)
     p429: float = 0.0          # HTTP 429 with a Retry-After header
     retry_after: float = 1.0   # seconds announced in Retry-After
     p500: float = 0.0          # HTTP 500
     ptimeout: float = 0.0      # sleep timeout_s before answering
-    timeout_s: float = 30.0    # far longer than a client's timeout
+    timeout_s: float = 30.0    # far longer than a client's timeout (at most MAX_DELAY_S)
     pmalformed: float = 0.0    # HTTP 200 with text that is not a valid answer
     pdrop: float = 0.0         # close the connection without answering
     ptruncate: float = 0.0     # HTTP 200, text cut in half, finish_reason "length"
@@ -76,6 +82,9 @@ class FaultSettings:
             value = getattr(self, name)
             if not (value >= 0.0 and math.isfinite(value)):
                 raise LoopbackError(f"{name}={value}{where} must be a finite number of seconds >= 0")
+            if name in _DELAYS and value > MAX_DELAY_S:
+                raise LoopbackError(f"{name}={value:g}{where} is over the cap on injected delays; "
+                                    f"give at most {MAX_DELAY_S:g} seconds")
         if self.fail_first < 0:
             raise LoopbackError(f"fail_first={self.fail_first}{where} must be >= 0")
         if self.fault not in FAULT_KINDS:
@@ -96,6 +105,7 @@ class FaultSettings:
 
 
 _FIELD_TYPES = {f.name: f.type for f in fields(FaultSettings)}
+_DELAYS = ("latency", "jitter", "timeout_s")
 
 
 def _convert(key: str, value: Any, where: str) -> Any:

@@ -1,0 +1,170 @@
+"""The consensus game's loopback behaviours: stand-ins that read its prompt and answer.
+
+Registered with the loopback endpoint when it first lists or builds behaviours
+(``ConsensusGame.behaviours_module``):
+
+* ``rule:<policy spec>`` reads the consensus prompt and answers as that rule
+  policy of the project would (``rule:majority-inertia?inertia=0``,
+  ``rule:stubborn``, ``rule:voter``); ``talk`` (default 0.3) is the chance of
+  sending a message when the prompt allows messages, ``dm`` (default 0.3) the
+  chance that such a message is private when private messages are allowed.
+* ``random``: a fair coin as a consensus answer, whatever the prompt.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+from llm_mesa.loopback.behaviours import (
+    Behaviour,
+    BehaviourNotFound,
+    PromptNotUnderstood,
+    PromptView,
+    last_match,
+    probability_param,
+    register_behaviour,
+)
+from llm_mesa.loopback.faults import LoopbackError
+from llm_mesa.policy import Policy, PolicyError, available_policies, make_policy
+
+from .observation import ConsensusObservation
+
+# Matched against lower-cased text: case-sensitive patterns keep the regex engine's
+# fast literal-prefix search, which re.IGNORECASE would disable.
+_PREFERRED = re.compile(r"your preferred colou?r\s*:\s*(red|blue)\b")
+_CURRENT = re.compile(r"your current colou?r\s*:\s*(red|blue)\b")
+_NEIGHBOURS = re.compile(r"your neighbou?rs?['\u2019]?s? current colou?rs?\s*:[ \t]*([^\n]*)")
+_NEIGHBOUR_PAIR = re.compile(r"(\d+)\s*:\s*(red|blue)\b")
+_ROUND = re.compile(r"round\s*:\s*(\d+)\s*of\s*(\d+)")
+_COMMUNICATION = re.compile(r"communication\s*:\s*(none|local|global)\b")
+_PRIVATE = re.compile(r"private messages\s*:\s*allowed\b")
+_AGENT_ID = re.compile(r"you are (?:agent|node|player)\s+(\d+)")
+
+
+def read_consensus_prompt(prompt: PromptView) -> ConsensusObservation:
+    """Rebuild the observation a consensus prompt shows (regexes, tolerant of extra text)."""
+    texts = (prompt.last_user.lower(), prompt.full.lower())
+    preferred = last_match(_PREFERRED, *texts)
+    current = last_match(_CURRENT, *texts)
+    if preferred is None or current is None:
+        missing = "Your preferred colour: red" if preferred is None else "Your current colour: blue"
+        raise PromptNotUnderstood(
+            f"the consensus prompt has no line like {missing!r}; the rule behaviours read "
+            "'Your preferred colour', 'Your current colour', 'Your neighbours' current colours' "
+            "and 'Round: t of T' lines")
+    ids: list[int] = []
+    colours: list[str] = []
+    neighbours = last_match(_NEIGHBOURS, *texts)
+    if neighbours is not None:
+        for node, colour in _NEIGHBOUR_PAIR.findall(neighbours.group(1)):
+            ids.append(int(node))
+            colours.append(colour)
+    round_match = last_match(_ROUND, *texts)
+    round_now, round_limit = (int(round_match.group(1)), int(round_match.group(2))) if round_match else (0, 0)
+    communication = last_match(_COMMUNICATION, *texts)
+    agent = last_match(_AGENT_ID, texts[0])
+    return ConsensusObservation(
+        agent_id=int(agent.group(1)) if agent else -1,
+        round=round_now,
+        preference=preferred.group(1),  # type: ignore[arg-type]
+        colour=current.group(1),  # type: ignore[arg-type]
+        neighbour_ids=tuple(ids),
+        neighbour_colours=tuple(colours),  # type: ignore[arg-type]
+        communication=communication.group(1) if communication else "none",
+        direct_messages=last_match(_PRIVATE, *texts) is not None,
+        rounds_left=max(round_limit - round_now, 0),
+    )
+
+
+#: malformed consensus answers: none of them parses as JSON
+_CONSENSUS_MALFORMED = (
+    '{"colour": "{c}", "reason": "I think',
+    "I will choose {c} this round.",
+    '{"colour": purple}',
+    "colour={c}",
+)
+
+
+class _ConsensusBehaviour(Behaviour):
+    json_answer = True
+    uses_rng = True
+    schema_aliases = {"color": "colour"}  # a schema's American spelling reads the answer's key
+
+    def malformed(self, prompt: PromptView, rng: random.Random) -> str:
+        return rng.choice(_CONSENSUS_MALFORMED).replace("{c}", rng.choice(("red", "blue")))
+
+
+class RuleBehaviour(_ConsensusBehaviour):
+    """Answers the consensus prompt as one of the project's rule policies would."""
+
+    def __init__(self, policy_spec: str, params: dict[str, str], model: str):
+        self.talk = probability_param(params, "talk", 0.3, model)
+        self.dm = probability_param(params, "dm", 0.3, model)
+        name, _, inline = policy_spec.partition(":")
+        pieces = [p for p in inline.split(",") if p] + [f"{k}={v}" for k, v in params.items()]
+        params.clear()  # every other parameter is the policy's: it refuses those it lacks
+        spec = name + (":" + ",".join(pieces) if pieces else "")
+        try:
+            self.policy: Policy = make_policy(spec, game="consensus")
+        except PolicyError as exc:
+            if name not in available_policies("consensus"):
+                raise BehaviourNotFound(str(exc)) from None
+            raise LoopbackError(f"model {model!r}: {exc}") from None
+        if self.policy.is_async:
+            raise LoopbackError(f"model {model!r}: {name!r} is not a rule policy; "
+                                "the loopback endpoint answers only as rule policies")
+        self.kind = f"rule:{name}"
+
+    def answer(self, prompt: PromptView, rng: random.Random | None) -> dict[str, Any]:
+        assert rng is not None
+        obs = read_consensus_prompt(prompt)
+        decision = self.policy.decide(obs, rng)
+        colour = decision.colour
+        n_blue = sum(c == "blue" for c in obs.neighbour_colours)
+        n_red = len(obs.neighbour_colours) - n_blue
+        message, message_to = decision.message, decision.message_to
+        may_broadcast = obs.communication in ("local", "global")
+        if message is None and (may_broadcast or obs.direct_messages) and rng.random() < self.talk:
+            private = obs.direct_messages and obs.neighbour_ids and (
+                not may_broadcast or rng.random() < self.dm)
+            if private:
+                message_to = obs.neighbour_ids[int(rng.random() * len(obs.neighbour_ids))]
+                message = f"Neighbour {message_to}, I hold {colour}; please switch to {colour}."
+            elif colour == obs.colour:
+                message = f"I am staying {colour}; please switch to {colour}."
+            else:
+                message = f"I am switching to {colour}; let us all pick {colour}."
+        kept = "kept" if colour == obs.colour else "switched to"
+        return {
+            "colour": colour,
+            "reason": decision.reason or (
+                f"{self.policy.spec()}: {n_red} red and {n_blue} blue neighbours, so {colour}"),
+            "diary": decision.diary or (
+                f"Round {obs.round}: {kept} {colour}; neighbours {n_red} red, {n_blue} blue."),
+            "message": message,
+            "message_to": message_to,
+        }
+
+
+class RandomBehaviour(_ConsensusBehaviour):
+    """A fair coin as a consensus answer; needs no particular prompt."""
+
+    kind = "random"
+
+    def answer(self, prompt: PromptView, rng: random.Random | None) -> dict[str, Any]:
+        assert rng is not None
+        colour = "blue" if rng.random() < 0.5 else "red"
+        return {"colour": colour, "reason": "a coin flip (loopback stand-in)",
+                "diary": f"flipped a coin: {colour}", "message": None, "message_to": None}
+
+
+def _rule_listing() -> dict[str, str]:
+    return {f"rule:{name}": f"consensus rule policy: {summary}"
+            for name, summary in available_policies("consensus").items() if name != "llm"}
+
+
+register_behaviour("rule:", RuleBehaviour, "a consensus rule policy: rule:NAME?param=value",
+                   listing=_rule_listing)
+register_behaviour("random", RandomBehaviour, "a random consensus JSON answer")

@@ -1,0 +1,115 @@
+"""The naming game's loopback behaviours: SIGN speakers that read its prompt.
+
+Registered with the loopback endpoint when it first lists or builds behaviours
+(``NamingGame.behaviours_module``): ``naming:echo``, ``naming:noisy?p=0.3`` and
+``naming:babble``.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+from llm_mesa.loopback.behaviours import (
+    Behaviour,
+    PromptNotUnderstood,
+    PromptView,
+    last_match,
+    probability_param,
+    register_behaviour,
+)
+
+_NAMING_NAME = re.compile(r"Your current proposed name is\s+([^\s.,;]+)", re.I)
+_NAMING_SCHEMA = re.compile(r"(?:Reply|Follow) EXACTLY one line(?: as)?\s*:\s*@say", re.I)
+_NAME_NUMBER = re.compile(r"(\D*)(\d+)$")
+
+
+def _naming_state(prompt: PromptView) -> tuple[str, bool]:
+    """(current name, schema mode) read from a SIGN prompt."""
+    name = last_match(_NAMING_NAME, prompt.last_user, prompt.full)
+    if name is None:
+        raise PromptNotUnderstood("the naming prompt has no line like 'Your current proposed name "
+                                  "is C3.'; the naming behaviours read that line")
+    schema = last_match(_NAMING_SCHEMA, prompt.last_user, prompt.full) is not None
+    return name.group(1), schema
+
+
+def _another_name(name: str) -> str:
+    match = _NAME_NUMBER.match(name)
+    if match is None:
+        return "C1" if name != "C1" else "C2"
+    return f"{match.group(1) or 'C'}{int(match.group(2)) % 12 + 1}"
+
+
+def _well_formed_line(name: str, schema: bool) -> str:
+    return f"@say {{name: {name}}} | keeping my name" if schema else f"I propose the name {name}."
+
+
+class NamingEcho(Behaviour):
+    """Says its current name, in the form the prompt asks for."""
+
+    kind = "naming:echo"
+
+    def answer(self, prompt: PromptView, rng: random.Random | None) -> str:
+        return _well_formed_line(*_naming_state(prompt))
+
+    def malformed(self, prompt: PromptView, rng: random.Random) -> str:
+        return _naming_malformed(prompt, rng)
+
+
+def _naming_malformed(prompt: PromptView, rng: random.Random) -> str:
+    """A line that fails the schema: one name without @say, two names, or none."""
+    try:
+        name, schema = _naming_state(prompt)
+    except PromptNotUnderstood:
+        name, schema = "C1", True
+    other = _another_name(name)
+    variants = [f"{name} or {other}, hard to choose.", "I would rather not say."]
+    if schema:
+        variants.append(f"My name is {name}, as before.")  # salvageable by free-text decoding
+    return rng.choice(variants)
+
+
+class NamingNoisy(Behaviour):
+    """Like echo, but with probability ``p`` a malformed line (retry/salvage/None all occur)."""
+
+    kind = "naming:noisy"
+    uses_rng = True
+
+    def __init__(self, params: dict[str, str], model: str):
+        self.p = probability_param(params, "p", 0.3, model)
+
+    def answer(self, prompt: PromptView, rng: random.Random | None) -> str:
+        assert rng is not None
+        name, schema = _naming_state(prompt)
+        if rng.random() < self.p:
+            return _naming_malformed(prompt, rng)
+        return _well_formed_line(name, schema)
+
+    def malformed(self, prompt: PromptView, rng: random.Random) -> str:
+        return _naming_malformed(prompt, rng)
+
+
+_BABBLE = (
+    "La la la, what a lovely day.",
+    "Names are overrated; I will not choose one.",
+    "Hello there! Nice to meet you.",
+    "@say nothing | I prefer silence.",
+)
+
+
+class NamingBabble(Behaviour):
+    """Never names anything: every decode ends in None."""
+
+    kind = "naming:babble"
+    uses_rng = True
+
+    def answer(self, prompt: PromptView, rng: random.Random | None) -> str:
+        assert rng is not None
+        return rng.choice(_BABBLE)
+
+
+register_behaviour("naming:echo", NamingEcho, "SIGN speaker: says its current name in the requested form")
+register_behaviour("naming:noisy", NamingNoisy, "SIGN speaker: like echo, malformed with probability p (default 0.3)",
+                   params="p")
+register_behaviour("naming:babble", NamingBabble, "SIGN speaker: never names anything")
