@@ -66,8 +66,8 @@ def interval_points(ax, categories: Sequence[str], series: Mapping[str, Mapping[
                 value, low, high = values[category]
                 ys.append(row + offsets[index])
                 xs.append(value)
-                lows.append(value - (value if low is None else low))
-                highs.append((value if high is None else high) - value)
+                lows.append(max(0.0, value - (value if low is None else low)))
+                highs.append(max(0.0, (value if high is None else high) - value))
         colour = COLOURS[index % len(COLOURS)]
         ax.errorbar(xs, ys, xerr=[lows, highs], fmt="o", color=colour, label=name, capsize=3, markersize=4)
     ax.set_yticks(range(len(categories)), list(categories))

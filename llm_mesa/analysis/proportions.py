@@ -31,7 +31,7 @@ def wilson_interval(successes: int, n: int, level: float = 0.95) -> tuple[float,
     if n == 0:
         return float("nan"), float("nan")
     low, high = proportion_confint(int(successes), int(n), alpha=1 - level, method="wilson")
-    return float(low), float(high)
+    return float(min(max(low, 0.0), 1.0)), float(min(max(high, 0.0), 1.0))  # no -1e-17 at 0/n
 
 
 def adjust_pvalues(pvalues: Sequence[float | None]) -> dict[str, list[float | None]]:

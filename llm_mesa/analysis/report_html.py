@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-__all__ = ["MAX_TABLE_ROWS", "Panel", "Study", "render_page"]
+__all__ = ["MAX_TABLE_ROWS", "Panel", "Study", "drawn", "render_page"]
 
 #: tables longer than this show their first rows and say how many more the JSON holds
 MAX_TABLE_ROWS = 60
@@ -51,6 +51,17 @@ class Panel:
     skipped: str | None = None
     published: pd.DataFrame | None = None
     table_title: str = "ours"
+
+
+def drawn(title: str, draw, *args, **kwargs) -> Panel:
+    """``draw(*args, **kwargs)``, or, if drawing fails, a panel that says so: a report is never lost to one figure."""
+    from llm_mesa.analysis.figures import skipped_figure
+
+    try:
+        return draw(*args, **kwargs)
+    except Exception as exc:  # a figure that cannot be drawn is reported, never a crash of the whole report
+        reason = f"could not be drawn ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
+        return Panel(title, skipped_figure(title, reason), None, skipped=reason)
 
 
 @dataclass

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from llm_mesa.analysis.figures import COLOURS, interval_points, new_figure, skipped_figure, svg_text
-from llm_mesa.analysis.report_html import Panel
+from llm_mesa.analysis.report_html import Panel, drawn
 
 from .published import TOTALS, published_conditions, published_models
 
@@ -163,7 +163,7 @@ def _components_panel(report: Mapping[str, Any], games: pd.DataFrame) -> Panel:
                 data.append(values.to_numpy(float))
                 positions.append(position - 0.4 + width * (index + 0.5))
         if data:
-            box = ax.boxplot(data, positions=positions, widths=width * 0.8, vert=False, patch_artist=True,
+            box = ax.boxplot(data, positions=positions, widths=width * 0.8, orientation="horizontal", patch_artist=True,
                              manage_ticks=False)
             for patch in box["boxes"]:
                 patch.set_facecolor(_colour(models, model))
@@ -260,15 +260,18 @@ def report_panels(sweep: Any, report: Mapping[str, Any]) -> list[Panel]:
     if "invalid" in games.columns and report.get("invalid_games_left_out"):
         games = games[~games["invalid"].fillna(False).astype(bool)]
     rounds = [dict(r, ci_low=r["min"], ci_high=r["max"]) for r in report["rounds_to_consensus"]]
+    rounds_title = "Rounds to consensus (games that reached it: mean, range)"
+    pseudo_title = "Pseudo-equilibrium (echo chamber) share (95 % Wilson intervals)"
     return [
-        _rates_panel(report, games),
-        _models_panel(report, games),
-        *[_paper_panel(part) for part in report["paper_models"]["models"].values()],
-        _majority_panel(report),
-        _components_panel(report, games),
-        _stubbornness_panel(report, games),
-        _messages_panel(report, games),
-        _shares_panel("Rounds to consensus (games that reached it: mean, range)", rounds, "mean", "rounds", report),
-        _shares_panel("Pseudo-equilibrium (echo chamber) share (95 % Wilson intervals)", report["pseudo_equilibrium"],
-                      "rate", "share of games ending in a pseudo-equilibrium", report),
+        drawn("Consensus rate per condition and model", _rates_panel, report, games),
+        drawn("Successes per model beside the study's open models", _models_panel, report, games),
+        *[drawn(f"Firth model: {part['title']}", _paper_panel, part)
+          for part in report["paper_models"]["models"].values()],
+        drawn("Majority following", _majority_panel, report),
+        drawn("Largest same-colour component", _components_panel, report, games),
+        drawn("Stubbornness against consensus", _stubbornness_panel, report, games),
+        drawn("Message effects", _messages_panel, report, games),
+        drawn(rounds_title, _shares_panel, rounds_title, rounds, "mean", "rounds", report),
+        drawn(pseudo_title, _shares_panel, pseudo_title, report["pseudo_equilibrium"], "rate",
+              "share of games ending in a pseudo-equilibrium", report),
     ]

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from llm_mesa.analysis.figures import COLOURS, interval_points, new_figure, skipped_figure, svg_text
-from llm_mesa.analysis.report_html import Panel
+from llm_mesa.analysis.report_html import Panel, drawn
 
 from .analysis_curves import OUTCOMES, PUBLISHED_AGREEMENT, PUBLISHED_TOKENS_TO_50
 
@@ -179,5 +179,8 @@ def _mixed_panel(report: Mapping[str, Any]) -> Panel:
 
 
 def report_panels(sweep: Any, report: Mapping[str, Any]) -> list[Panel]:
-    return [_curves_panel(report), _tokens_panel(report), _outcomes_panel(report), _published_panel(report),
-            _mixed_panel(report)]
+    return [drawn("Agreement per round", _curves_panel, report),
+            drawn("Agreement against cumulative completion tokens", _tokens_panel, report),
+            drawn("Decoding outcomes per mode", _outcomes_panel, report),
+            drawn("Final agreement per mode beside the study's", _published_panel, report),
+            drawn("Mixed populations", _mixed_panel, report)]
