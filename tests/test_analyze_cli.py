@@ -9,6 +9,7 @@ import sys
 import networkx as nx
 import pandas as pd
 import pytest
+
 from llm_mesa.models.consensus import ConsensusModel
 from llm_mesa.models.consensus.analysis import _game_graph, firth_consensus_regression, stubbornness_vs_consensus
 from llm_mesa.models.consensus.analysis_paper import short_term
