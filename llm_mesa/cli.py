@@ -20,6 +20,7 @@ CORE_SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "local": ("llm_mesa.local_server", "start a real small model (llama.cpp + Gemma 3 270M) on loopback"),
     "viz": ("llm_mesa.visualization.cli", "open the Solara explorer"),
     "analyze": ("llm_mesa.analysis.cli", "the studies' statistics over a sweep's results"),
+    "report": ("llm_mesa.analysis.report", "one self-contained HTML report with figures over sweeps' results"),
 }
 
 

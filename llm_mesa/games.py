@@ -135,6 +135,22 @@ class Game:
 
         return json.dumps(report, indent=2)
 
+    def report_panels(self, sweep: Any, report: Mapping[str, Any]) -> list[Any]:
+        """The figures of ``llm-mesa report``, each beside its table: a list of ``llm_mesa.analysis.report_html.Panel``.
+
+        ``sweep`` is the ``SweepData`` that ``analyze`` read and ``report`` what it
+        returned (JSON-ready). Default: the games played per condition and model.
+        """
+        from llm_mesa.analysis.figures import new_figure, svg_text
+        from llm_mesa.analysis.report_html import Panel
+
+        games = sweep.games
+        counts = games.groupby(["condition", "model"]).size().unstack(fill_value=0)
+        figure, ax = new_figure()
+        counts.plot.barh(ax=ax)
+        ax.set_xlabel("games")
+        return [Panel("Games per condition and model", svg_text(figure), counts.reset_index())]
+
     def outcome(self, row: Mapping[str, Any]) -> str:
         """A finished game's outcome in a few words (for progress lines)."""
         return f"{row.get('rounds', '?')} rounds"

@@ -9,10 +9,11 @@ import sys
 import networkx as nx
 import pandas as pd
 import pytest
+
 from llm_mesa.models.consensus import ConsensusModel
 from llm_mesa.models.consensus.analysis import _game_graph, firth_consensus_regression, stubbornness_vs_consensus
+from llm_mesa.models.consensus.analysis_paper import short_term
 from llm_mesa.models.consensus.analysis_report import default_formula
-
 from llm_mesa.sweep import read_sweep, run_sweep
 
 CONDITIONS = {
@@ -51,7 +52,8 @@ def test_text_report_holds_the_consensus_counts_of_the_games_table(sweep_dir):
         assert lines[condition] == [*expected, f"{int(sub['consensus'].sum())}/{len(sub)}"]
     assert lines["all"][-1] == f"{int(games['consensus'].sum())}/{len(games)}"
     for heading in ("Firth logistic regression", "point-biserial", "Kruskal-Wallis", "Mann-Whitney",
-                    "majority following"):
+                    "majority following per model", "Wilson", "McFadden pseudo-R2", "LR chi2(",
+                    "log-likelihood", "Bonferroni", "Holm", "pseudo-equilibrium", "rounds to consensus"):
         assert heading in done.stdout
 
 
@@ -61,45 +63,52 @@ def test_json_equals_the_statistics_called_directly(sweep_dir, tmp_path):
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert json.loads(target.read_text()) == report
-    games = read_sweep(sweep_dir)
+    games = read_sweep(sweep_dir).assign(model=lambda g: g["policy"])  # rule policies: the model is the configuration
 
-    counts = games.groupby(["condition", "policy"])["consensus"].agg(["sum", "count"])
-    assert {(r["condition"], r["policy"]): (r["successes"], r["games"]) for r in report["consensus"]} == \
+    counts = games.groupby(["condition", "model"])["consensus"].agg(["sum", "count"])
+    assert {(r["condition"], r["model"]): (r["successes"], r["games"]) for r in report["consensus"]} == \
         {key: (int(row["sum"]), int(row["count"])) for key, row in counts.iterrows()}
+    for row in report["consensus"]:  # Wilson intervals hold the rate
+        assert row["ci_low"] <= row["rate"] <= row["ci_high"]
 
     firth = report["firth"]
     # only what varies enters the default formula: n = 12 everywhere drops out, and is named
     assert firth["formula"] == default_formula(games)[0] == \
-        "consensus ~ C(topology) * C(communication) + C(policy)"
+        "consensus ~ C(topology) * C(communication) + C(model)"
     assert firth["single_level_terms_dropped"]["n"] == "12"
     direct = firth_consensus_regression(games, firth["formula"])
-    assert list(firth["terms"]) == list(direct.table.index)
+    assert list(firth["terms"]) == [short_term(t) for t in direct.table.index]
     for term, row in direct.table.iterrows():
-        assert firth["terms"][term]["coef"] == pytest.approx(row["coef"], rel=1e-9, abs=1e-12)
-        assert firth["terms"][term]["odds_ratio"] == pytest.approx(row["odds_ratio"], rel=1e-9)
+        assert firth["terms"][short_term(term)]["coef"] == pytest.approx(row["coef"], rel=1e-9, abs=1e-12)
+        assert firth["terms"][short_term(term)]["odds_ratio"] == pytest.approx(row["odds_ratio"], rel=1e-9)
     assert firth["lr_chi2"] == pytest.approx(direct.lr_chi2) and firth["lr_df"] == direct.lr_df
+    assert firth["loglik"] == pytest.approx(direct.loglik)
 
-    stub = stubbornness_vs_consensus(games)
-    assert report["stubbornness_vs_consensus"]["r"] == pytest.approx(stub.r)
+    stub = report["stubbornness_vs_consensus"]
+    assert stub["r"] == pytest.approx(stubbornness_vs_consensus(games).r)
+    for model in ("mi-0.2", "voter"):  # per model, not pooled
+        assert stub["per_model"][model]["r"] == pytest.approx(stubbornness_vs_consensus(games[games["model"] == model]).r)
 
     major = report["majority_following"]
     assert "skipped" not in major and major["games_left_out"] == []
     # every agent with neighbours, every round but the last, of every game
     assert major["transitions_total"] == int((games["n"] * games["rounds"]).sum())
-    assert major["slope"] > 0  # both rules follow their neighbourhood
+    assert set(major["per_model"]) == {"mi-0.2", "voter"}
+    for part in major["per_model"].values():
+        assert part["slope"] > 0  # both rules follow their neighbourhood
+        assert part["curve"][0]["p_blue"] < part["curve"][-1]["p_blue"]
 
 
 def test_transitions_are_capped_by_a_seeded_subsample(sweep_dir):
     first, again = (json.loads(analyze(sweep_dir, "--json", "--max-transitions", 500).stdout)
                     for _ in range(2))
-    major = first["majority_following"]
+    major = first["majority_following"]["per_model"]["voter"]
     assert major["nobs"] == 500 and major["subsample"] == {"rows": 500, "seed": 0}
-    # the same rows each time (the variational fit itself is reproducible to optimiser tolerance only)
-    assert major["empirical"] == again["majority_following"]["empirical"]
+    # the same rows and the same seeded fit each time: equal, not merely close
+    assert first["majority_following"] == again["majority_following"]
     assert sum(b["n"] for b in major["empirical"]) == 500
-    assert major["slope"] == pytest.approx(again["majority_following"]["slope"], rel=1e-3)
     other = json.loads(analyze(sweep_dir, "--json", "--max-transitions", 500, "--sample-seed", 1).stdout)
-    assert other["majority_following"]["empirical"] != major["empirical"]
+    assert other["majority_following"]["per_model"]["voter"]["empirical"] != major["empirical"]
 
 
 @pytest.mark.parametrize("row", [
@@ -124,9 +133,12 @@ def test_tests_that_cannot_run_are_skipped_with_their_reason(tmp_path):
     report = json.loads(done.stdout)
     assert "false in all 6 rows" in report["firth"]["skipped"]
     assert "skipped" in report["stubbornness_vs_consensus"]
+    assert "skipped" in report["stubbornness_vs_consensus"]["per_model"]["stubborn"]
     assert "--tables agents" in report["majority_following"]["skipped"]
+    assert "caveman" in report["paper_models"]["models"]["topology"]["pooled"]["skipped"] or \
+        "false in all" in report["paper_models"]["models"]["topology"]["pooled"]["skipped"]
     text = analyze(out).stdout
-    assert text.count("skipped:") == 3
+    assert text.count("skipped:") >= 6
 
 
 @pytest.mark.parametrize("make", ["missing", "not-a-sweep", "bad-formula"])

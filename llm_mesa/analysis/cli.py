@@ -1,14 +1,18 @@
-"""A game's statistics over a sweep's results, in one command.
+"""A game's statistics over one or several sweeps' results, in one command.
 
 Examples:
   llm-mesa analyze runs/rules
-  llm-mesa analyze runs/rules --formula 'consensus ~ C(topology) + C(policy)'
+  llm-mesa analyze runs/qwen3b runs/rules          # an LLM sweep beside its rule baselines
+  llm-mesa analyze runs/rules --formula 'consensus ~ C(topology) + C(model)'
   llm-mesa analyze runs/qwen3b --json --out runs/qwen3b/analysis.json
 
-Reads a sweep (``llm-mesa sweep --out DIR``), learns from its manifest which game
-it played (sweeps older than the "game" key are consensus sweeps) and prints that
-game's report; --json prints it as one JSON object. Each game's own options are
-listed below under its name; they apply to its sweeps only.
+Reads sweeps (``llm-mesa sweep --out DIR``), learns from their manifests which game
+they played (sweeps older than the "game" key are consensus sweeps; sweeps of
+different games are refused) and prints that game's report, with "model" as a
+column: the LLM model's name, or the rule configuration of a rule policy. --json
+prints it as one JSON object; --out writes that object to a new file (--force
+replaces an existing one). Each game's own options are listed below under its
+name; they apply to its sweeps only.
 """
 
 from __future__ import annotations
@@ -25,16 +29,20 @@ from typing import Any
 
 import numpy as np
 
-from llm_mesa.analysis.sweep_data import AnalyzeError, SweepData, open_sweep
+from llm_mesa.analysis.sweep_data import AnalyzeError, SweepData, open_sweep, open_sweeps
 
-__all__ = ["AnalyzeError", "SweepData", "analyze", "configure", "open_sweep", "run"]
+__all__ = ["AnalyzeError", "SweepData", "analyze", "configure", "open_sweep", "open_sweeps", "run",
+           "writable_out"]
 
 def configure(parser: argparse.ArgumentParser) -> None:
     from llm_mesa.games import game_names, get_game
 
-    parser.add_argument("sweep", metavar="SWEEP_DIR", help="a sweep's output: the --out DIR (or FILE.parquet) of `llm-mesa sweep`")
+    parser.add_argument("sweeps", nargs="+", metavar="SWEEP_DIR",
+                        help="a sweep's output: the --out DIR (or FILE.parquet) of `llm-mesa sweep`; several are "
+                             "analysed together (one game)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    parser.add_argument("--out", metavar="FILE.json", help="also write the JSON object to this file")
+    parser.add_argument("--out", metavar="FILE.json", help="also write the JSON object to this new file")
+    parser.add_argument("--force", action="store_true", help="let --out replace an existing file")
     owners: dict[str, dict[str, tuple[str, Any]]] = {}
     for name in game_names():
         group = parser.add_argument_group(f"{name} sweeps")
@@ -52,15 +60,16 @@ def _game_options(args: argparse.Namespace, game: str) -> dict[str, Any]:
         for dest, (flag, default) in options.items():
             if dest not in mine and getattr(args, dest, default) != default:
                 raise AnalyzeError(f"{flag} is an option of the analysis of {other} sweeps; "
-                                   f"{args.sweep!r} is a {game} sweep")
+                                   f"{', '.join(args.sweeps)} {'is a' if len(args.sweeps) == 1 else 'are'} {game} sweep"
+                                   f"{'' if len(args.sweeps) == 1 else 's'}")
     return {dest: getattr(args, dest) for dest in mine}
 
 
-def analyze(path: str | os.PathLike[str], **options: Any) -> dict[str, Any]:
-    """The report of the sweep at ``path`` by its game, as one JSON-ready dict (``options``: the game's)."""
+def analyze(path: str | os.PathLike[str] | list[str | os.PathLike[str]], **options: Any) -> dict[str, Any]:
+    """The report of the sweep(s) at ``path`` by their game, as one JSON-ready dict (``options``: the game's)."""
     from llm_mesa.games import get_game
 
-    sweep = open_sweep(path)
+    sweep = open_sweeps(path if isinstance(path, (list, tuple)) else [path])
     return _report(sweep, get_game(sweep.game), options)
 
 
@@ -81,13 +90,27 @@ def _json_ready(value: Any) -> Any:
     return value
 
 
-def _write_json_atomic(path: Path, text: str) -> None:
+def writable_out(out: str | os.PathLike[str], force: bool) -> Path:
+    """``--out``: a new file in an existing folder, or (``force``) an existing file to replace; else bad input."""
+    path = Path(out)
+    if path.is_dir():
+        raise AnalyzeError(f"--out {str(path)!r} is a folder; name a file")
+    if path.exists() and not force:
+        raise AnalyzeError(f"--out {str(path)!r} exists; pass --force to replace it, or choose another name")
     if not path.parent.exists():
         raise AnalyzeError(f"folder of --out {str(path)!r} does not exist; create it first")
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
+    return path
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in its folder: a reader never sees half a file."""
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
     try:
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # as an ordinary new file, not mkstemp's owner-only mode
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -97,12 +120,13 @@ def _write_json_atomic(path: Path, text: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from llm_mesa.games import get_game
 
-    sweep = open_sweep(args.sweep)
+    out = writable_out(args.out, args.force) if args.out else None  # refused before any work
+    sweep = open_sweeps(args.sweeps)
     game = get_game(sweep.game)
     report = _report(sweep, game, _game_options(args, game.name))
     text = json.dumps(report, indent=2)
-    if args.out:
-        _write_json_atomic(Path(args.out), text + "\n")
+    if out is not None:
+        write_atomic(out, text + "\n")
     print(text if args.json else game.format_report(report))
     return 0
 

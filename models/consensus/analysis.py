@@ -101,6 +101,8 @@ class MajorityFollowingResult:
     curve: pd.DataFrame
     empirical: pd.DataFrame
     fixed_effects: pd.DataFrame = field(repr=False)
+    converged: bool = True
+    seed: int = 0
 
 
 def majority_following(
@@ -116,6 +118,7 @@ def majority_following(
     vb_sd: float = 1.0,
     fe_prior_sd: float = 2.0,
     fit_method: str = "L-BFGS-B",
+    seed: int = 0,
 ) -> MajorityFollowingResult:
     """Mixed-effects logistic regression of choosing blue on the blue neighbour share.
 
@@ -123,7 +126,8 @@ def majority_following(
     absorb that some games and some agents lean blue whatever their neighbours
     do, so the slope measures majority following itself. For very large tables
     the agent level adds one parameter per agent-game; turn it off if the fit is
-    too slow. ``vb_sd``, ``fe_prior_sd`` and ``fit_method`` are those of
+    too slow. ``vb_sd``, ``fe_prior_sd``, ``fit_method`` and ``seed`` (of the
+    fit's starting values: the same rows and seed give the same fit) are those of
     :func:`llm_mesa.analysis.mixed_logit`. Mean-field variational posteriors are
     known to understate posterior SDs: read ``slope_sd`` as a lower bound.
     """
@@ -151,7 +155,7 @@ def majority_following(
         raise AnalysisError(f"{what}: transitions come from one game only; random game intercepts need several games")
 
     fit = mixed_logit("y ~ share", frame, groups, vb_sd=vb_sd, fe_prior_sd=fe_prior_sd, fit_method=fit_method,
-                      what=what)
+                      seed=seed, what=what)
     fixed = fit.fixed_effects
     intercept, slope = float(fixed.loc["Intercept", "mean"]), float(fixed.loc["share", "mean"])
 
@@ -178,6 +182,8 @@ def majority_following(
         curve=curve,
         empirical=empirical,
         fixed_effects=fixed,
+        converged=fit.converged,
+        seed=seed,
     )
 
 
@@ -323,13 +329,15 @@ def sweep_transitions(games: pd.DataFrame, agents: pd.DataFrame,
     """
     from .measures import largest_same_colour_component
 
-    by_game = {key: frame for key, frame in agents.groupby(["condition", "policy", "seed"], sort=False)}
-    edges_by_game = ({key: frame for key, frame in edges.groupby(["condition", "policy", "seed"], sort=False)}
+    key_cols = [c for c in ("sweep", "condition", "policy", "seed")
+                if c in games.columns and c in agents.columns and (edges is None or c in edges.columns)]
+    by_game = {key: frame for key, frame in agents.groupby(key_cols, sort=False)}
+    edges_by_game = ({key: frame for key, frame in edges.groupby(key_cols, sort=False)}
                      if edges is not None else {})
     frames, left_out = [], []
     for _, row in games.iterrows():
-        key = (row["condition"], row["policy"], row["seed"])
-        name = f"{key[0]}|{key[1]}|{key[2]}"
+        key = tuple(row[c] for c in key_cols)
+        name = "|".join(map(str, key))
         rounds = by_game.get(key)
         graph = _game_graph(row, edges_by_game.get(key)) if rounds is not None else None
         if graph is None:

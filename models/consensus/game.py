@@ -130,6 +130,7 @@ class ConsensusGame(Game):
         if llm is not None:
             row["model"] = request.endpoint.model
             row["replayed_calls"] = llm.usage.replayed
+            row["prompt_template_hash"] = llm.prompt.template_hash  # the report's manifest summary names it
         return GameResult(row, game_tables(model, request.tables))
 
     def configure_analysis(self, parser: Any) -> None:
@@ -146,6 +147,11 @@ class ConsensusGame(Game):
         from .analysis_report import format_report
 
         return format_report(report)
+
+    def report_panels(self, sweep: Any, report: Mapping[str, Any]) -> list[Any]:
+        from .figures import report_panels
+
+        return report_panels(sweep, report)
 
     def headline(self, games, conditions: Sequence[str], policies: Sequence[str]) -> str:
         from .tables import consensus_table, format_consensus_table

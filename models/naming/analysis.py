@@ -1,9 +1,13 @@
-"""SIGN's statistics over a naming sweep, and its report of ``llm-mesa analyze``.
+"""SIGN's statistics over naming sweeps, and its report of ``llm-mesa analyze``.
 
 The study reports, per condition, the mean and SD over seeds of the final
 agreement and of what reaching 50, 60 and 70 % agreement took: rounds,
 completion tokens and prompt + completion tokens (``naming_summary``).
-``llm-mesa analyze`` on a naming sweep prints them per condition and policy.
+``llm-mesa analyze`` on naming sweeps prints them per condition and model (an
+LLM's name, or the rule speaker), with the agreement curves per round (mean and
+SD over seeds) and against cumulative tokens, the decoding outcome shares per
+mode, and our final agreement per mode beside the study's
+(``analysis_curves``).
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ import pandas as pd
 from llm_mesa.analysis import AnalysisError
 from llm_mesa.analysis.checks import require_columns
 from llm_mesa.analysis.sweep_data import AnalyzeError, SweepData
+
+from .analysis_curves import agreement_curves, mixed_population_breakdown, outcome_shares, published_comparison
 
 __all__ = ["NAMING_CONDITION_COLUMNS", "analyze", "format_report", "naming_summary"]
 
@@ -86,23 +92,30 @@ def analyze(sweep: SweepData, options: Mapping[str, Any]) -> dict[str, Any]:
         raise AnalyzeError(f"{str(sweep.path)!r} has no 'agreement_final' column; it is not a naming-game sweep")
     thresholds = _thresholds(games)
     measures = [f"{prefix}{t}" for prefix in FAMILIES for t in thresholds if f"{prefix}{t}" in games.columns]
-    conditions, policies = sweep.ordered("condition"), sweep.ordered("policy")
+    conditions, models = sweep.ordered("condition"), sweep.ordered("model")
     try:
-        summary = naming_summary(games, ["condition", "policy"], tokens_cols=measures)
+        summary = naming_summary(games, ["condition", "model"], tokens_cols=measures)
     except AnalysisError as exc:
         raise AnalyzeError(str(exc)) from None
-    order = {(c, p): i for i, (c, p) in enumerate((c, p) for c in conditions for p in policies)}
+    order = {(c, p): i for i, (c, p) in enumerate((c, p) for c in conditions for p in models)}
     summary = summary.assign(_order=[order.get((str(c), str(p)), len(order))
-                                     for c, p in zip(summary["condition"], summary["policy"])])
+                                     for c, p in zip(summary["condition"], summary["model"])])
     summary = summary.sort_values("_order", kind="stable").drop(columns="_order")
+    summary.insert(2, "policy", summary["model"])  # the name older reports used
     return {
-        "sweep": str(sweep.path),
+        "sweep": sweep.name,
+        "sweeps": [str(p) for p in sweep.paths],
         "games": len(games),
         "conditions": conditions,
-        "policies": policies,
+        "models": models,
+        "policies": models,
         "thresholds": thresholds,
         "tokens_spent": int(pd.to_numeric(games["total_tokens"]).sum()) if "total_tokens" in games.columns else None,
         "summary": summary.to_dict(orient="records"),
+        "curves": agreement_curves(games, sweep.table("rounds")),
+        "outcomes": outcome_shares(games, models),
+        "mixed_populations": mixed_population_breakdown(games, sweep.table("speakers")),
+        "published": published_comparison(games, models),
     }
 
 
@@ -117,7 +130,7 @@ def _cell(row: Mapping[str, Any], column: str, digits: int, reached: bool = True
 
 def format_report(report: Mapping[str, Any]) -> str:
     rows = report["summary"]
-    index = pd.MultiIndex.from_tuples([(r["condition"], r["policy"]) for r in rows], names=["condition", "policy"])
+    index = pd.MultiIndex.from_tuples([(r["condition"], r["model"]) for r in rows], names=["condition", "model"])
     lines = [f"sweep {report['sweep']}: {report['games']} games of the naming game", "",
              "final agreement (mean ± SD over seeds):",
              pd.DataFrame({"seeds": [r["n_seeds"] for r in rows],
@@ -134,4 +147,28 @@ def format_report(report: Mapping[str, Any]) -> str:
         lines += ["", f"{heading} (mean ± SD over the seeds that got there; reached/seeds):", table.to_string()]
     if report.get("tokens_spent") == 0:
         lines += ["", f"tokens to {thresholds} % agreement: none spent (no LLM speaker)"]
-    return "\n".join(lines)
+    return "\n".join(lines + _more_lines(report))
+
+
+def _more_lines(report: Mapping[str, Any]) -> list[str]:
+    """Decoding outcomes, our agreement beside the study's, the curves' size, mixed populations."""
+    lines = ["", "decoding outcome shares per mode (95 % Wilson intervals):"]
+    outcomes = report["outcomes"]
+    if isinstance(outcomes, Mapping):
+        lines.append(f"  skipped: {outcomes['skipped']}")
+    else:
+        table = pd.DataFrame(outcomes).pivot_table(index=["mode", "model"], columns="outcome", values="share",
+                                                   sort=False)
+        lines.append(table.to_string(float_format=lambda v: f"{v:.3f}"))
+    lines += ["", "final agreement per mode beside the study's (Schema 0.556-0.639, NL-SW 0.278-0.333, NL 0.111-0.125):"]
+    published = report["published"]
+    lines.append(pd.DataFrame(published).set_index(["mode", "model"]).to_string(float_format=lambda v: f"{v:.3g}")
+                 if published else "  (no game of a study mode)")
+    curves = report["curves"]
+    lines += ["", "agreement per round (mean ± SD over seeds) and against cumulative tokens: "
+              + (f"skipped: {curves['skipped']}" if isinstance(curves, Mapping)
+                 else f"{len(curves)} points; see --json or `llm-mesa report`")]
+    mixed = report["mixed_populations"]
+    lines += ["", "mixed populations, per model: " + (f"skipped: {mixed['skipped']}" if isinstance(mixed, Mapping)
+                                                    else f"{len(mixed)} rows; see --json")]
+    return lines

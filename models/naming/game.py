@@ -113,7 +113,10 @@ class NamingGame(Game):
         model.run()
         row = {k: v for k, v in model.summary().items() if k != "seed"}
         if llm is not None:
+            from .prompts import TEMPLATE_HASH
+
             row["model"] = request.endpoint.model
+            row["prompt_template_hash"] = TEMPLATE_HASH  # the report's manifest summary names it
         tables = {"rounds": model.rounds_frame()} if "rounds" in request.tables else {}
         return GameResult(row, tables)
 
@@ -126,6 +129,11 @@ class NamingGame(Game):
         from .analysis import format_report
 
         return format_report(report)
+
+    def report_panels(self, sweep: Any, report: Mapping[str, Any]) -> list[Any]:
+        from .figures import report_panels
+
+        return report_panels(sweep, report)
 
     def headline(self, games, conditions: Sequence[str], policies: Sequence[str]) -> str:
         import pandas as pd

@@ -1,0 +1,146 @@
+"""One self-contained HTML report over one or several sweeps: figures beside their tables.
+
+Examples:
+  llm-mesa report runs/rules --out report.html
+  llm-mesa report runs/qwen3b runs/rules runs/sign --out report.html --force
+
+Each study (the sweeps of one game, analysed together as by `llm-mesa analyze`)
+gets the game's figures, each beside the table it was drawn from, the study's
+published numbers beside ours where the conditions match, and a figure even
+where a test had to be skipped (it says why). The manifests are summarised at
+the end: models, sampling parameters, seeds, dialects, prompt template hashes,
+token totals, cost and failures. Figures are SVG embedded in the page: the file
+opens anywhere and loads nothing. --out refuses to replace a file unless --force.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from llm_mesa.analysis.cli import _json_ready, writable_out, write_atomic
+from llm_mesa.analysis.report_html import Panel, Study, render_page
+from llm_mesa.analysis.sweep_data import AnalyzeError, SweepData, open_sweep, open_sweeps
+
+__all__ = ["build_report", "configure", "manifest_summary", "run"]
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("sweeps", nargs="+", metavar="SWEEP_DIR",
+                        help="sweeps' outputs (--out of `llm-mesa sweep`); those of one game form one study")
+    parser.add_argument("--out", required=True, metavar="FILE.html", help="the report to write (a new file)")
+    parser.add_argument("--force", action="store_true", help="let --out replace an existing file")
+    parser.add_argument("--title", default="llm-mesa report", help="the page's title")
+
+
+def _seeds(grid: dict[str, Any]) -> str:
+    seeds = grid.get("seeds")
+    if isinstance(seeds, dict):
+        counts = sorted({len(v) for v in seeds.values()})
+        return f"derived per condition ({'/'.join(map(str, counts))} each)"
+    if isinstance(seeds, list) and seeds:
+        contiguous = seeds == list(range(seeds[0], seeds[0] + len(seeds)))
+        return f"{seeds[0]}-{seeds[-1]}" if contiguous and len(seeds) > 2 else ",".join(map(str, seeds))
+    return "?"
+
+
+def _store_hashes(path: Path) -> list[str]:
+    """Prompt template hashes of the calls a sweep recorded (its calls.sqlite), for sweeps whose rows lack them."""
+    store = path / "calls.sqlite" if path.is_dir() else path.with_name(path.stem + ".calls.sqlite")
+    if not store.exists():
+        return []
+    try:
+        with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as db:
+            rows = db.execute("SELECT DISTINCT json_extract(request, '$.template_hash') FROM calls").fetchall()
+    except sqlite3.Error:
+        return []
+    return sorted(str(r[0]) for r in rows if r[0])
+
+
+def _sum(frame: pd.DataFrame, column: str) -> float | None:
+    return float(pd.to_numeric(frame[column], errors="coerce").sum()) if column in frame.columns else None
+
+
+def manifest_summary(sweep: SweepData) -> pd.DataFrame:
+    """One row per sweep and policy: what a reader needs to rerun and judge it."""
+    rows = []
+    for path, manifest, label in zip(sweep.paths, sweep.manifests, sweep.labels):
+        grid = manifest.get("grid") or {}
+        endpoints = manifest.get("endpoints") or {}
+        versions = manifest.get("versions") or {}
+        games = sweep.games[sweep.games["sweep"] == label]
+        hashes_from_store = None
+        for policy, entry in (grid.get("policies") or {"?": None}).items():
+            mine = games[games["policy"].astype(str) == policy]
+            endpoint = endpoints.get(policy) or {}
+            llm = entry.get("llm", {}) if isinstance(entry, dict) else {}
+            hashes = sorted(mine["prompt_template_hash"].dropna().astype(str).unique()) \
+                if "prompt_template_hash" in mine.columns else []
+            if not hashes and endpoint:
+                hashes_from_store = _store_hashes(path) if hashes_from_store is None else hashes_from_store
+                hashes = hashes_from_store
+            rows.append({
+                "sweep": label, "game": manifest.get("game", "consensus"), "created": manifest.get("created", ""),
+                "policy": policy,
+                "model": ", ".join(sorted(mine["model"].astype(str).unique())) if len(mine) else "",
+                "spec": entry if isinstance(entry, str) else "LLM",
+                "sampling": json.dumps(llm.get("sampling_params") or endpoint.get("sampling_params") or {},
+                                       sort_keys=True) if endpoint or llm else "",
+                "dialect": "/".join(str(v) for v in (endpoint.get("dialect") or llm.get("dialect"),
+                                                     endpoint.get("negotiated_dialect")) if v) if endpoint else "",
+                "prompt_mode": endpoint.get("prompt_mode", "") if endpoint else "",
+                "prompt_template_hashes": ", ".join(hashes),
+                "conditions": len(grid.get("conditions") or {}), "seeds": _seeds(grid),
+                "games": len(mine), "games_planned": manifest.get("games_total"),
+                "prompt_tokens": _sum(mine, "prompt_tokens"), "completion_tokens": _sum(mine, "completion_tokens"),
+                "cost": _sum(mine, "cost"), "failures": _sum(mine, "failures"),
+                "llm_mesa": versions.get("llm-mesa", ""), "mesa": versions.get("mesa", ""),
+            })
+    return pd.DataFrame(rows)
+
+
+def build_report(paths: Sequence[str], title: str = "llm-mesa report") -> tuple[str, int]:
+    """The page's text and its number of figures, for the sweeps at ``paths`` (grouped by game)."""
+    from llm_mesa.games import get_game
+
+    by_game: dict[str, list[str]] = {}
+    for path in paths:
+        by_game.setdefault(open_sweep(path).game, []).append(path)
+    studies, manifests = [], []
+    for name, game_paths in by_game.items():
+        sweep = open_sweeps(game_paths)
+        game = get_game(name)
+        report = _json_ready({"game": name, **game.analyze(sweep, {})})
+        panels: list[Panel] = game.report_panels(sweep, report)
+        studies.append(Study(f"{game.summary[:1].upper()}{game.summary[1:]} ({name})",
+                             f"{len(sweep.games)} games from {len(sweep.paths)} sweep(s): {sweep.name}; "
+                             f"models: {', '.join(report.get('models') or report.get('policies') or [])}", panels))
+        manifests.append(manifest_summary(sweep))
+    generated = f"generated {datetime.now(UTC).isoformat(timespec='seconds')} by llm-mesa report " \
+                f"from {len(paths)} sweep(s)"
+    page = render_page(title, studies, pd.concat(manifests, ignore_index=True), generated)
+    return page, sum(len(s.panels) for s in studies)
+
+
+def run(args: argparse.Namespace) -> int:
+    out = writable_out(args.out, args.force)
+    if out.suffix.lower() not in (".html", ".htm"):
+        raise AnalyzeError(f"--out {str(out)!r} must end in .html")
+    page, figures = build_report(args.sweeps, args.title)
+    write_atomic(out, page)
+    print(f"wrote {out} ({figures} figures)")
+    return 0
+
+
+if __name__ == "__main__":
+    from llm_mesa.cli import main
+
+    sys.exit(main(["report", *sys.argv[1:]]))

@@ -1,0 +1,186 @@
+"""SIGN's figures for ``llm-mesa report``, each with the table it is drawn from.
+
+Panels: agreement per round (mean ± SD over seeds) per condition and model;
+agreement against cumulative completion tokens; tokens (and rounds) to 50/60/70 %
+agreement; decoding outcome shares per mode; our final agreement per mode beside
+the study's; and mixed populations per model. A part that was skipped still gets
+its panel, which says why.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from llm_mesa.analysis.figures import COLOURS, interval_points, new_figure, skipped_figure, svg_text
+from llm_mesa.analysis.report_html import Panel, drawn
+
+from .analysis_curves import OUTCOMES, PUBLISHED_AGREEMENT, PUBLISHED_TOKENS_TO_50
+
+__all__ = ["report_panels"]
+
+#: at most this many conditions get a subplot of their own in the agreement curves
+MAX_SUBPLOTS = 12
+
+
+def _skipped(title: str, reason: str, **extra: Any) -> Panel:
+    return Panel(title, skipped_figure(title, reason), None, skipped=reason, **extra)
+
+
+def _colour(models: list[str], model: str) -> str:
+    return COLOURS[models.index(model) % len(COLOURS)] if model in models else "#777777"
+
+
+def _summary_table(report: Mapping[str, Any], columns: list[str]) -> pd.DataFrame:
+    rows = []
+    for r in report["summary"]:
+        row = {"condition": r["condition"], "model": r["model"], "seeds": r["n_seeds"]}
+        for column in columns:
+            row[f"{column}_mean"], row[f"{column}_sd"] = r.get(f"{column}_mean"), r.get(f"{column}_sd")
+            if f"{column}_reached" in r:
+                row[f"{column}_reached"] = r[f"{column}_reached"]
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _curves_panel(report: Mapping[str, Any]) -> Panel:
+    title = "Agreement per round (mean ± SD over seeds)"
+    curves = report["curves"]
+    table = _summary_table(report, ["agreement_final"])
+    if isinstance(curves, Mapping):
+        return _skipped(title, curves["skipped"])
+    frame = pd.DataFrame(curves)
+    conditions = [c for c in report["conditions"] if c in set(frame["condition"])][:MAX_SUBPLOTS]
+    cols = min(3, len(conditions))
+    rows = math.ceil(len(conditions) / cols)
+    figure, axes = new_figure(3.2 * cols, 2.4 * rows + 0.4, rows, cols, sharey=True, squeeze=False)
+    for index, condition in enumerate(conditions):
+        ax = axes[index // cols][index % cols]
+        for model in report["models"]:
+            sub = frame[(frame["condition"] == condition) & (frame["model"] == model)]
+            if sub.empty:
+                continue
+            colour = _colour(report["models"], model)
+            sd = sub["agreement_sd"].fillna(0)
+            ax.plot(sub["round"], sub["agreement_mean"], color=colour, label=model, linewidth=1.2)
+            ax.fill_between(sub["round"], sub["agreement_mean"] - sd, sub["agreement_mean"] + sd, color=colour,
+                            alpha=0.2, linewidth=0)
+        ax.set_title(condition, fontsize=8)
+        ax.set_ylim(0, 1)
+        ax.tick_params(labelsize=7)
+        if index == 0:
+            ax.legend(fontsize=6)
+    for index in range(len(conditions), rows * cols):
+        axes[index // cols][index % cols].axis("off")
+    figure.supxlabel("round", fontsize=8)
+    figure.supylabel("agreement", fontsize=8)
+    caption = "Agreement: the most common valid name said in a round / N (each agent's latest name under one " \
+              "pairing). The table: final agreement, mean and SD over seeds."
+    if len(report["conditions"]) > MAX_SUBPLOTS:
+        caption += f" The first {MAX_SUBPLOTS} conditions are drawn."
+    return Panel(title, svg_text(figure), table, caption=caption)
+
+
+def _tokens_panel(report: Mapping[str, Any]) -> Panel:
+    title = "Agreement against cumulative completion tokens"
+    curves = report["curves"]
+    columns = [f"tokens_to_{t}" for t in report["thresholds"]] + [f"total_tokens_to_{t}" for t in report["thresholds"]]
+    table = _summary_table(report, [c for c in columns if report["summary"] and f"{c}_mean" in report["summary"][0]])
+    published = pd.DataFrame([{"mode": m, "tokens_to_50": v} for m, v in PUBLISHED_TOKENS_TO_50.items()])
+    if isinstance(curves, Mapping):
+        return _skipped(title, curves["skipped"], published=published)
+    frame = pd.DataFrame(curves)
+    spent = frame[frame["completion_tokens_mean"] > 0]
+    if spent.empty:
+        reason = "no game spent a token (rule speakers): agreement against tokens needs LLM speakers"
+        return Panel(title, skipped_figure(title, reason), table, skipped=reason, published=published)
+    figure, ax = new_figure()
+    styles = ["-", "--", ":", "-."]
+    for index, condition in enumerate(report["conditions"]):
+        for model in report["models"]:
+            sub = spent[(spent["condition"] == condition) & (spent["model"] == model)]
+            if not sub.empty:
+                ax.plot(sub["completion_tokens_mean"], sub["agreement_mean"], color=_colour(report["models"], model),
+                        linestyle=styles[index % len(styles)], linewidth=1.1, label=f"{condition} / {model}")
+    for threshold in report["thresholds"]:
+        ax.axhline(threshold / 100, color="#bbbbbb", linewidth=0.7)
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("cumulative completion tokens (mean over seeds)")
+    ax.set_ylabel("agreement")
+    ax.legend(fontsize=6, ncol=2)
+    return Panel(title, svg_text(figure), table, published=published,
+                 caption="The table: tokens (completion, and prompt + completion) until agreement first reached "
+                         "each threshold, mean and SD over the seeds that reached it.")
+
+
+def _outcomes_panel(report: Mapping[str, Any]) -> Panel:
+    title = "Decoding outcomes per mode (share of utterances)"
+    outcomes = report["outcomes"]
+    if isinstance(outcomes, Mapping):
+        return _skipped(title, outcomes["skipped"])
+    table = pd.DataFrame(outcomes)
+    shares = table.pivot_table(index=["mode", "model"], columns="outcome", values="share", sort=False)
+    shares = shares.reindex(columns=[o for o in OUTCOMES if o in shares.columns])
+    figure, ax = new_figure(6.4, 1.0 + 0.4 * len(shares))
+    left = pd.Series(0.0, index=shares.index)
+    for index, outcome in enumerate(shares.columns):
+        ax.barh(range(len(shares)), shares[outcome], left=left, color=COLOURS[index], label=outcome)
+        left += shares[outcome].fillna(0)
+    ax.set_yticks(range(len(shares)), [f"{m} / {model}" for m, model in shares.index], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("share of utterances")
+    ax.legend(fontsize=7, ncol=len(shares.columns))
+    return Panel(title, svg_text(figure), table,
+                 caption="schema: a valid @say line; retry: valid after the reminder; salvage: free-text decoding "
+                         "after a failed retry; text: free-text modes; none: no lexicon name decoded.")
+
+
+def _published_panel(report: Mapping[str, Any]) -> Panel:
+    title = "Final agreement per mode beside the study's"
+    rows = report["published"]
+    published = pd.DataFrame([{"mode": m, "agreement_low": lo, "agreement_high": hi}
+                              for m, (lo, hi) in PUBLISHED_AGREEMENT.items()])
+    if not rows:
+        return _skipped(title, "no game played a study mode (schema, nl-sw, nl)", published=published)
+    table = pd.DataFrame(rows)
+    modes = [m for m in PUBLISHED_AGREEMENT if m in set(table["mode"])]
+    series = {model: {r["mode"]: (r["agreement_mean"], r["agreement_min"], r["agreement_max"])
+                      for r in rows if r["model"] == model} for model in report["models"]}
+    figure, ax = new_figure(6.4, 1.2 + 0.6 * len(modes))
+    for index, mode in enumerate(modes):
+        low, high = PUBLISHED_AGREEMENT[mode]
+        ax.fill_betweenx([index - 0.4, index + 0.4], low, high, color="#cccccc", zorder=0,
+                         label="published range" if index == 0 else None)
+    interval_points(ax, modes, {m: s for m, s in series.items() if s}, xlabel="final agreement")
+    ax.legend(fontsize=7)
+    return Panel(title, svg_text(figure), table, published=published,
+                 caption="Grey: the study's range over N, alpha and its models; points: our mean, bars: the range "
+                         "of our conditions' means. Only Schema reached 70 % in the study.")
+
+
+def _mixed_panel(report: Mapping[str, Any]) -> Panel:
+    title = "Mixed populations: per-model breakdown"
+    mixed = report["mixed_populations"]
+    if isinstance(mixed, Mapping):
+        return _skipped(title, mixed["skipped"])
+    table = pd.DataFrame(mixed)
+    figure, ax = new_figure()
+    numeric = [c for c in table.columns if pd.api.types.is_numeric_dtype(table[c])][:1]
+    labels = table.drop(columns=numeric).astype(str).agg(" / ".join, axis=1)
+    ax.barh(range(len(table)), table[numeric[0]] if numeric else 0)
+    ax.set_yticks(range(len(table)), labels, fontsize=7)
+    ax.set_xlabel(numeric[0] if numeric else "")
+    return Panel(title, svg_text(figure), table)
+
+
+def report_panels(sweep: Any, report: Mapping[str, Any]) -> list[Panel]:
+    return [drawn("Agreement per round", _curves_panel, report),
+            drawn("Agreement against cumulative completion tokens", _tokens_panel, report),
+            drawn("Decoding outcomes per mode", _outcomes_panel, report),
+            drawn("Final agreement per mode beside the study's", _published_panel, report),
+            drawn("Mixed populations", _mixed_panel, report)]
