@@ -36,6 +36,15 @@ def subcommands() -> dict[str, tuple[str, str]]:
     return {**games, **CORE_SUBCOMMANDS}
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("llm-mesa")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 class UsageError(ValueError):
     """Bad input; the message is one line that names the fix."""
 
@@ -50,6 +59,7 @@ class OneLineParser(argparse.ArgumentParser):
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser; only the chosen subcommand's module is imported (fast start-up)."""
     parser = OneLineParser(prog="llm-mesa", description="Networks of LLM and rule agents on Mesa.")
+    parser.add_argument("--version", action="version", version=f"llm-mesa {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, help_text) in subcommands().items():
         if command is not None and name != command:
