@@ -62,7 +62,9 @@ def configure(group) -> None:
     """The consensus report's options of ``llm-mesa analyze`` (an argparse group)."""
     group.description = __doc__.partition("\n\n")[2].strip()
     group.add_argument("--formula", help="Firth regression formula, e.g. 'consensus ~ C(topology) * C(communication)' "
-                                         "(default: the study's, adapted to what varies in the table)")
+                                         "(default: the study's, adapted to what varies in the table). The formula "
+                                         "engine evaluates Python expressions in it: it runs as your own code, so "
+                                         "never paste a formula from a file or a person you do not trust")
     group.add_argument("--max-transitions", type=int, default=DEFAULT_MAX_TRANSITIONS,
                        help="majority following: fit each model on at most this many agent-round transitions, a "
                             f"random subsample drawn with --sample-seed (default {DEFAULT_MAX_TRANSITIONS}; 0 = all)")
