@@ -131,7 +131,7 @@ def test_an_llm_game_replays_its_messages_and_decisions_without_calling_anyone(t
         assert main(["consensus", "--policy", "llm", "--base-url", server.base_url,
                      "--model", "rule:majority-inertia?talk=0.5", "--comm", "local", "--n", "10",
                      "--topology", "ws", "--max-rounds", "4", "--seed", "2", "--baseline-permutations", "0",
-                     "--out", str(out)]) == 0
+                     "--record", str(tmp_path / "calls.sqlite"), "--out", str(out)]) == 0
         requests = server.stats()["requests"]
         game = RecordedGame.load(out)
         for r in range(game.last_round + 1):
