@@ -43,10 +43,14 @@ def build_conditions(game: Game, selection: str | Sequence[str] | Mapping[str, M
         fixed = game.parameters.validate(dict(options or {}))
         out: dict[str, dict[str, Any]] = {}
         for name, parameters in base.items():
+            # a library caller may pass model keywords beyond the parameter definition
+            # (explicit preferences, a graph): the game's check builds the model with them
+            extra = {k: v for k, v in parameters.items() if k not in game.parameters}
+            known = {k: v for k, v in parameters.items() if k in game.parameters}
             for values in itertools.product(*parsed.values()):
                 point = dict(zip(parsed, values))
                 label = "|".join(filter(None, [name, ",".join(f"{k}={v}" for k, v in point.items())])) or "default"
-                out[label] = game.parameters.validate({**parameters, **point, **fixed})
+                out[label] = {**game.parameters.validate({**known, **point, **fixed}), **extra}
     except ParameterError as exc:
         raise SweepError(str(exc)) from None
     for name, parameters in out.items():
