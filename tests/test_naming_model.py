@@ -305,7 +305,7 @@ def test_mixed_population_and_summary_manifest():
     ({"memory": -1}, "memory=-1 is below its minimum 0"), ({"mode": "nl", "memory": 5}, "nl-sw"),
     ({"mode": "nl-sw", "memory": 0}, "K > 0"),
     ({"pairing": "ring"}, "pairing"), ({"speaker": "majority-inertia"}, "unknown naming policy"),
-    ({"speaker": "echo:volume=3"}, "unknown parameter(s) volume"),
+    ({"speaker": "echo:volume=3"}, r"unknown parameter\(s\) volume"),
 ])
 def test_bad_input_raises_one_clear_error(kwargs, fragment):
     with pytest.raises(NamingConfigError, match=fragment):
