@@ -3,29 +3,26 @@
 Why a runner of our own beside Mesa's ``batch_run`` (which works on the models
 unchanged, see ``examples/batch_run_consensus.py``):
 
-* **Nothing is lost.** Each finished game's rows are appended to the output at
-  once (``output.SweepOutput``), so an interrupted sweep loses at most the games
-  in flight; a rerun with the same output skips every game already present
-  (resume by key: condition, policy, seed).
+* **Nothing is lost.** Finished games' rows are appended to the output at once
+  (``output.SweepOutput``): an interrupted sweep loses at most the games in flight
+  (or in one batch); a rerun skips every game present (key: condition, policy, seed).
 * **LLM sweeps need games in flight, not processes.** ``games_in_flight`` plays
   that many games in threads of one process; each game's round gathers its LLM
   calls on the process's shared event loop (``llm_mesa.llm.runtime``), so 30
   games of 36 agents keep up to 1,080 calls in flight against one endpoint
   (bounded by the endpoint's ``concurrency``). Every call is recorded to one
   ``ResponseStore``; a resumed sweep replays what it already paid for.
-* **Rule sweeps need processes.** ``processes`` runs games in a spawn-started
-  process pool, sent in batches (per-task overhead would otherwise dominate
-  games that last a tenth of a second).
+* **Rule sweeps play games together.** A game plays a batch at once
+  (``Game.play_batch``, chunks of ``Game.batch_size``: consensus rule games run as
+  arrays); ``processes`` spreads batches over a spawn-started process pool.
 
-The engine knows no game: it asks the game (``llm_mesa.games.Game``, found by
-name) to check its parameters, to play one game from parameters and a seed,
-and for its headline table.
+The engine knows no game: it asks the game (``llm_mesa.games.Game``, found by name)
+to check its parameters, to play games from parameters and seeds, for its headline.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import math
 import multiprocessing
 import os
@@ -35,7 +32,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +70,15 @@ class GameTask:
     def key(self) -> tuple[str, str, int]:
         return (self.condition, self.policy, self.seed)
 
+    def request(self, store: StoreOptions | None = None, tables: Sequence[str] = ()) -> PlayRequest:
+        return PlayRequest(self.parameters, self.policy_spec, self.seed, tuple(tables), self.endpoint,
+                           _process_store(store) if self.endpoint is not None else None)
+
+    def keyed(self, result: GameResult, wall_s: float) -> GameResult:  # row and tables with the key
+        key = {"condition": self.condition, "policy": self.policy, "seed": self.seed}
+        row = {**key, **{k: v for k, v in result.row.items() if k not in key}, "wall_s": wall_s}
+        return GameResult(row, {name: df.assign(**key) for name, df in result.tables.items()})
+
 
 @dataclass(frozen=True)
 class StoreOptions:
@@ -108,14 +114,28 @@ def _close_process_stores() -> None:
 
 def play_game(task: GameTask, store: StoreOptions | None = None, tables: Sequence[str] = ()) -> GameResult:
     """Play one game to its end; its summary row (with the key) and the asked tables."""
-    game = get_game(task.game)
     started = time.perf_counter()
-    request = PlayRequest(task.parameters, task.policy_spec, task.seed, tuple(tables), task.endpoint,
-                          _process_store(store) if task.endpoint is not None else None)
-    result = game.play(request)
-    key = {"condition": task.condition, "policy": task.policy, "seed": task.seed}
-    row = {**key, **{k: v for k, v in result.row.items() if k not in key}, "wall_s": time.perf_counter() - started}
-    return GameResult(row, {name: df.assign(**key) for name, df in result.tables.items()})
+    return task.keyed(get_game(task.game).play(task.request(store, tables)), time.perf_counter() - started)
+
+
+def _play_together(tasks: list[GameTask], store: StoreOptions | None,
+                   tables: tuple[str, ...]) -> tuple[list[GameResult], BaseException | None]:
+    """Games played together (``Game.play_batch``), else one by one: those that finished, the first error."""
+    started = time.perf_counter()
+    try:
+        results = get_game(tasks[0].game).play_batch([t.request(store, tables) for t in tasks])
+        wall_s = (time.perf_counter() - started) / len(tasks)
+        return [t.keyed(r, wall_s) for t, r in zip(tasks, results, strict=True)], None
+    except Exception as exc:  # noqa: BLE001  (replayed one by one, to keep the finished games)
+        if len(tasks) == 1:
+            return [], exc
+    results: list[GameResult] = []
+    for task in tasks:
+        try:
+            results.append(play_game(task, store, tables))
+        except Exception as exc:  # noqa: BLE001  (reported after the games that finished)
+            return results, exc
+    return results, None
 
 
 _blas_limit: Any = None
@@ -145,33 +165,14 @@ def _init_worker(blas_threads: int | None) -> None:
 
 def _play_batch(tasks: list[GameTask], store: StoreOptions | None, tables: tuple[str, ...],
                 games_in_flight: int) -> tuple[list[GameResult], BaseException | None]:
-    """A worker's share: a batch of games, ``games_in_flight`` at a time in threads.
-
-    Returns the games that finished and the first error, so that one failing game
-    never takes the finished games of its batch down with it.
-    """
-    results: list[GameResult] = []
-    error: BaseException | None = None
-
-    def play(task: GameTask) -> GameResult | None:
-        nonlocal error
-        try:
-            return play_game(task, store, tables)
-        except Exception as exc:  # noqa: BLE001  (reported to the parent, after the batch)
-            error = error or exc
-            return None
-
+    """A worker's share: a batch played together, or ``games_in_flight`` games at a time in threads.
+    Returns the games that finished and the first error (one failure never loses the others)."""
     try:
-        if games_in_flight <= 1 or len(tasks) == 1:
-            for task in tasks:
-                result = play(task)
-                if result is None:
-                    break  # stop this batch at its first failure, like a sequential sweep
-                results.append(result)
-        else:
-            with ThreadPoolExecutor(min(games_in_flight, len(tasks)), thread_name_prefix="game") as pool:
-                results = [r for r in pool.map(play, tasks) if r is not None]
-        return results, error
+        if games_in_flight <= 1 or len(tasks) == 1:  # together; stops at its first failure, like a sequential sweep
+            return _play_together(tasks, store, tables)
+        with ThreadPoolExecutor(min(games_in_flight, len(tasks)), thread_name_prefix="game") as pool:
+            outcomes = list(pool.map(lambda task: _play_together([task], store, tables), tasks))
+        return [r for done, _ in outcomes for r in done], next((e for _, e in outcomes if e is not None), None)
     finally:
         _close_process_stores()
 
@@ -231,8 +232,9 @@ def run_sweep(
             (``llm:base_url=...,model=...``) build on ``endpoint``.
         seeds: a count (0..K-1), ``"A-B"``, or seeds.
         out: a dataset directory, or a file ending in ``.parquet``.
-        processes: worker processes (spawn); games go to them in batches of
-            ``batch_size`` (default: about four batches per process, at most 25 games).
+        processes: worker processes (spawn); games go to them in batches of ``batch_size``
+            (default: about four per process, at most 25 games); in one process, at most
+            ``batch_size`` games are played together (default: the game's ``batch_size``).
         games_in_flight: games played at once in threads of each process
             (what LLM sweeps need: their calls overlap on one event loop).
         game: the game's name (``consensus``, ``naming``) or a ``Game``.
@@ -313,7 +315,7 @@ def run_sweep(
     output.write_manifest({
         "kind": f"{game.name}-sweep",
         "game": game.name,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": list(command) if command is not None else sys.argv,
         "versions": package_versions(),
         "grid": grid,
@@ -339,7 +341,7 @@ def run_sweep(
     try:
         with limit_blas_threads(blas_threads):
             if processes == 1:
-                _run_here(tasks, store_options, tables, games_in_flight, finished)
+                _run_here(tasks, store_options, tables, games_in_flight, finished, batch_size)
             else:
                 _run_in_processes(tasks, store_options, tables, games_in_flight, processes, batch_size,
                                   blas_threads, finished)
@@ -386,11 +388,16 @@ def _deliver(done: Iterable[Any], finished: Callable[[Sequence[GameResult]], Non
         raise error
 
 
-def _run_here(tasks: list[GameTask], store: StoreOptions | None, tables: tuple[str, ...],
-              games_in_flight: int, finished: Callable[[Sequence[GameResult]], None]) -> None:
-    if games_in_flight == 1:
-        for task in tasks:
-            finished([play_game(task, store, tables)])
+def _run_here(tasks: list[GameTask], store: StoreOptions | None, tables: tuple[str, ...], games_in_flight: int,
+              finished: Callable[[Sequence[GameResult]], None], batch_size: int | None = None) -> None:
+    if games_in_flight == 1:  # in chunks the game plays together (Game.batch_size; 1: each written as it ends)
+        while tasks:
+            size = max(1, min(batch_size or len(tasks), get_game(tasks[0].game).batch_size(tasks[0].request())))
+            chunk, tasks = tasks[:size], tasks[size:]
+            results, error = _play_together(chunk, store, tables)
+            finished(results)
+            if error is not None:
+                raise error
         return
     pool = ThreadPoolExecutor(games_in_flight, thread_name_prefix="game")
     pending = {pool.submit(play_game, t, store, tables) for t in tasks}

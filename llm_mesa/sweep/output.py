@@ -21,7 +21,7 @@ import os
 import tempfile
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -180,8 +180,8 @@ class SweepOutput:
             table = folder.name
             parts = sorted(p for p in folder.glob("*.parquet") if not p.name.startswith((".", "_")))
             target = self._compacted(table)
-            if target is None and len(parts) <= 1:
-                continue
+            if target is None and (not parts or (len(parts) == 1 and parts[0].name.startswith("part-compacted"))):
+                continue  # already one compacted part (a lone written part is rewritten: the same types as merged ones)
             merged = self.read(table)
             if target is None:
                 target = folder / f"part-compacted-{uuid.uuid4().hex[:8]}.parquet"

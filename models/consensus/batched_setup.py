@@ -56,8 +56,13 @@ def game_setup(rng: random.Random, seed: int | None, mesa_seed: Any = None, *, n
                max_rounds: int = 50, payoff_preferred: float = 0.20, payoff_other: float = 0.15,
                baseline_permutations: int = 1000, satisfied_threshold: float = 0.5, pseudo_window: int = 3,
                pseudo_level: float = 0.9, max_game_tokens: int | None = None, max_game_cost: float | None = None,
-               max_failure_share: float = 0.1, model: Any = None) -> GameSetup:
-    """Validate a game's parameters and draw its set-up from ``rng`` (see ``ConsensusModel``)."""
+               max_failure_share: float = 0.1, model: Any = None, drawn: GameSetup | None = None) -> GameSetup:
+    """Validate a game's parameters and draw its set-up from ``rng`` (see ``ConsensusModel``).
+
+    ``drawn``: the set-up of a game with the same seed and the same drawing
+    parameters (size, topology, preference design, initial colours), whose graph,
+    preferences, colours and layout seed are taken instead of drawn again.
+    """
     checked = {"n": n} if graph is None else {}  # the topology is checked where graphs are built
     checked.update(
         preferences=preferences, minority=minority, minority_colour=minority_colour, communication=communication,
@@ -74,7 +79,12 @@ def game_setup(rng: random.Random, seed: int | None, mesa_seed: Any = None, *, n
     if direct_messages and communication == "none":
         raise ConsensusConfigError("private messages need communication local or global; add --comm local")
 
-    g = normalise_graph(graph) if graph is not None else build_topology(topology, n, rng)
+    if drawn is not None and (assign is not None or graph is not None):
+        raise ValueError("a drawn set-up is reused only for games without assignments or a given graph")
+    if drawn is not None:
+        g = drawn.graph
+    else:
+        g = normalise_graph(graph) if graph is not None else build_topology(topology, n, rng)
     size = g.number_of_nodes()
     parameters = {
         "n": size, "topology": "custom" if graph is not None else topology, "policy": _spec(policy),
@@ -90,9 +100,12 @@ def game_setup(rng: random.Random, seed: int | None, mesa_seed: Any = None, *, n
         "max_game_cost": max_game_cost, "max_failure_share": max_failure_share,
         "seed": seed,
     }
-    prefs = assign_preferences(g, preferences, rng, minority=minority, minority_colour=minority_colour,
-                               explicit=explicit_preferences)
-    colours = _initial_colours(initial, prefs, rng)
+    if drawn is not None:
+        prefs, colours = drawn.preferences, drawn.colours
+    else:
+        prefs = assign_preferences(g, preferences, rng, minority=minority, minority_colour=minority_colour,
+                                   explicit=explicit_preferences)
+        colours = _initial_colours(initial, prefs, rng)
     policies = _policies(g, policy, assign, prefs, rng, model)
     # The key of this game in call records: parameters and seed, with every agent's
     # policy by its identity (an LLM policy's model, not its server URL, so a
@@ -101,7 +114,8 @@ def game_setup(rng: random.Random, seed: int | None, mesa_seed: Any = None, *, n
     identity["policies"] = [p.identity() for p in policies]
     identity["mesa_seed"] = mesa_seed  # tells unseeded games apart
     game_key = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:16]
-    layout_seed = rng.getrandbits(32)  # drawn now, so the layout never moves the game's stream
+    # drawn now, so the layout never moves the game's stream
+    layout_seed = drawn.layout_seed if drawn is not None else rng.getrandbits(32)
     return GameSetup(g, parameters["topology"], parameters, prefs, colours, policies, game_key, layout_seed)
 
 

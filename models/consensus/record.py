@@ -185,54 +185,71 @@ class ConsensusRecord:
     def summary(self) -> dict[str, Any]:
         """One row describing the game: outcome, payoffs and mechanism measures."""
         colours = self.colours
-        consensus = measures.is_consensus(colours)
-        winner = colours[0] if consensus else None
-        payoffs = [
-            0.0 if not consensus else (self.payoff_preferred if p == winner else self.payoff_other)
-            for p in self.preferences
-        ]
-        last = self._round_stats
-        size, colour = last["largest_component"], last["largest_component_colour"]
         baseline = None
         if self.baseline_permutations:
             stream = baseline_stream(int(self.game_key, 16) if self.seed is None else self.seed)
             baseline = measures.random_colouring_baseline(self.adjacency, colours, self.baseline_permutations, stream)
         totals = {**self.totals, "stubborn_moves": int(self._rounds.total_moves[0]),
                   "opportunities": int(self._rounds.total_opportunities[0])}
-        decisions = max(totals["decisions"], 1)
-        return {
-            **{k: self.parameters[k] for k in ("seed", "n", "topology", "policy", "preferences", "minority",
-                                                "communication", "direct_messages", "label", "max_rounds")},
-            "consensus": consensus,
-            "rounds": self.round,
-            "stop_reason": self.stop_reason,
-            "complete": self.stop_reason in ("consensus", "max rounds"),
-            "winner": winner,
-            "winner_is_majority_preference": None if winner is None else
-                self.preferences.count(winner) > self.n / 2,
-            "mean_payoff": float(np.mean(payoffs)),
-            "total_payoff": float(np.sum(payoffs)),
-            "largest_component": size,
-            "largest_component_colour": colour,
-            "largest_component_baseline_mean": None if baseline is None else float(baseline.mean()),
-            "largest_component_baseline_p": None if baseline is None else float((baseline >= size).mean()),
-            "stubborn_moves": totals["stubborn_moves"],
-            "opportunities": totals["opportunities"],
-            # undefined (None) in a game where no agent ever faced an opposing majority
-            "stubbornness": totals["stubborn_moves"] / totals["opportunities"] if totals["opportunities"] else None,
-            "local_agreement": last["local_agreement"],
-            "pseudo_equilibrium": last["pseudo_equilibrium"],
-            "flippers": last["flippers"],
-            **message_summary(self.messages_table(), self.graph, self.round),
-            "calls": totals["calls"],
-            "prompt_tokens": totals["prompt_tokens"],
-            "completion_tokens": totals["completion_tokens"],
-            "cost": totals["cost"],
-            "failures": totals["failures"],
-            "decisions": totals["decisions"],
-            "parse_failures": self.outcomes.get("parse_failure", 0),
-            "truncated": self.outcomes.get("truncated", 0),  # cut by the token limit, counted apart
-            "call_failures": self.outcomes.get("call_failure", 0),
-            "invalid": totals["failures"] / decisions > self.max_failure_share,
-            "game_key": self.game_key,
-        }
+        return summary_row(self.parameters, colours, self.preferences, self._round_stats, self.round,
+                           self.stop_reason, totals, self.outcomes, baseline,
+                           message_summary(self.messages_table(), self.graph, self.round), self.game_key)
+
+
+#: the message part of the summary of a game without messages (every rule game)
+NO_MESSAGES = {"messages": 0, "private_messages": 0, "distinct_share": None, "template_similarity": None,
+               "relayed_mentions": 0}
+NO_LLM = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0, "failures": 0}
+
+
+def summary_row(parameters: Mapping[str, Any], colours: list[str], preferences: list[str], last: Mapping[str, Any],
+                rounds: int, stop_reason: str | None, totals: Mapping[str, Any], outcomes: Mapping[str, int],
+                baseline: np.ndarray | None, messages: Mapping[str, Any], game_key: str) -> dict[str, Any]:
+    """A finished game's summary row (the model's ``summary`` and the batched engine's rows).
+
+    ``last`` is the last round's row of the rounds table; ``totals`` the game's
+    decisions, stubborn moves, opportunities and LLM accounting.
+    """
+    consensus = bool(last["consensus"])
+    winner = colours[0] if consensus else None
+    payoffs = [
+        0.0 if not consensus else (parameters["payoff_preferred"] if p == winner else parameters["payoff_other"])
+        for p in preferences
+    ]
+    size = last["largest_component"]
+    decisions = max(totals["decisions"], 1)
+    return {
+        **{k: parameters[k] for k in ("seed", "n", "topology", "policy", "preferences", "minority",
+                                      "communication", "direct_messages", "label", "max_rounds")},
+        "consensus": consensus,
+        "rounds": rounds,
+        "stop_reason": stop_reason,
+        "complete": stop_reason in ("consensus", "max rounds"),
+        "winner": winner,
+        "winner_is_majority_preference": None if winner is None else preferences.count(winner) > len(preferences) / 2,
+        "mean_payoff": float(np.mean(payoffs)),
+        "total_payoff": float(np.sum(payoffs)),
+        "largest_component": size,
+        "largest_component_colour": last["largest_component_colour"],
+        "largest_component_baseline_mean": None if baseline is None else float(baseline.mean()),
+        "largest_component_baseline_p": None if baseline is None else float((baseline >= size).mean()),
+        "stubborn_moves": totals["stubborn_moves"],
+        "opportunities": totals["opportunities"],
+        # undefined (None) in a game where no agent ever faced an opposing majority
+        "stubbornness": totals["stubborn_moves"] / totals["opportunities"] if totals["opportunities"] else None,
+        "local_agreement": last["local_agreement"],
+        "pseudo_equilibrium": last["pseudo_equilibrium"],
+        "flippers": last["flippers"],
+        **messages,
+        "calls": totals["calls"],
+        "prompt_tokens": totals["prompt_tokens"],
+        "completion_tokens": totals["completion_tokens"],
+        "cost": totals["cost"],
+        "failures": totals["failures"],
+        "decisions": totals["decisions"],
+        "parse_failures": outcomes.get("parse_failure", 0),
+        "truncated": outcomes.get("truncated", 0),  # cut by the token limit, counted apart
+        "call_failures": outcomes.get("call_failure", 0),
+        "invalid": totals["failures"] / decisions > parameters["max_failure_share"],
+        "game_key": game_key,
+    }
