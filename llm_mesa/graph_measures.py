@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import networkx as nx
 import numpy as np
@@ -119,7 +120,7 @@ def random_relabelling_baseline(graph, states, permutations: int = 1000,
     adj = as_adjacency(graph)
     s = np.asarray(states)
     rng = rng if rng is not None else np.random.default_rng()
-    per_draw = 24 * adj.n + 40 * len(adj.src) + 64  # bytes of working arrays per permutation, roughly
+    per_draw = 40 * adj.n + 90 * len(adj.src) + 64  # bytes of working arrays per permutation, roughly
     chunk = max(1, min(permutations, int(memory // per_draw)))
     out = np.empty(permutations, dtype=np.int64)
     blocks: BlockGraph | None = None
@@ -127,7 +128,7 @@ def random_relabelling_baseline(graph, states, permutations: int = 1000,
         rows = min(chunk, permutations - start)
         perms = rng.permuted(np.tile(s, (rows, 1)), axis=1)  # (rows, n), row by row from rng
         if blocks is None or blocks.b != rows:
-            blocks = BlockGraph([adj] * rows)
+            blocks = BlockGraph.tiled(adj, rows)
         out[start:start + rows] = blocks.largest_components(perms.ravel())[0]
         del perms
     return out
@@ -207,8 +208,6 @@ class BlockGraph:
         self.indptr = np.concatenate([[0], *[a.indptr[1:] + o for a, o in zip(adjs, edge_offsets[:-1])]]) \
             if adjs else np.zeros(1, np.int64)
         self.rows = np.repeat(np.arange(self.size, dtype=np.intp), self.degree)
-        self._matrix = csr_array((np.ones(len(self.indices), np.int32), self.indices, self.indptr),
-                                 shape=(self.size, self.size))
         # each undirected edge once (row < column), sorted by row, and the same edges sorted by column:
         # the two halves of the symmetric same-state subgraph, cut out by masks without sorting again
         upper = self.indices > self.rows
@@ -221,6 +220,35 @@ class BlockGraph:
         self._t_starts = np.searchsorted(self._u_cols[self._t_order], np.arange(self.size + 1))
         self._cumsum = np.zeros(len(self._u_rows) + 1, dtype=np.int32)
         self._cumsum_t = np.zeros(len(self._u_rows) + 1, dtype=np.int32)
+
+    @classmethod
+    def tiled(cls, graph: Adjacency, copies: int) -> "BlockGraph":
+        """``copies`` copies of one graph, built from one copy's arrays (no sorting over the copies)."""
+        one = cls([graph])
+        tiles = cls.__new__(cls)
+        n, e, nnz = one.n, len(one._u_rows), len(one.indices)
+        tiles.b, tiles.n, tiles.size = copies, n, copies * n
+        node_offsets = (np.arange(copies, dtype=np.intp) * n)[:, None]
+        tiles.degree = np.tile(one.degree, copies)
+        tiles.indices = (one.indices[None, :] + node_offsets).ravel()
+        tiles.indptr = np.concatenate([[0], (one.indptr[1:][None, :] + (np.arange(copies) * nnz)[:, None]).ravel()])
+        tiles.rows = (one.rows[None, :] + node_offsets).ravel()
+        tiles._u_rows = (one._u_rows[None, :] + node_offsets).ravel()
+        tiles._u_cols = (one._u_cols[None, :] + node_offsets).ravel()
+        tiles._u_cols32 = tiles._u_cols.astype(np.int32)
+        starts = (one._u_starts[None, :-1] + (np.arange(copies) * e)[:, None]).ravel()
+        tiles._u_starts = np.concatenate([starts, [copies * e]])
+        tiles._t_order = (one._t_order[None, :] + (np.arange(copies, dtype=np.intp) * e)[:, None]).ravel()
+        tiles._t_cols32 = (one._t_cols32[None, :] + node_offsets.astype(np.int32)).ravel()
+        starts = (one._t_starts[None, :-1] + (np.arange(copies) * e)[:, None]).ravel()
+        tiles._t_starts = np.concatenate([starts, [copies * e]])
+        tiles._cumsum = np.zeros(copies * e + 1, dtype=np.int32)
+        tiles._cumsum_t = np.zeros(copies * e + 1, dtype=np.int32)
+        return tiles
+
+    @cached_property
+    def _matrix(self) -> csr_array:
+        return csr_array((np.ones(len(self.indices), np.int32), self.indices, self.indptr), shape=(self.size, self.size))
 
     def neighbour_sum(self, states: np.ndarray) -> np.ndarray:
         """Per node: the sum of its neighbours' small integer states (0/1 states: how many hold 1)."""

@@ -172,51 +172,57 @@ def play_games(specs: Sequence[tuple[str, int, dict[str, Any]]], agents: bool = 
         per_batch = max(1, MAX_BATCH_NODES // max(n, 1))
         for start in range(0, len(members), per_batch):
             chosen = members[start:start + per_batch]
-            played = _play_stack([setups[i] for i in chosen], [adjacencies[i] for i in chosen],
-                                 [specs[i][1] for i in chosen], agents)
+            played = Stack([setups[i] for i in chosen], [adjacencies[i] for i in chosen],
+                           [specs[i][1] for i in chosen], agents).play()
             for i, game in zip(chosen, played):
                 games[i] = game
     return games  # type: ignore[return-value]
 
 
-def _play_stack(setups: list[GameSetup], adjacencies: list[Adjacency], seeds: list[int],
-                agents: bool) -> list[BatchedGame]:
-    """Games of one size, stacked, to their ends."""
-    b, n = len(setups), adjacencies[0].n
-    first = setups[0].parameters
-    graph = BlockGraph(adjacencies)
-    preferences = np.array([colour_code(c) for s in setups for c in s.preferences], dtype=np.int8)
-    colours = np.array([colour_code(c) for s in setups for c in s.colours], dtype=np.int8)
-    rule = combine_rules([s.policies[0].rule() for s in setups], [n] * b)
-    rounds = Rounds(graph, preferences, colours, satisfied_threshold=first["satisfied_threshold"],
-                    pseudo_window=first["pseudo_window"], pseudo_level=first["pseudo_level"], agents=agents)
-    max_rounds = np.array([s.parameters["max_rounds"] for s in setups])
-    played = np.zeros(b, dtype=np.int64)
-    reasons = np.array([""] * b, dtype=object)
-    done = rounds.stats["consensus"][-1].copy()
-    reasons[done] = "consensus"
-    rounds.active = ~done
-    streams = [rule_stream(seed) for seed in seeds]
-    block = max(1, min(64, DRAW_MEMORY // (8 * b * n)))
-    draws, k = np.zeros((0, b * n)), 0
-    while rounds.active.any():
-        if k == len(draws):  # the next rounds of every game's stream, a block at once
-            size = min(block, int((max_rounds - rounds.round).max()))
-            draws = np.stack([s.random((size, n)) for s in streams], axis=1).reshape(size, b * n)
-            k = 0
-        before = rounds.codes
-        rounds.codes = rule_step(before, preferences, rounds.blue, graph.degree, draws[k], rule,
-                                 graph.indptr, graph.indices)
-        k += 1
-        rounds.moved(before)
-        consensus = rounds.stats["consensus"][-1]
-        stop = rounds.active & (consensus | (rounds.round >= max_rounds))
-        played[stop] = rounds.round
-        reasons[stop & consensus] = "consensus"
-        reasons[stop & ~consensus] = "max rounds"
-        rounds.active = rounds.active & ~stop
-    return [BatchedGame(s, a, rounds, g, int(played[g]), reasons[g], seed)
-            for g, (s, a, seed) in enumerate(zip(setups, adjacencies, seeds))]
+class Stack:
+    """Games of one size stacked as one block-diagonal graph, ready to play (``play``)."""
+
+    def __init__(self, setups: list[GameSetup], adjacencies: list[Adjacency], seeds: list[int], agents: bool):
+        self.setups, self.adjacencies, self.seeds = setups, adjacencies, seeds
+        b, n = len(setups), adjacencies[0].n
+        first = setups[0].parameters
+        self.graph = BlockGraph(adjacencies)
+        self.preferences = np.array([colour_code(c) for s in setups for c in s.preferences], dtype=np.int8)
+        colours = np.array([colour_code(c) for s in setups for c in s.colours], dtype=np.int8)
+        self.rule = combine_rules([s.policies[0].rule() for s in setups], [n] * b)
+        self.rounds = Rounds(self.graph, self.preferences, colours, satisfied_threshold=first["satisfied_threshold"],
+                             pseudo_window=first["pseudo_window"], pseudo_level=first["pseudo_level"], agents=agents)
+        self.max_rounds = np.array([s.parameters["max_rounds"] for s in setups])
+        self.streams = [rule_stream(seed) for seed in seeds]
+
+    def play(self) -> list[BatchedGame]:
+        """Every game to its end: consensus or its round limit."""
+        rounds, graph, b, n = self.rounds, self.graph, self.graph.b, self.graph.n
+        played = np.zeros(b, dtype=np.int64)
+        reasons = np.array([""] * b, dtype=object)
+        done = rounds.stats["consensus"][-1].copy()
+        reasons[done] = "consensus"
+        rounds.active = ~done
+        block = max(1, min(64, DRAW_MEMORY // (8 * b * n)))
+        draws, k = np.zeros((0, b * n)), 0
+        while rounds.active.any():
+            if k == len(draws):  # the next rounds of every game's stream, a block at once
+                size = min(block, int((self.max_rounds - rounds.round).max()))
+                draws = np.stack([s.random((size, n)) for s in self.streams], axis=1).reshape(size, b * n)
+                k = 0
+            before = rounds.codes
+            rounds.codes = rule_step(before, self.preferences, rounds.blue, graph.degree, draws[k], self.rule,
+                                     graph.indptr, graph.indices)
+            k += 1
+            rounds.moved(before)
+            consensus = rounds.stats["consensus"][-1]
+            stop = rounds.active & (consensus | (rounds.round >= self.max_rounds))
+            played[stop] = rounds.round
+            reasons[stop & consensus] = "consensus"
+            reasons[stop & ~consensus] = "max rounds"
+            rounds.active = rounds.active & ~stop
+        return [BatchedGame(s, a, rounds, g, int(played[g]), reasons[g], seed)
+                for g, (s, a, seed) in enumerate(zip(self.setups, self.adjacencies, self.seeds))]
 
 
 def play_requests(requests: Sequence[PlayRequest]) -> list[GameResult]:
@@ -230,4 +236,4 @@ def play_requests(requests: Sequence[PlayRequest]) -> list[GameResult]:
     return results
 
 
-__all__ = ["MAX_BATCH_NODES", "TABLES", "BatchedGame", "batchable", "play_games", "play_requests"]
+__all__ = ["MAX_BATCH_NODES", "TABLES", "BatchedGame", "Stack", "batchable", "play_games", "play_requests"]
