@@ -72,8 +72,7 @@ import random
 n = int(sys.argv[1])
 t0 = time.process_time()
 setup = game_setup(random.Random(1), 1, 1, n=n, topology="ba", policy="majority-inertia", baseline_permutations=0)
-adjacency = Adjacency.from_graph(setup.graph)
-setup.graph = None  # the engine keeps arrays, not the networkx graph
+adjacency = Adjacency.from_graph(setup.graph)  # the networkx graph stays, as in play_games
 stack = Stack([setup], [adjacency], [1], agents=True)
 t1 = time.process_time()
 (game,) = stack.play()

@@ -78,6 +78,7 @@ class Rounds:
         self.total_opportunities = np.zeros(self.b, dtype=np.int64)
         self.flip_counts = np.zeros(self.b * self.n, dtype=np.int64)
         self._largest: tuple[np.ndarray, np.ndarray] | None = None
+        self._stack_cache: dict[str, Any] = {}
         self._measure(None, None)
 
     # --- playing ------------------------------------------------------------------
@@ -155,6 +156,8 @@ class Rounds:
 
     def flippers_of(self, g: int, round_: int = -1) -> list[int]:
         ids = self.flippers[round_]
+        if not len(ids):
+            return []
         lo, hi = np.searchsorted(ids, [g * self.n, (g + 1) * self.n])
         return (ids[lo:hi] - g * self.n).tolist()
 
@@ -182,21 +185,28 @@ class Rounds:
     def rounds_table(self, g: int = 0, rounds: int | None = None) -> pd.DataFrame:
         """Game ``g``'s rounds 0..``rounds`` (default: all), one row each (the model's ``rounds_table``)."""
         last = len(self.stats["consensus"]) if rounds is None else rounds + 1
-        stats = self.stats
         columns: dict[str, Any] = {"round": np.arange(last, dtype=np.int64)}
         for key in ("blue_share", "consensus", "largest_component", "largest_component_colour",
-                    "local_agreement", "pseudo_equilibrium"):
-            columns[key] = np.array([row[g] for row in stats[key][:last]])
-        columns["largest_component"] = columns["largest_component"].astype(np.int64)
+                    "local_agreement", "pseudo_equilibrium", "stubborn_moves", "opportunities"):
+            columns[key] = self._stacked(key)[:last, g]
+        for key in ("largest_component", "stubborn_moves", "opportunities"):
+            columns[key] = columns[key].astype(np.int64)
         columns["largest_component_colour"] = _NAMES[columns["largest_component_colour"]]
         columns["flippers"] = [self.flippers_of(g, r) for r in range(last)]
-        for key in ("stubborn_moves", "opportunities"):
-            columns[key] = np.array([row[g] for row in stats[key][:last]], dtype=np.int64)
         accounting = self.round_accounting[:last]
         for key in ACCOUNTING:
             values = [(a or {}).get(key, 0) for a in accounting]
             columns[key] = np.array(values, dtype=np.float64 if key == "cost" else np.int64)
         return pd.DataFrame(columns, columns=list(ROUND_COLUMNS))
+
+    def _stacked(self, key: str) -> np.ndarray:
+        """One measure of every round and game as a (rounds, games) array (kept until the next round)."""
+        played = len(self.stats["consensus"])
+        if self._stack_cache.get("rounds") != played:
+            self._stack_cache = {"rounds": played}
+        if key not in self._stack_cache:
+            self._stack_cache[key] = np.stack(self.stats[key])
+        return self._stack_cache[key]
 
     def agents_table(self, g: int = 0, rounds: int | None = None) -> pd.DataFrame:
         """Game ``g``'s agents in rounds 0..``rounds``, one row per agent and round (the model's ``agents_table``)."""

@@ -97,6 +97,8 @@ class ArrayDataCollector(DataCollector):
 
     def get_agent_vars_dataframe(self) -> pd.DataFrame:
         table = self._model._rounds.agents_table(0)
+        if table.empty:
+            return table.drop(columns=["round"])
         steps = np.asarray(self._collection_steps)
         ids = np.array([a.unique_id for a in self._model.agents_by_node])
         index = pd.MultiIndex.from_arrays([steps[table["round"].to_numpy()], np.tile(ids, len(steps))],
