@@ -1,5 +1,7 @@
 """The consensus model as a Mesa model: reproducibility, topologies, batch_run, bad input."""
 
+import random
+
 import networkx as nx
 import pandas as pd
 import pytest
@@ -150,3 +152,19 @@ def test_a_non_rule_policy_takes_the_agent_by_agent_path_on_the_model_stream():
     assert m._rule is None
     m.run()
     assert m.round == 3
+
+
+def test_a_vectorised_policy_of_another_package_keeps_its_own_contract():
+    import numpy as np
+
+    from llm_mesa.policy import Policy
+
+    class AllBlue(Policy):
+        vectorised = True
+
+        def decide_vector(self, colours, preferences, adjacency, rng):
+            assert isinstance(rng, random.Random)  # the model's random, as the core's contract says
+            return np.ones(len(colours), dtype=np.int8)
+
+    m = ConsensusModel(20, "ba", policy=AllBlue(), rng=1, max_rounds=3, baseline_permutations=0).run()
+    assert m._rule is None and m.colours == ["blue"] * 20 and m.stop_reason == "consensus"
