@@ -123,15 +123,23 @@ def random_relabelling_baseline(graph, states, permutations: int = 1000,
     per_draw = 40 * adj.n + 90 * len(adj.src) + 64  # bytes of working arrays per permutation, roughly
     chunk = max(1, min(permutations, int(memory // per_draw)))
     out = np.empty(permutations, dtype=np.int64)
-    blocks: BlockGraph | None = None
     for start in range(0, permutations, chunk):
         rows = min(chunk, permutations - start)
         perms = rng.permuted(np.tile(s, (rows, 1)), axis=1)  # (rows, n), row by row from rng
-        if blocks is None or blocks.b != rows:
-            blocks = BlockGraph.tiled(adj, rows)
-        out[start:start + rows] = blocks.largest_components(perms.ravel())[0]
+        out[start:start + rows] = _tiles(adj, rows).largest_components(perms.ravel())[0]
         del perms
     return out
+
+
+_last_tiles: list = []  # the last tiled graph: (graph, copies, tiles), reused by the next baseline of that graph
+
+
+def _tiles(adj: Adjacency, copies: int) -> "BlockGraph":
+    if _last_tiles and _last_tiles[0][0] is adj and _last_tiles[0][1] == copies:
+        return _last_tiles[0][2]
+    tiles = BlockGraph.tiled(adj, copies)
+    _last_tiles[:] = [(adj, copies, tiles)]
+    return tiles
 
 
 def stubborn_opportunities(graph, states_now, states_next) -> tuple[np.ndarray, np.ndarray]:

@@ -229,9 +229,12 @@ def play_requests(requests: Sequence[PlayRequest]) -> list[GameResult]:
     """Sweep requests of rule games (``batchable``) played together: one ``GameResult`` each, in order."""
     agents = any("agents" in r.tables for r in requests)
     games = play_games([(r.policy, r.seed, dict(r.parameters)) for r in requests], agents=agents)
+    summaries: list[dict[str, Any]] = [{}] * len(games)
+    for i in sorted(range(len(games)), key=lambda i: id(games[i].adjacency)):  # a graph's baselines in a row
+        summaries[i] = games[i].summary()
     results = []
-    for request, game in zip(requests, games):
-        row = {("policy_spec" if k == "policy" else k): v for k, v in game.summary().items() if k != "seed"}
+    for request, game, summary in zip(requests, games, summaries):
+        row = {("policy_spec" if k == "policy" else k): v for k, v in summary.items() if k != "seed"}
         results.append(GameResult(row, game.tables(request.tables)))
     return results
 
