@@ -203,7 +203,9 @@ class Stack:
         done = rounds.stats["consensus"][-1].copy()
         reasons[done] = "consensus"
         rounds.active = ~done
-        block = max(1, min(64, DRAW_MEMORY // (8 * b * n)))
+        # rounds drawn per block: enough to spread each stream's call over many games' rounds
+        # (a lone game draws round by round: its draws stay in cache), within DRAW_MEMORY
+        block = max(1, min(64, b // 32, DRAW_MEMORY // (8 * b * n)))
         draws, k = np.zeros((0, b * n)), 0
         while rounds.active.any():
             if k == len(draws):  # the next rounds of every game's stream, a block at once
