@@ -226,8 +226,6 @@ class BlockGraph:
         self._t_order = np.argsort(self._u_cols, kind="stable")
         self._t_cols32 = self._u_rows[self._t_order].astype(np.int32)
         self._t_starts = np.searchsorted(self._u_cols[self._t_order], np.arange(self.size + 1))
-        self._cumsum = np.zeros(len(self._u_rows) + 1, dtype=np.int32)
-        self._cumsum_t = np.zeros(len(self._u_rows) + 1, dtype=np.int32)
 
     @classmethod
     def tiled(cls, graph: Adjacency, copies: int) -> "BlockGraph":
@@ -250,8 +248,6 @@ class BlockGraph:
         tiles._t_cols32 = (one._t_cols32[None, :] + node_offsets.astype(np.int32)).ravel()
         starts = (one._t_starts[None, :-1] + (np.arange(copies) * e)[:, None]).ravel()
         tiles._t_starts = np.concatenate([starts, [copies * e]])
-        tiles._cumsum = np.zeros(copies * e + 1, dtype=np.int32)
-        tiles._cumsum_t = np.zeros(copies * e + 1, dtype=np.int32)
         return tiles
 
     @cached_property
@@ -269,12 +265,13 @@ class BlockGraph:
         """
         # (np.take and np.compress: much faster here than fancy and boolean indexing)
         keep = np.take(states, self._u_rows) == np.take(states, self._u_cols)
-        np.cumsum(keep, out=self._cumsum[1:])
-        indptr = np.take(self._cumsum, self._u_starts)
+        counts = np.zeros(len(keep) + 1, dtype=np.int32)  # per call: a BlockGraph may be shared by threads
+        np.cumsum(keep, out=counts[1:])
+        indptr = np.take(counts, self._u_starts)
         cols = np.compress(keep, self._u_cols32)
         keep_t = np.take(keep, self._t_order)
-        np.cumsum(keep_t, out=self._cumsum_t[1:])
-        indptr_t = np.take(self._cumsum_t, self._t_starts)
+        np.cumsum(keep_t, out=counts[1:])
+        indptr_t = np.take(counts, self._t_starts)
         cols_t = np.compress(keep_t, self._t_cols32)
         labels = np.empty(self.size, dtype=np.int32)
         if _connected_components_undirected is not None:
