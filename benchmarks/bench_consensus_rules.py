@@ -16,7 +16,7 @@ average is printed beside them):
    batched engine. Target: at least 10 M/s.
 3. A 1,000,000-node BA game to its round limit (50) through the batched engine,
    in a process of its own: decisions/s of the round loop and peak memory
-   (target: within 4 GB).
+   (target: within 4 GB); with ``--mesa-big`` also through the Mesa model.
 4. The Mesa model on the 36-agent game against an older checkout (``--old
    PYTHON``: the interpreter of that checkout's venv, e.g. commit 680be42 in
    /work/wt-old), interleaved in the same run. Target: at least 3x.
@@ -135,15 +135,28 @@ def rate_10k(n: int, rounds: int, reps: int) -> dict:
     return {"n": n, "rounds": rounds, "mesa": statistics.median(mesa), "engine": statistics.median(engine)}
 
 
-def big_game(n: int) -> dict:
+def big_game(n: int, script: str = BIG_GAME) -> dict:
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
-        fh.write(BIG_GAME)
+        fh.write(script)
     try:
         out = subprocess.run([sys.executable, fh.name, str(n)], check=True, capture_output=True, text=True).stdout
     finally:
         os.unlink(fh.name)
     build_s, loop_s, decisions, peak = (float(x) for x in out.split())
     return {"n": n, "build_s": build_s, "loop_s": loop_s, "rate": decisions / loop_s, "peak_gb": peak / 2**30}
+
+
+BIG_MESA = """
+import resource, sys, time
+from llm_mesa.models.consensus import ConsensusModel
+n = int(sys.argv[1])
+t0 = time.process_time()
+model = ConsensusModel(n, "ba", policy="majority-inertia", baseline_permutations=0, rng=1)
+t1 = time.process_time()
+model.run()
+t2 = time.process_time()
+print(t1 - t0, t2 - t1, n * model.round, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+"""
 
 
 def rate_36(python: str, reps: int, games: int = 20) -> list[float]:
@@ -159,6 +172,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="3 seeds per cell, 100,000 nodes, fewer repetitions")
     parser.add_argument("--big-n", type=int, help="nodes of the largest game (default 1,000,000; quick 100,000)")
+    parser.add_argument("--mesa-big", action="store_true",
+                        help="also play the largest game through the Mesa model (a minute of construction)")
     parser.add_argument("--old", default=OLD_DEFAULT, help="python of an older checkout's venv, for the 36-agent"
                         f" ratio (default {OLD_DEFAULT}; skipped when absent)")
     args = parser.parse_args()
@@ -168,6 +183,7 @@ def main() -> None:
         grid = bench_grid(3 if quick else 30, 1 if quick else 3)
         big10k = rate_10k(10_000, 20, 2 if quick else 5)
         big = big_game(args.big_n or (100_000 if quick else 1_000_000))
+        big_mesa = big_game(big["n"], BIG_MESA) if args.mesa_big else None
         new36, old36 = [], []
         if Path(args.old).exists():
             for _ in range(1 if quick else 3):  # interleaved: old, new, old, new...
@@ -191,6 +207,9 @@ def main() -> None:
     print(f"\n3. {big['n']:,}-node BA game to 50 rounds (batched engine, agent table on): "
           f"{big['rate'] / 1e6:.1f} M decisions/s of the round loop ({big['loop_s']:.1f} s), "
           f"construction {big['build_s']:.1f} s, peak memory {big['peak_gb']:.2f} GB (target <= 4 GB)")
+    if big_mesa is not None:
+        print(f"   through the Mesa model: {big_mesa['rate'] / 1e6:.1f} M decisions/s ({big_mesa['loop_s']:.1f} s), "
+              f"construction {big_mesa['build_s']:.1f} s, peak memory {big_mesa['peak_gb']:.2f} GB")
     if new36:
         new, old = statistics.median(new36), statistics.median(old36)
         print(f"\n4. Mesa model, 36 agents: {new:,.0f} decisions/s against {old:,.0f} for {args.old} "
