@@ -210,7 +210,8 @@ class Stack:
         while rounds.active.any():
             if k == len(draws):  # the next rounds of every game's stream, a block at once
                 size = min(block, int((self.max_rounds - rounds.round).max()))
-                draws = np.stack([s.random((size, n)) for s in self.streams], axis=1).reshape(size, b * n)
+                draws = self.streams[0].random((size, n)) if b == 1 else \
+                    np.stack([s.random((size, n)) for s in self.streams], axis=1).reshape(size, b * n)
                 k = 0
             before = rounds.codes
             rounds.codes = rule_step(before, self.preferences, rounds.blue, graph.degree, draws[k], self.rule,
