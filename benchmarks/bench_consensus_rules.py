@@ -1,184 +1,221 @@
-"""Speed of rule-policy consensus games: the Mesa path against a numpy yardstick, and the grid.
+"""Speed and memory of rule-policy consensus games: the sweep, the engine, the Mesa model, a yardstick.
 
-What it measures (medians over repetitions, one table at the end):
+What it reports (CPU seconds, one core, ratios measured in one run; the load
+average is printed beside them):
 
-1. Agent-decisions per second of the synchronous majority-with-inertia rule,
-   * through the real ``ConsensusModel`` (Mesa agents, per-round measures,
-     DataCollector), with and without the per-agent table;
-   * through a hand-vectorised yardstick of the same rule on the same graph
-     (sparse adjacency times the colour vector, inertia draws vectorised);
-   on the study's 36-agent BA game and on a 10,000-node BA game. The ratio is
-   Mesa seconds per decision over yardstick seconds per decision (how much the
-   model's generality costs). Model construction (graph, layout, agents) is
-   timed apart: it is paid once per game.
-2. Wall time of the rule-policy grid (11 study conditions x 30 seeds x 6 rule
-   configurations = 1,980 games) through ``run_sweep(processes=1)`` on one
-   core; ``--quick`` plays one seed per cell (66 games) and projects.
+1. The study's rule grid (11 conditions x 6 rule configurations x 30 seeds =
+   1,980 games of 36 agents, every per-round measure, no random-colouring
+   baseline) through ``llm-mesa sweep --processes 1``: CPU time net of a
+   one-game run (interpreter, imports, output), against the hand-vectorised
+   yardstick (``consensus_yardstick.py``: the same games in plain numpy/scipy,
+   which must agree game for game). Target: within 5x. Then the baseline's own
+   cost: the same sweep with 1,000 random recolourings per game, minus the first.
+2. A 10,000-node BA game (majority-with-inertia, 20 rounds): decisions per CPU
+   second of the round loop (construction excluded, agent table on, every
+   measure recorded each round; median of 5), through the Mesa model and the
+   batched engine. Target: at least 10 M/s.
+3. A 1,000,000-node BA game to its round limit (50) through the batched engine,
+   in a process of its own: decisions/s of the round loop and peak memory
+   (target: within 4 GB); with ``--mesa-big`` also through the Mesa model.
+4. The Mesa model on the 36-agent game against an older checkout (``--old
+   PYTHON``: the interpreter of that checkout's venv, e.g. commit 680be42 in
+   /work/wt-old), interleaved in the same run. Target: at least 3x.
 
 Usage:
-  python benchmarks/bench_consensus_rules.py            # full: about 5 minutes on an idle core
-  python benchmarks/bench_consensus_rules.py --quick    # CI: a fraction, projected
-The machine's load average is printed with the figures: on a shared machine,
-read them with it.
+  python benchmarks/bench_consensus_rules.py            # full: a few minutes
+  python benchmarks/bench_consensus_rules.py --quick    # CI: 3 seeds per cell, 100,000 nodes, fewer repetitions
 """
 
 from __future__ import annotations
 
 import argparse
-import cProfile
-import io
 import os
-import pstats
+import random
+import resource
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
+import pandas as pd
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import consensus_yardstick  # noqa: E402
+from llm_mesa.models.consensus import ConsensusModel  # noqa: E402
+from llm_mesa.models.consensus.batched import Stack  # noqa: E402
+from llm_mesa.models.consensus.batched_setup import game_setup  # noqa: E402
+from llm_mesa.models.consensus.conditions import RULE_CONFIGURATIONS, STUDY_CONDITIONS  # noqa: E402
+
+from llm_mesa.graph_measures import Adjacency  # noqa: E402
+from llm_mesa.sweep import limit_blas_threads  # noqa: E402
+
+RULE = "majority-inertia:inertia=0.2"
+OLD_DEFAULT = "/work/wt-old/.venv/bin/python"
+RATE_36 = """
+import sys, time
 from llm_mesa.models.consensus import ConsensusModel
-from llm_mesa.models.consensus.conditions import RULE_CONFIGURATIONS, STUDY_CONDITIONS
-from llm_mesa.sweep import limit_blas_threads, run_sweep
-
-INERTIA = 0.2
-RULE = f"majority-inertia:inertia={INERTIA}"
-
-
-def yardstick_run(matrix, colours: np.ndarray, inertia: float, max_rounds: int,
-                  rng: np.random.Generator) -> tuple[int, np.ndarray]:
-    """The synchronous majority-with-inertia rule, vectorised: rounds played and final colours.
-
-    Each round: blue neighbours = A @ c; an agent keeps its colour with
-    probability ``inertia`` or on a tie (or with no neighbours), else takes the
-    majority colour. Stops on consensus, like the model.
-    """
-    c = colours.astype(np.int64)
-    degree2 = np.asarray(matrix.sum(axis=1)).ravel()
-    rounds = 0
-    while rounds < max_rounds and not (c == c[0]).all():
-        blue2 = 2 * (matrix @ c)
-        majority = np.where(blue2 > degree2, 1, np.where(blue2 < degree2, 0, c))
-        keep = rng.random(c.size) < inertia
-        c = np.where(keep, c, majority)
-        rounds += 1
-    return rounds, c
+t = d = 0.0
+for s in range(int(sys.argv[1]), int(sys.argv[1]) + int(sys.argv[2])):
+    m = ConsensusModel(36, "ba", policy="majority-inertia:inertia=0.2", max_rounds=50, baseline_permutations=0, rng=s)
+    t0 = time.process_time(); m.run(); t += time.process_time() - t0; d += 36 * m.round
+print(d / t)
+"""
+BIG_GAME = """
+import resource, sys, time
+from llm_mesa.graph_measures import Adjacency
+from llm_mesa.models.consensus.batched import Stack
+from llm_mesa.models.consensus.batched_setup import game_setup
+import random
+n = int(sys.argv[1])
+t0 = time.process_time()
+setup = game_setup(random.Random(1), 1, 1, n=n, topology="ba", policy="majority-inertia", baseline_permutations=0)
+adjacency = Adjacency.from_graph(setup.graph)  # the networkx graph stays, as in play_games
+stack = Stack([setup], [adjacency], [1], agents=True)
+t1 = time.process_time()
+(game,) = stack.play()
+t2 = time.process_time()
+print(t1 - t0, t2 - t1, n * game.round, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+"""
 
 
-def mesa_rate(n: int, max_rounds: int, seed: int, collect_agents: bool) -> tuple[float, float, int]:
-    """(decisions per second of the rounds, construction seconds, decisions) for one game."""
-    t0 = time.perf_counter()
-    model = ConsensusModel(n, "ba", policy=RULE, max_rounds=max_rounds, baseline_permutations=0,
-                           collect_agents=collect_agents, rng=seed)
-    t1 = time.perf_counter()
-    model.run()
-    t2 = time.perf_counter()
-    decisions = n * model.round
-    return decisions / (t2 - t1), t1 - t0, decisions
+def child_cpu(command: list[str]) -> float:
+    """CPU seconds (user + system) of a child process run to its end."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def yardstick_rate(n: int, max_rounds: int, seed: int) -> tuple[float, int]:
-    """Decisions per second of the yardstick on the same graph and initial colours as the model."""
-    model = ConsensusModel(n, "ba", policy=RULE, max_rounds=max_rounds, baseline_permutations=0,
-                           collect_agents=False, rng=seed)
-    matrix = model.adjacency.matrix.astype(np.int64).tocsr()
-    colours = np.array([a.colour == "blue" for a in model.agents_by_node], dtype=np.int64)
-    rng = np.random.default_rng(seed)
-    t0 = time.perf_counter()
-    rounds, _ = yardstick_run(matrix, colours, INERTIA, max_rounds, rng)
-    elapsed = time.perf_counter() - t0
-    decisions = n * rounds
-    return decisions / elapsed if elapsed > 0 else float("inf"), decisions
+def sweep_cpu(out: Path, seeds: int, conditions: str = "study", policies: str = "rules",
+              baseline: int = 0) -> float:
+    exe = Path(sys.executable).with_name("llm-mesa")
+    command = [str(exe), "sweep", "--conditions", conditions, "--policies", policies, "--seeds", str(seeds),
+               "--baseline-permutations", str(baseline), "--processes", "1", "--out", str(out), "--quiet"]
+    return child_cpu(command)
 
 
-def bench_game(n: int, max_rounds: int, reps: int) -> dict:
-    """Medians over ``reps`` seeds for one game size."""
-    with_agents, without, build, yard, decisions = [], [], [], [], []
-    for seed in range(reps):
-        rate, built, d = mesa_rate(n, max_rounds, seed, True)
-        with_agents.append(rate)
-        build.append(built)
-        decisions.append(d)
-        without.append(mesa_rate(n, max_rounds, seed, False)[0])
-        # the yardstick is fast: repeat it so its timer is well above its resolution
-        yard.append(statistics.median(yardstick_rate(n, max_rounds, seed)[0] for _ in range(5)))
-    m_with, m_without, m_yard = (statistics.median(x) for x in (with_agents, without, yard))
-    return {"n": n, "max_rounds": max_rounds, "reps": reps, "decisions": statistics.median(decisions),
-            "mesa_agents": m_with, "mesa_no_agents": m_without, "yardstick": m_yard,
-            "ratio_agents": m_yard / m_with, "ratio_no_agents": m_yard / m_without,
-            "construction_s": statistics.median(build)}
-
-
-def profile_big_game(n: int, max_rounds: int, top: int = 10) -> str:
-    """Where the Mesa path spends a large game's rounds (tottime, top functions)."""
-    model = ConsensusModel(n, "ba", policy=RULE, max_rounds=max_rounds, baseline_permutations=0,
-                           collect_agents=False, rng=0)
-    profiler = cProfile.Profile()
-    profiler.enable()
-    model.run()
-    profiler.disable()
-    text = io.StringIO()
-    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(top)
-    lines = [line for line in text.getvalue().splitlines() if line.strip()]
-    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("ncalls"))
-    return "\n".join(lines[start:start + top + 1])
-
-
-def bench_grid(quick: bool, seeds: int = 30) -> dict:
-    """Wall time of the 11 x 6 x 30 rule grid through run_sweep on one core."""
-    played_seeds = 1 if quick else seeds
+def bench_grid(seeds: int, reps: int) -> dict:
+    """The rule grid through the sweep CLI (net of one game) against the yardstick, and the baseline apart."""
+    grid_s, one_s, base_s, yard_s, yard_build_s = [], [], [], [], []
     with tempfile.TemporaryDirectory(prefix="bench-grid-") as tmp:
-        t0 = time.perf_counter()
-        result = run_sweep(dict(STUDY_CONDITIONS), dict(RULE_CONFIGURATIONS), played_seeds,
-                           Path(tmp) / "grid", processes=1)
-        wall = time.perf_counter() - t0
-    games = result.played
-    full_games = len(STUDY_CONDITIONS) * len(RULE_CONFIGURATIONS) * seeds
-    table = result.headline()
-    return {"games": games, "wall_s": wall, "per_game_s": wall / games,
-            "projected_s": wall / games * full_games, "full_games": full_games,
-            "projected": quick, "table": table}
+        for rep in range(reps):  # interleaved: one game, the grid, the yardstick, the grid with baseline
+            one_s.append(sweep_cpu(Path(tmp) / f"one{rep}", 1, "ba-none", "mi-0.2"))
+            grid_s.append(sweep_cpu(Path(tmp) / f"grid{rep}", seeds))
+            yard, built, played = consensus_yardstick.run(STUDY_CONDITIONS, RULE_CONFIGURATIONS, range(seeds))
+            yard_s.append(built + played)
+            yard_build_s.append(built)
+            base_s.append(sweep_cpu(Path(tmp) / f"base{rep}", seeds, baseline=1000))
+        games = pd.read_parquet(Path(tmp) / "grid0" / "games")
+    same = all(yard[(r.condition, r.policy, int(r.seed))] == (int(r.rounds), bool(r.consensus),
+                                                              int(r.largest_component))
+               for r in games.itertuples())
+    grid, one, base, yard = (statistics.median(x) for x in (grid_s, one_s, base_s, yard_s))
+    return {"games": len(games), "grid_s": grid, "one_s": one, "net_s": grid - one, "yard_s": yard,
+            "yard_build_s": statistics.median(yard_build_s), "ratio": (grid - one) / yard,
+            "baseline_s": base - grid, "same_games": same}
+
+
+def rate_10k(n: int, rounds: int, reps: int) -> dict:
+    """Decisions per CPU second of the round loop: Mesa model and engine, agent table on; medians."""
+    mesa, engine = [], []
+    for seed in range(reps):
+        model = ConsensusModel(n, "ba", policy=RULE, max_rounds=rounds, baseline_permutations=0, rng=seed)
+        t0 = time.process_time()
+        model.run()
+        mesa.append(n * model.round / (time.process_time() - t0))
+        setup = game_setup(random.Random(seed), seed, seed, n=n, topology="ba", policy=RULE, max_rounds=rounds,
+                           baseline_permutations=0)
+        stack = Stack([setup], [Adjacency.from_graph(setup.graph)], [seed], agents=True)
+        t0 = time.process_time()
+        (game,) = stack.play()
+        engine.append(n * game.round / (time.process_time() - t0))
+    return {"n": n, "rounds": rounds, "mesa": statistics.median(mesa), "engine": statistics.median(engine)}
+
+
+def big_game(n: int, script: str = BIG_GAME) -> dict:
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
+        fh.write(script)
+    try:
+        out = subprocess.run([sys.executable, fh.name, str(n)], check=True, capture_output=True, text=True).stdout
+    finally:
+        os.unlink(fh.name)
+    build_s, loop_s, decisions, peak = (float(x) for x in out.split())
+    return {"n": n, "build_s": build_s, "loop_s": loop_s, "rate": decisions / loop_s, "peak_gb": peak / 2**30}
+
+
+BIG_MESA = """
+import resource, sys, time
+from llm_mesa.models.consensus import ConsensusModel
+n = int(sys.argv[1])
+t0 = time.process_time()
+model = ConsensusModel(n, "ba", policy="majority-inertia", baseline_permutations=0, rng=1)
+t1 = time.process_time()
+model.run()
+t2 = time.process_time()
+print(t1 - t0, t2 - t1, n * model.round, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+"""
+
+
+def rate_36(python: str, reps: int, games: int = 20) -> list[float]:
+    rates = []
+    for rep in range(reps):
+        out = subprocess.run([python, "-c", RATE_36, str(rep * games), str(games)], check=True,
+                             capture_output=True, text=True, cwd=tempfile.gettempdir()).stdout
+        rates.append(float(out.strip()))
+    return rates
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small repetitions; grid: one seed per cell, projected")
-    parser.add_argument("--reps", type=int, help="repetitions per game size (default 15, quick 5; 3 and 2 for 10,000 nodes)")
-    parser.add_argument("--big-n", type=int, default=10_000, help="nodes of the large BA game (default 10000)")
-    parser.add_argument("--big-rounds", type=int, default=20, help="round limit of the large game (default 20)")
-    parser.add_argument("--no-grid", action="store_true", help="skip the grid wall time")
+    parser.add_argument("--quick", action="store_true", help="3 seeds per cell, 100,000 nodes, fewer repetitions")
+    parser.add_argument("--big-n", type=int, help="nodes of the largest game (default 1,000,000; quick 100,000)")
+    parser.add_argument("--mesa-big", action="store_true",
+                        help="also play the largest game through the Mesa model (a minute of construction)")
+    parser.add_argument("--old", default=OLD_DEFAULT, help="python of an older checkout's venv, for the 36-agent"
+                        f" ratio (default {OLD_DEFAULT}; skipped when absent)")
     args = parser.parse_args()
+    quick = args.quick
     load_before = os.getloadavg()
-    small_reps = args.reps or (5 if args.quick else 15)
-    big_reps = args.reps or (2 if args.quick else 3)
-
-    rows = []
-    with limit_blas_threads(1):  # as in sweeps; see llm_mesa.sweep.limit_blas_threads
-        rows.append(bench_game(36, 50, small_reps))
-        rows.append(bench_game(args.big_n, args.big_rounds, big_reps))
-        profile = profile_big_game(args.big_n, min(args.big_rounds, 5))
-    grid = None if args.no_grid else bench_grid(args.quick)
+    with limit_blas_threads(1):
+        grid = bench_grid(3 if quick else 30, 1 if quick else 3)
+        big10k = rate_10k(10_000, 20, 2 if quick else 5)
+        big = big_game(args.big_n or (100_000 if quick else 1_000_000))
+        big_mesa = big_game(big["n"], BIG_MESA) if args.mesa_big else None
+        new36, old36 = [], []
+        if Path(args.old).exists():
+            for _ in range(1 if quick else 3):  # interleaved: old, new, old, new...
+                old36 += rate_36(args.old, 1)
+                new36 += rate_36(sys.executable, 1)
     load_after = os.getloadavg()
 
-    print(f"majority-with-inertia (inertia {INERTIA}) on BA graphs; medians; cores {os.cpu_count()}; "
-          f"load average {load_before[0]:.2f} at start, {load_after[0]:.2f} at end")
-    print(f"{'game':>16} {'reps':>4} {'decisions':>10} {'Mesa+agents/s':>14} {'Mesa/s':>12} "
-          f"{'yardstick/s':>13} {'ratio+agents':>13} {'ratio':>8} {'build s':>8}")
-    for r in rows:
-        print(f"{r['n']:>8} agents {r['reps']:>4} {r['decisions']:>10.0f} {r['mesa_agents']:>14,.0f} "
-              f"{r['mesa_no_agents']:>12,.0f} {r['yardstick']:>13,.0f} {r['ratio_agents']:>12.1f}x "
-              f"{r['ratio_no_agents']:>7.1f}x {r['construction_s']:>8.3f}")
-    print("ratio = Mesa seconds per decision / yardstick seconds per decision (higher: the model costs more);"
-          " 'build s' = model construction, paid once per game")
-    print(f"\nwhere a {args.big_n}-node game's rounds go (Mesa path, no agent table):")
-    print(profile)
-    if grid is not None:
-        kind = "projected from one seed per cell" if grid["projected"] else "measured"
-        print(f"\nrule grid, {len(STUDY_CONDITIONS)} conditions x {len(RULE_CONFIGURATIONS)} rule configurations "
-              f"x 30 seeds = {grid['full_games']} games, run_sweep(processes=1):")
-        print(f"  played {grid['games']} games in {grid['wall_s']:.1f} s ({grid['per_game_s'] * 1000:.0f} ms per game); "
-              f"full grid {grid['projected_s'] / 60:.1f} min ({kind})")
-        print("consensus (successes / games):")
-        print(grid["table"])
+    print(f"rule games, CPU seconds on one core; load average {load_before[0]:.2f} at start, "
+          f"{load_after[0]:.2f} at end ({os.cpu_count()} cores)")
+    print(f"\n1. rule grid: {grid['games']} games ({len(STUDY_CONDITIONS)} conditions x "
+          f"{len(RULE_CONFIGURATIONS)} rule configurations x {grid['games'] // 66} seeds), per-round measures:")
+    print(f"   llm-mesa sweep --processes 1: {grid['grid_s']:.2f} s, one-game run {grid['one_s']:.2f} s, "
+          f"net {grid['net_s']:.2f} s")
+    print(f"   yardstick (numpy/scipy): {grid['yard_s']:.2f} s ({grid['yard_build_s']:.2f} s building graphs); "
+          f"same games: {grid['same_games']}")
+    print(f"   ratio sweep net / yardstick: {grid['ratio']:.2f}x (target <= 5x)")
+    print(f"   random-colouring baseline (1,000 recolourings per game), apart: {grid['baseline_s']:.2f} s")
+    print(f"\n2. {big10k['n']:,}-node BA game, {big10k['rounds']} rounds, agent table on, every measure:")
+    print(f"   Mesa model {big10k['mesa'] / 1e6:.1f} M decisions/s; batched engine {big10k['engine'] / 1e6:.1f} M/s "
+          "(median; target >= 10 M/s)")
+    print(f"\n3. {big['n']:,}-node BA game to 50 rounds (batched engine, agent table on): "
+          f"{big['rate'] / 1e6:.1f} M decisions/s of the round loop ({big['loop_s']:.1f} s), "
+          f"construction {big['build_s']:.1f} s, peak memory {big['peak_gb']:.2f} GB (target <= 4 GB)")
+    if big_mesa is not None:
+        print(f"   through the Mesa model: {big_mesa['rate'] / 1e6:.1f} M decisions/s ({big_mesa['loop_s']:.1f} s), "
+              f"construction {big_mesa['build_s']:.1f} s, peak memory {big_mesa['peak_gb']:.2f} GB")
+    if new36:
+        new, old = statistics.median(new36), statistics.median(old36)
+        print(f"\n4. Mesa model, 36 agents: {new:,.0f} decisions/s against {old:,.0f} for {args.old} "
+              f"({new / old:.1f}x; target >= 3x)")
+    else:
+        print(f"\n4. Mesa model, 36 agents: no older checkout at {args.old}; skipped")
 
 
 if __name__ == "__main__":

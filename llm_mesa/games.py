@@ -93,6 +93,21 @@ class Game:
         """Play one game to its end and return its summary row and tables."""
         raise NotImplementedError(f"game {self.name!r} cannot be played by the sweep engine")
 
+    def play_batch(self, requests: Sequence[PlayRequest]) -> list[GameResult]:
+        """Play several games to their ends; their results in order.
+
+        One by one by default; a game overrides it to play games together (the
+        consensus game advances rule games at once as arrays).
+        """
+        return [self.play(request) for request in requests]
+
+    def batch_size(self, request: PlayRequest) -> int:
+        """How many games like ``request`` a sweep hands ``play_batch`` at once in one process.
+
+        1 (the default) keeps every game written as soon as it finishes.
+        """
+        return 1
+
     def llm_policy(self, endpoint: Any, store: Any = None) -> Any:
         """The game's LLM policy for ``endpoint``, recording to ``store``."""
         raise NotImplementedError(f"game {self.name!r} has no LLM policy")

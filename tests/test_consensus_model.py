@@ -1,11 +1,13 @@
 """The consensus model as a Mesa model: reproducibility, topologies, batch_run, bad input."""
 
+import random
+
 import networkx as nx
 import pandas as pd
 import pytest
+from llm_mesa.models.consensus import ConsensusConfigError, ConsensusModel
 from mesa import batch_run
 
-from llm_mesa.models.consensus import ConsensusConfigError, ConsensusModel
 from llm_mesa.graphs import NetworkError, build_topology, caveman_shape
 from llm_mesa.policy import PolicyError
 
@@ -117,16 +119,52 @@ def test_unreadable_graph_file_is_named(tmp_path):
                                     "stubborn", "random"])
 @pytest.mark.parametrize("topology", ["ba", "caveman", "er"])
 def test_vectorised_rule_path_plays_the_same_game_as_agent_by_agent(policy, topology):
+    # the array path (rule_step) and each agent's Policy.decide, from the same rule stream
     for seed in (1, 2):
         fast = ConsensusModel(36, topology, policy=policy, rng=seed, max_rounds=30, baseline_permutations=0).run()
         slow = ConsensusModel(36, topology, policy=policy, rng=seed, max_rounds=30, baseline_permutations=0,
                               fast_rules=False).run()
-        assert fast._vector_policy is not None and slow._vector_policy is None
+        assert fast._rule_arrays and not slow._rule_arrays
         pd.testing.assert_frame_equal(fast.rounds_table(), slow.rounds_table())
         pd.testing.assert_frame_equal(fast.agents_table(), slow.agents_table())
         assert fast.summary() == slow.summary()
 
 
-def test_mixed_policies_take_the_agent_by_agent_path():
-    m = ConsensusModel(36, "ba", assign={"hubs:5": "stubborn"}, rng=1, max_rounds=3)
-    assert m._vector_policy is None
+def test_mixed_rule_policies_take_the_array_path_and_equal_agent_by_agent():
+    kw = dict(assign={"hubs:5": "stubborn", "random:3": "random", "nodes:0,1": "voter"}, rng=3, max_rounds=20)
+    fast = ConsensusModel(36, "ba", **kw).run()
+    slow = ConsensusModel(36, "ba", fast_rules=False, **kw).run()
+    assert fast._rule is not None and fast._rule_arrays
+    pd.testing.assert_frame_equal(fast.agents_table(), slow.agents_table())
+    assert fast.summary() == slow.summary()
+
+
+def test_a_non_rule_policy_takes_the_agent_by_agent_path_on_the_model_stream():
+    from llm_mesa.models.consensus.observation import ConsensusDecision
+
+    from llm_mesa.policy import Policy
+
+    class Coin(Policy):  # a rule of someone else's package: no rule(), draws from the model's random
+        def decide(self, obs, rng):
+            return ConsensusDecision("blue" if rng.random() < 0.5 else "red")
+
+    m = ConsensusModel(36, "ba", assign={"hubs:5": Coin()}, rng=1, max_rounds=3)
+    assert m._rule is None
+    m.run()
+    assert m.round == 3
+
+
+def test_a_vectorised_policy_of_another_package_keeps_its_own_contract():
+    import numpy as np
+
+    from llm_mesa.policy import Policy
+
+    class AllBlue(Policy):
+        vectorised = True
+
+        def decide_vector(self, colours, preferences, adjacency, rng):
+            assert isinstance(rng, random.Random)  # the model's random, as the core's contract says
+            return np.ones(len(colours), dtype=np.int8)
+
+    m = ConsensusModel(20, "ba", policy=AllBlue(), rng=1, max_rounds=3, baseline_permutations=0).run()
+    assert m._rule is None and m.colours == ["blue"] * 20 and m.stop_reason == "consensus"

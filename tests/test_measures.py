@@ -3,7 +3,6 @@
 import networkx as nx
 import numpy as np
 import pytest
-
 from llm_mesa.models.consensus import measures
 
 
@@ -93,3 +92,30 @@ def test_pseudo_equilibrium_and_flippers():
 def test_adjacency_needs_0_to_n_labels():
     with pytest.raises(ValueError, match="normalise_graph"):
         measures.Adjacency.from_graph(nx.Graph([("a", "b")]))
+
+
+def test_baseline_in_chunks_under_a_memory_budget_is_the_same_baseline():
+    from llm_mesa import graph_measures as gm
+
+    g = nx.barabasi_albert_graph(60, 2, seed=3)
+    colours = np.random.default_rng(3).integers(0, 2, 60)
+    whole = gm.random_relabelling_baseline(g, colours, 250, np.random.default_rng(9))
+    chunked = gm.random_relabelling_baseline(g, colours, 250, np.random.default_rng(9), memory=30_000)
+    assert (whole == chunked).all()
+    # the draws are those of one (P, n) permutation of the stream, whatever the chunks
+    perms = np.random.default_rng(9).permuted(np.tile(colours, (250, 1)), axis=1)
+    assert chunked.tolist() == [measures.largest_same_colour_component(g, p)[0] for p in perms]
+
+
+def test_block_graph_measures_each_graph_as_alone():
+    from llm_mesa import graph_measures as gm
+
+    graphs = [nx.gnp_random_graph(25, 0.12, seed=s) for s in range(6)]
+    blocks = gm.BlockGraph([gm.as_adjacency(g) for g in graphs])
+    states = np.random.default_rng(1).integers(0, 2, 150).astype(np.int8)
+    sizes, colours = blocks.largest_components(states)
+    counts = blocks.neighbour_sum(states)
+    for k, g in enumerate(graphs):
+        part = states[25 * k:25 * (k + 1)]
+        assert (sizes[k], colours[k]) == gm.largest_same_state_component(g, part)
+        assert counts[25 * k:25 * (k + 1)].tolist() == [sum(part[u] for u in g[v]) for v in range(25)]

@@ -5,12 +5,7 @@ import json
 
 import pandas as pd
 import pytest
-
-from llm_mesa.cli import main
-from llm_mesa.loopback.server import LoopbackServer
 from llm_mesa.models.consensus import ConsensusModel
-from llm_mesa.models.consensus.observation import ConsensusDecision
-from llm_mesa.policy import Policy, register_policy
 from llm_mesa.models.consensus.conditions import (
     EXTRA_CONDITIONS,
     RULE_CONFIGURATIONS,
@@ -18,8 +13,13 @@ from llm_mesa.models.consensus.conditions import (
     ConditionError,
     resolve_conditions,
 )
-from llm_mesa.games import get_game
+from llm_mesa.models.consensus.observation import ConsensusDecision
 from llm_mesa.models.consensus.tables import consensus_table
+
+from llm_mesa.cli import main
+from llm_mesa.games import get_game
+from llm_mesa.loopback.server import LoopbackServer
+from llm_mesa.policy import Policy, register_policy
 from llm_mesa.sweep import SweepError, policy_label, read_sweep, resolve_seeds, run_sweep
 
 
@@ -57,8 +57,8 @@ def stop_after(k: int):
 def test_resume_after_interruption_runs_only_the_missing_games(tmp_path):
     out = tmp_path / "sweep"
     with pytest.raises(Interrupt):
-        run_sweep(SMALL, RULES, 3, out, model_options=FAST, tables=("rounds",), progress=stop_after(5))
-    assert len(read_sweep(out)) == 5  # every finished game was written as it finished
+        run_sweep(SMALL, RULES, 3, out, model_options=FAST, tables=("rounds",), progress=stop_after(5), batch_size=1)
+    assert len(read_sweep(out)) == 5  # one game at a time (batch_size=1): every game was written as it finished
     seen = []
     result = run_sweep(SMALL, RULES, 3, out, model_options=FAST, tables=("rounds",),
                        progress=lambda done, total, row: seen.append((row["condition"], row["policy"], row["seed"])))
@@ -102,7 +102,7 @@ def test_two_processes_give_the_same_rows_as_one(tmp_path):
 def test_single_parquet_file_output_resumes_and_reads_with_pandas(tmp_path):
     out = tmp_path / "grid.parquet"
     with pytest.raises(Interrupt):
-        run_sweep(SMALL, "voter", 3, out, model_options=FAST, progress=stop_after(2))
+        run_sweep(SMALL, "voter", 3, out, model_options=FAST, progress=stop_after(2), batch_size=1)
     assert not out.exists() and len(read_sweep(out)) == 2  # parts gathered beside it until the end
     result = run_sweep(SMALL, "voter", 3, out, model_options=FAST)
     assert result.played == 4

@@ -13,9 +13,9 @@ unchanged, see ``examples/batch_run_consensus.py``):
   games of 36 agents keep up to 1,080 calls in flight against one endpoint
   (bounded by the endpoint's ``concurrency``). Every call is recorded to one
   ``ResponseStore``; a resumed sweep replays what it already paid for.
-* **Rule sweeps need processes.** ``processes`` runs games in a spawn-started
-  process pool, sent in batches (per-task overhead would otherwise dominate
-  games that last a tenth of a second).
+* **Rule sweeps play games together.** A game plays a batch at once
+  (``Game.play_batch``, chunks of ``Game.batch_size``: consensus rule games run as
+  arrays); ``processes`` spreads batches over a spawn-started process pool.
 
 The engine knows no game: it asks the game (``llm_mesa.games.Game``, found by
 name) to check its parameters, to play one game from parameters and a seed,
@@ -269,7 +269,7 @@ def run_sweep(
                     run_on_dask(tasks, store_options, tables, games_in_flight, executor, batch_size, blas_threads,
                                 finished)
                 elif processes == 1:
-                    run_here(tasks, store_options, tables, games_in_flight, finished)
+                    run_here(tasks, store_options, tables, games_in_flight, finished, batch_size)
                 else:
                     run_in_processes(tasks, store_options, tables, games_in_flight, processes, batch_size,
                                       blas_threads, finished)

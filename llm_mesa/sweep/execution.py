@@ -42,20 +42,14 @@ class GameTask:
     def key(self) -> tuple[str, str, int]:
         return (self.condition, self.policy, self.seed)
 
+    def request(self, store: StoreOptions | None = None, tables: Sequence[str] = ()) -> PlayRequest:
+        return PlayRequest(self.parameters, self.policy_spec, self.seed, tuple(tables), self.endpoint,
+                           _process_store(store) if self.endpoint is not None else None)
 
-def play_game(task: GameTask, store: StoreOptions | None = None, tables: Sequence[str] = ()) -> GameResult:
-    """Play one game to its end; its summary row (with the key) and the asked tables."""
-    game = get_game(task.game)
-    started = time.perf_counter()
-    request = PlayRequest(task.parameters, task.policy_spec, task.seed, tuple(tables), task.endpoint,
-                          _process_store(store) if task.endpoint is not None else None)
-    result = game.play(request)
-    key = {"condition": task.condition, "policy": task.policy, "seed": task.seed}
-    row = {**key, **{k: v for k, v in result.row.items() if k not in key}, "wall_s": time.perf_counter() - started}
-    return GameResult(row, {name: df.assign(**key) for name, df in result.tables.items()})
-
-
-# --- the runner ----------------------------------------------------------------------
+    def keyed(self, result: GameResult, wall_s: float) -> GameResult:  # row and tables with the key
+        key = {"condition": self.condition, "policy": self.policy, "seed": self.seed}
+        row = {**key, **{k: v for k, v in result.row.items() if k not in key}, "wall_s": wall_s}
+        return GameResult(row, {name: df.assign(**key) for name, df in result.tables.items()})
 
 
 @dataclass(frozen=True)
@@ -90,6 +84,32 @@ def close_process_stores() -> None:
             _stores.pop(key).close()
 
 
+def play_game(task: GameTask, store: StoreOptions | None = None, tables: Sequence[str] = ()) -> GameResult:
+    """Play one game to its end; its summary row (with the key) and the asked tables."""
+    started = time.perf_counter()
+    return task.keyed(get_game(task.game).play(task.request(store, tables)), time.perf_counter() - started)
+
+
+def _play_together(tasks: list[GameTask], store: StoreOptions | None,
+                   tables: tuple[str, ...]) -> tuple[list[GameResult], BaseException | None]:
+    """Games played together (``Game.play_batch``), else one by one: those that finished, the first error."""
+    started = time.perf_counter()
+    try:
+        results = get_game(tasks[0].game).play_batch([t.request(store, tables) for t in tasks])
+        wall_s = (time.perf_counter() - started) / len(tasks)
+        return [t.keyed(r, wall_s) for t, r in zip(tasks, results, strict=True)], None
+    except Exception as exc:  # noqa: BLE001  (replayed one by one, to keep the finished games)
+        if len(tasks) == 1:
+            return [], exc
+    results: list[GameResult] = []
+    for task in tasks:
+        try:
+            results.append(play_game(task, store, tables))
+        except Exception as exc:  # noqa: BLE001  (reported after the games that finished)
+            return results, exc
+    return results, None
+
+
 _blas_limit: Any = None
 
 
@@ -117,33 +137,16 @@ def _init_worker(blas_threads: int | None) -> None:
 
 def _play_batch(tasks: list[GameTask], store: StoreOptions | None, tables: tuple[str, ...],
                 games_in_flight: int) -> tuple[list[GameResult], BaseException | None]:
-    """A worker's share: a batch of games, ``games_in_flight`` at a time in threads.
+    """A worker's share: a batch played together, or ``games_in_flight`` games at a time in threads.
 
-    Returns the games that finished and the first error, so that one failing game
-    never takes the finished games of its batch down with it.
+    Returns the games that finished and the first error (one failure never loses the others).
     """
-    results: list[GameResult] = []
-    error: BaseException | None = None
-
-    def play(task: GameTask) -> GameResult | None:
-        nonlocal error
-        try:
-            return play_game(task, store, tables)
-        except Exception as exc:  # noqa: BLE001  (reported to the parent, after the batch)
-            error = error or exc
-            return None
-
     try:
-        if games_in_flight <= 1 or len(tasks) == 1:
-            for task in tasks:
-                result = play(task)
-                if result is None:
-                    break  # stop this batch at its first failure, like a sequential sweep
-                results.append(result)
-        else:
-            with ThreadPoolExecutor(min(games_in_flight, len(tasks)), thread_name_prefix="game") as pool:
-                results = [r for r in pool.map(play, tasks) if r is not None]
-        return results, error
+        if games_in_flight <= 1 or len(tasks) == 1:  # together; stops at its first failure, like a sequential sweep
+            return _play_together(tasks, store, tables)
+        with ThreadPoolExecutor(min(games_in_flight, len(tasks)), thread_name_prefix="game") as pool:
+            outcomes = list(pool.map(lambda task: _play_together([task], store, tables), tasks))
+        return [r for done, _ in outcomes for r in done], next((e for _, e in outcomes if e is not None), None)
     finally:
         close_process_stores()
 
@@ -192,11 +195,17 @@ def _deliver(done: Iterable[Any], finished: Callable[[Sequence[GameResult]], Non
         raise error
 
 
-def run_here(tasks: list[GameTask], store: StoreOptions | None, tables: tuple[str, ...],
-              games_in_flight: int, finished: Callable[[Sequence[GameResult]], None]) -> None:
-    if games_in_flight == 1:
-        for task in tasks:
-            finished([play_game(task, store, tables)])
+def run_here(tasks: list[GameTask], store: StoreOptions | None, tables: tuple[str, ...], games_in_flight: int,
+             finished: Callable[[Sequence[GameResult]], None], batch_size: int | None = None) -> None:
+    """Games in this process: in chunks the game plays together, or ``games_in_flight`` at once in threads."""
+    if games_in_flight == 1:  # in chunks the game plays together (Game.batch_size; 1: each written as it ends)
+        while tasks:
+            size = max(1, min(batch_size or len(tasks), get_game(tasks[0].game).batch_size(tasks[0].request())))
+            chunk, tasks = tasks[:size], tasks[size:]
+            results, error = _play_together(chunk, store, tables)
+            finished(results)
+            if error is not None:
+                raise error
         return
     pool = ThreadPoolExecutor(games_in_flight, thread_name_prefix="game")
     pending = {pool.submit(play_game, t, store, tables) for t in tasks}

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from mesa.discrete_space import FixedAgent
 
-from .observation import ConsensusDecision, ConsensusObservation, Message, RoundRecord
 from llm_mesa.policy import Policy
 from llm_mesa.rounds import PolicyAgent
+
+from .observation import COLOURS, ConsensusDecision, ConsensusObservation, Message, RoundRecord, colour_code
 
 HISTORY_ROUNDS = 10  # rounds of history an LLM agent is shown (the study's cut)
 
@@ -15,24 +16,62 @@ class ConsensusAgent(FixedAgent, PolicyAgent):
     """One player: a preferred colour, a current colour and a policy.
 
     Its step is split in two so that rounds are synchronous: ``observe`` (the
-    policy then decides, for all agents together) and ``advance``.
+    policy then decides, for all agents together) and ``advance``. Its colour and
+    what happened to it last round live in the model's arrays (``model._rounds``):
+    the attributes below read them, so a round of rule agents touches no agent.
     """
 
-    def __init__(self, model, cell, node: int, preference: str, colour: str, policy: Policy):
+    def __init__(self, model, cell, node: int, preference: str, policy: Policy):
         super().__init__(model)
         self.cell = cell
         self.node = node
         self.preference = preference
-        self.colour = colour
         self.policy = policy
         self.diary = ""
         self.inbox: list[Message] = []  # messages received last round
         self.pending: ConsensusDecision | None = None
         self.last_decision: ConsensusDecision | None = None
-        self.flips = 0
-        self.flipped = False
         self.neighbour_ids: tuple[int, ...] = ()
         self.neighbours: tuple[ConsensusAgent, ...] = ()
+
+    @property
+    def colour(self) -> str:
+        return COLOURS[self.model._rounds.codes[self.node]]
+
+    @colour.setter
+    def colour(self, value: str) -> None:
+        self.model._rounds.codes[self.node] = colour_code(value)
+
+    @property
+    def flips(self) -> int:
+        """How many times this agent changed colour so far."""
+        return int(self.model._rounds.flip_counts[self.node])
+
+    @property
+    def flipped(self) -> bool:
+        """Did it change colour last round?"""
+        return bool(self.model._rounds.flipped[-1][self.node])
+
+    @property
+    def had_opportunity(self) -> bool:
+        """Did an opposing strict majority surround it at the start of last round?"""
+        rounds = self.model._rounds
+        return bool(rounds.opportunity[-1][self.node]) if rounds.agents else False
+
+    @property
+    def made_stubborn_move(self) -> bool:
+        rounds = self.model._rounds
+        return bool(rounds.stubborn[-1][self.node]) if rounds.agents else False
+
+    def _accounting(self, key: str):
+        rounds = self.model._rounds
+        last = rounds.accounting[-1] if rounds.agents else None
+        return 0 if last is None else last[key][self.node].item()
+
+    decision_failed = property(lambda self: bool(self._accounting("failed")))
+    round_calls = property(lambda self: self._accounting("calls"))
+    round_prompt_tokens = property(lambda self: self._accounting("prompt_tokens"))
+    round_completion_tokens = property(lambda self: self._accounting("completion_tokens"))
 
     def link_neighbours(self, agents_by_node: list["ConsensusAgent"]) -> None:
         """Cache neighbours once: the graph is fixed for the game."""
@@ -67,10 +106,11 @@ class ConsensusAgent(FixedAgent, PolicyAgent):
 
     def _history(self) -> list[RoundRecord]:
         model = self.model
-        history = model.colour_history
+        history = model._rounds.history
         records = []
         for r in range(max(0, len(history) - HISTORY_ROUNDS), len(history)):
-            colours = history[r]
+            codes = history[r]
+            colours = {i: COLOURS[codes[i]] for i in (self.node, *self.neighbour_ids)}
             records.append(RoundRecord(
                 round=r,
                 own_colour=colours[self.node],
@@ -88,9 +128,6 @@ class ConsensusAgent(FixedAgent, PolicyAgent):
             return
         if decision.diary is not None:
             self.diary = decision.diary
-        new_colour = decision.colour
         if self.model.message_replaces_move and self.model.deliverable(self, decision):
-            new_colour = self.colour  # a message is sent instead of a move
-        self.flipped = new_colour != self.colour
-        self.flips += self.flipped
-        self.colour = new_colour
+            return  # a message is sent instead of a move
+        self.colour = decision.colour

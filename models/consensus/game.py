@@ -153,6 +153,23 @@ class ConsensusGame(Game):
 
         return report_panels(sweep, report)
 
+    def play_batch(self, requests: Sequence[PlayRequest]) -> list[GameResult]:
+        """Rule games (no endpoint) together through the batched engine, bit for bit the model's;
+        the others one by one through the model."""
+        from .batched import batchable, play_requests
+
+        fast = [i for i, r in enumerate(requests) if batchable(r)]
+        results: list[GameResult | None] = [None] * len(requests)
+        for i, result in zip(fast, play_requests([requests[i] for i in fast]) if fast else []):
+            results[i] = result
+        return [r if r is not None else self.play(q) for r, q in zip(results, requests)]
+
+    def batch_size(self, request: PlayRequest) -> int:
+        """Rule games in batches of up to about a million agents (2,000 games at most); LLM games alone."""
+        if request.endpoint is not None:
+            return 1
+        return max(1, min(2000, (1 << 20) // max(int(request.parameters.get("n", 36)), 1)))
+
     def headline(self, games, conditions: Sequence[str], policies: Sequence[str]) -> str:
         from .tables import consensus_table, format_consensus_table
 

@@ -9,44 +9,42 @@ preferred colour, ``payoff_other`` if on the other, 0 without consensus.
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Callable, Mapping, Sequence
+import random
+from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
 import networkx as nx
 import numpy as np
-import pandas as pd
-from mesa import DataCollector, Model
+from mesa import Model
 from mesa.discrete_space import Network
 
-from llm_mesa.parameters import ParameterError
-from llm_mesa.graphs import NetworkError, build_topology, highest_degree_nodes, normalise_graph, seeded_layout
-from llm_mesa.policy import Policy, PolicyError, make_policy
+from llm_mesa.graph_measures import BlockGraph
+from llm_mesa.graphs import NetworkError, seeded_layout
+from llm_mesa.policy import PolicyError
 from llm_mesa.rounds import play_round
 
 from . import measures
 from .agents import ConsensusAgent
-from .game import PARAMETERS
-from .record import ROUND_COLUMNS, ConsensusRecord, round_stat
-from .messages import message_summary
-from .observation import COLOURS, ConsensusDecision, Message, colour_code
-from .preferences import PREFERENCE_DESIGNS, assign_preferences
+from .batched_rounds import Rounds, rule_stream
+from .batched_setup import Assignment, ConsensusConfigError, PolicyLike, game_setup
+from .observation import ConsensusDecision, Message, colour_code
+from .policies import RulePolicy, combine_rules, rule_step
+from .record import ROUND_COLUMNS, ArrayDataCollector, ConsensusRecord
 
 COMMUNICATION_MODES = ("none", "local", "global")
 LABELS = ("llm", "human")
-BASELINE_STREAM = 0x5EED_BA5E  # spawn key of the baseline's own random stream
-
-# A rule decision is only a colour: the vectorised path shares these two (read-only).
-_RULE_DECISIONS = (ConsensusDecision(COLOURS[0]), ConsensusDecision(COLOURS[1]))
-
-PolicyLike = str | Policy
-Assignment = Mapping[str, PolicyLike] | Sequence[PolicyLike] | Callable[["ConsensusModel", int], PolicyLike]
 
 
-class ConsensusConfigError(ParameterError):
-    """An impossible game configuration; the message names the fix."""
+class _Draw(random.Random):
+    """A ``random.Random`` whose ``random()`` returns a set value: one agent's draw of the rule stream."""
+
+    def __init__(self) -> None:
+        super().__init__(0)
+        self.value = 0.0
+
+    def random(self) -> float:  # noqa: D102
+        return self.value
 
 
 class ConsensusModel(ConsensusRecord, Model):
@@ -80,11 +78,15 @@ class ConsensusModel(ConsensusRecord, Model):
             stops after that round and is marked incomplete.
         max_failure_share: a game whose share of failed decisions exceeds this
             is marked invalid in its summary.
-        collect_agents: keep the per-agent, per-round table (off for speed on
-            very large graphs).
-        fast_rules: when every agent shares one rule policy, decide each round
-            as arrays (same draws, same game; off to force the per-agent path).
-        rng: the seed; everything random derives from it.
+        collect_agents: keep the per-agent, per-round table (kept as arrays:
+            cheap; off to save memory on very large graphs).
+        fast_rules: when every agent follows a rule policy, decide each round as
+            arrays (off: agent by agent through ``Policy.decide``, from the same
+            draws, so the same game).
+        rng: the seed; everything random derives from it. Graph, preferences,
+            selectors and LLM/mixed rounds draw from the model's ``random``; a game
+            whose agents all follow rule policies draws its rounds from its rule
+            stream (``batched_rounds.rule_stream``), as the batched engine does.
     """
 
     def __init__(
@@ -122,24 +124,17 @@ class ConsensusModel(ConsensusRecord, Model):
             raise ConsensusConfigError(f"the seed must be a non-negative integer (got {rng})")
         super().__init__(rng=rng)
         self.seed = rng
-        checked = {"n": n} if graph is None else {}  # the topology is checked where graphs are built
-        checked.update(
-            preferences=preferences, minority=minority, minority_colour=minority_colour, communication=communication,
+        setup = game_setup(
+            self.random, rng, getattr(self, "_seed", None), n=n, topology=topology, graph=graph, policy=policy,
+            assign=assign, preferences=preferences, minority=minority, minority_colour=minority_colour,
+            explicit_preferences=explicit_preferences, initial=initial, communication=communication,
             direct_messages=direct_messages, message_replaces_move=message_replaces_move, label=label,
             max_rounds=max_rounds, payoff_preferred=payoff_preferred, payoff_other=payoff_other,
             baseline_permutations=baseline_permutations, satisfied_threshold=satisfied_threshold,
-            pseudo_window=pseudo_window, pseudo_level=pseudo_level, max_failure_share=max_failure_share)
-        if isinstance(initial, str):
-            checked["initial"] = initial
-        try:
-            PARAMETERS.validate(checked)  # the game's one parameter definition
-        except ParameterError as exc:
-            raise ConsensusConfigError(str(exc)) from None
-        if direct_messages and communication == "none":
-            raise ConsensusConfigError("private messages need communication local or global; add --comm local")
-
-        self.topology = "custom" if graph is not None else topology
-        self.graph = normalise_graph(graph) if graph is not None else build_topology(topology, n, self.random)
+            pseudo_window=pseudo_window, pseudo_level=pseudo_level, max_game_tokens=max_game_tokens,
+            max_game_cost=max_game_cost, max_failure_share=max_failure_share, model=self)
+        self.topology = setup.topology
+        self.graph = setup.graph
         self.n = self.graph.number_of_nodes()
         self.adjacency = measures.Adjacency.from_graph(self.graph)
         self.communication = communication
@@ -157,80 +152,47 @@ class ConsensusModel(ConsensusRecord, Model):
         self.max_game_cost = max_game_cost
         self.max_failure_share = max_failure_share
         self.preference_design = preferences
-        self.minority = minority if preferences == "minority" else 0
-        self.parameters = {
-            "n": self.n, "topology": self.topology, "policy": _spec(policy),
-            "assign": _assignment_manifest(assign), "preferences": preferences,
-            "minority": self.minority, "minority_colour": minority_colour,
-            "initial": initial if isinstance(initial, str) else list(initial),
-            "communication": communication, "direct_messages": direct_messages,
-            "message_replaces_move": message_replaces_move, "label": label,
-            "max_rounds": max_rounds, "payoff_preferred": payoff_preferred,
-            "payoff_other": payoff_other, "baseline_permutations": baseline_permutations,
-            "satisfied_threshold": satisfied_threshold, "pseudo_window": pseudo_window,
-            "pseudo_level": pseudo_level, "max_game_tokens": max_game_tokens,
-            "max_game_cost": max_game_cost, "max_failure_share": max_failure_share,
-            "seed": rng,
-        }
+        self.parameters = setup.parameters
+        self.minority = self.parameters["minority"]
+        self.game_key = setup.game_key
+        self._layout_seed = setup.layout_seed
+        prefs, policies = setup.preferences, setup.policies
 
-        prefs = assign_preferences(self.graph, preferences, self.random, minority=minority,
-                                   minority_colour=minority_colour, explicit=explicit_preferences)
-        colours = self._initial_colours(initial, prefs)
-        policies = self._policies(policy, assign, prefs)
-        # The key of this game in call records: parameters and seed, with every agent's
-        # policy by its identity (an LLM policy's model, not its server URL, so a
-        # replay against a moved server still finds its calls).
-        identity = {k: v for k, v in self.parameters.items() if k not in ("policy", "assign")}
-        identity["policies"] = [p.identity() for p in policies]
-        identity["mesa_seed"] = getattr(self, "_seed", None)  # tells unseeded games apart
-        self.game_key = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-        self._layout_seed = self.random.getrandbits(32)  # drawn now, so the layout never moves the game's stream
+        # The game's state lives in arrays (``Rounds``): agents read and write their colour there.
+        self._preference_codes = np.array([colour_code(p) for p in prefs], dtype=np.int8)
+        self._rounds = Rounds(BlockGraph([self.adjacency]), self._preference_codes,
+                              np.array([colour_code(c) for c in setup.colours], dtype=np.int8),
+                              satisfied_threshold=satisfied_threshold, pseudo_window=pseudo_window,
+                              pseudo_level=pseudo_level, agents=collect_agents)
         self.space = Network(self.graph, random=self.random, layout=None)
         self.agents_by_node: list[ConsensusAgent] = [
-            ConsensusAgent(self, self.space[v], v, prefs[v], colours[v], policies[v]) for v in range(self.n)
+            ConsensusAgent(self, self.space[v], v, prefs[v], policies[v]) for v in range(self.n)
         ]
         for agent in self.agents_by_node:
             agent.link_neighbours(self.agents_by_node)
-        # One rule policy shared by every agent decides the whole round as arrays:
-        # the same draws in the same order as agent by agent, so the same game.
-        shared = policies[0]
-        self._vector_policy = shared if (
-            fast_rules and shared.vectorised and all(p is shared for p in policies)) else None
-        self._preference_codes = np.array([colour_code(p) for p in prefs], dtype=np.int8)
+        # Every agent on a rule policy: rounds are drawn from the game's rule stream, one
+        # uniform per agent (decided as arrays, or agent by agent from the same draws).
+        self._rule = None
+        self._vector_policy = None
+        if all(isinstance(p, RulePolicy) for p in policies):
+            self._rule = combine_rules([p.rule() for p in policies])
+            self._rule_rng = rule_stream(int(self.game_key, 16) if rng is None else rng)
+            self._rule_arrays = fast_rules
+            self._vector_policy = policies[0] if fast_rules else None
+        elif fast_rules and policies[0].vectorised and all(p is policies[0] for p in policies):
+            self._vector_policy = policies[0]  # a vectorised policy of another package: its own contract
 
         self.round = 0
         self.stop_reason: str | None = None
-        self.colour_history: list[list[str]] = [list(colours)]
-        self.agreement_history: list[float] = []
         self.message_log: list[Message] = []
         self.transcript: list[dict[str, Any]] = []  # LLM decisions, for message-content analysis
         self._inbox_by_round: dict[int, dict[int, list[Message]]] = {}
         self.totals = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0,
-                       "failures": 0, "decisions": 0, "stubborn_moves": 0, "opportunities": 0}
+                       "failures": 0, "decisions": 0}
         self.outcomes: dict[str, int] = {}
-        self.pseudo_equilibrium = False
-        self.flippers: tuple[int, ...] = ()
-        self._round_stats: dict[str, Any] = {}
-        self._measure_round(None)
-
-        agent_reporters = {
-            "node": "node", "colour": "colour", "preference": "preference",
-            "opportunity": "had_opportunity", "stubborn_move": "made_stubborn_move",
-            "flipped": "flipped", "failed": "decision_failed", "calls": "round_calls",
-            "prompt_tokens": "round_prompt_tokens", "completion_tokens": "round_completion_tokens",
-        } if collect_agents else None
-        self.datacollector = DataCollector(
-            model_reporters={key: round_stat(key) for key in ROUND_COLUMNS},
-            agent_reporters=agent_reporters,
-        )
-        for agent in self.agents_by_node:
-            agent.had_opportunity = False
-            agent.made_stubborn_move = False
-            agent.decision_failed = False
-            agent.round_calls = agent.round_prompt_tokens = agent.round_completion_tokens = 0
+        self.datacollector = ArrayDataCollector(self, collect_agents)
         self.datacollector.collect(self)
-        self.running = not measures.is_consensus(colours)
+        self.running = not self._round_stats["consensus"]
         if not self.running:
             self.stop_reason = "consensus"
 
@@ -239,76 +201,42 @@ class ConsensusModel(ConsensusRecord, Model):
         """A fixed drawing layout, computed on first use (sweeps never draw)."""
         return seeded_layout(self.graph, self._layout_seed)
 
-    # --- set-up -----------------------------------------------------------
-
-    def _initial_colours(self, initial, prefs: list[str]) -> list[str]:
-        if initial == "preference":
-            return list(prefs)
-        if initial == "random":
-            return ["blue" if self.random.random() < 0.5 else "red" for _ in range(self.n)]
-        if isinstance(initial, str):
-            raise ConsensusConfigError(f"unknown initial colouring {initial!r}; choose preference, random, or give a list")
-        colours = list(initial)
-        if len(colours) != self.n or any(c not in ("red", "blue") for c in colours):
-            raise ConsensusConfigError(f"initial colours need {self.n} entries, each red or blue")
-        return colours
-
-    def _policies(self, default: PolicyLike, assign: Assignment | None, prefs: list[str]) -> list[Policy]:
-        base = make_policy(default, "consensus")
-        policies: list[Policy] = [base] * self.n
-        if assign is None:
-            return policies
-        if callable(assign):
-            return [make_policy(assign(self, v), "consensus") for v in range(self.n)]
-        if not isinstance(assign, Mapping):
-            specs = list(assign)
-            if len(specs) != self.n:
-                raise ConsensusConfigError(f"a per-node policy list needs {self.n} entries (got {len(specs)})")
-            return [make_policy(s, "consensus") for s in specs]
-        for selector, spec in assign.items():
-            chosen = make_policy(spec, "consensus")
-            for v in self._select(selector, prefs):
-                policies[v] = chosen
-        return policies
-
-    def _select(self, selector: str, prefs: list[str]) -> list[int]:
-        kind, _, arg = selector.partition(":")
-        try:
-            if kind == "hubs":
-                return highest_degree_nodes(self.graph, self._count(int(arg), selector))
-            if kind == "random":
-                return self.random.sample(range(self.n), self._count(int(arg), selector))
-            if kind == "nodes":
-                nodes = [int(x) for x in arg.split(",") if x.strip()]
-                bad = [v for v in nodes if not 0 <= v < self.n]
-                if bad:
-                    raise ConsensusConfigError(f"selector {selector!r} names nodes outside 0..{self.n - 1}: {bad}")
-                return nodes
-            if kind in ("red", "blue") and not arg:
-                return [v for v in range(self.n) if prefs[v] == kind]
-        except ValueError as exc:
-            if isinstance(exc, ConsensusConfigError):
-                raise
-        raise ConsensusConfigError(
-            f"bad agent selector {selector!r}; use hubs:K, random:K, nodes:1,2,3, red or blue")
-
-    def _count(self, k: int, selector: str) -> int:
-        if not 0 <= k <= self.n:
-            raise ConsensusConfigError(f"selector {selector!r} asks for {k} of {self.n} agents")
-        return k
-
     # --- the round --------------------------------------------------------
 
     def step(self) -> None:
         """One synchronous round: observe, decide together, apply together."""
         if not self.running:
             return
+        rounds = self._rounds
+        if self._rule is not None and self._rule_arrays:
+            self._rule_round(rounds)
+        else:
+            self._agent_round(rounds)
+        self.datacollector.collect(self)
+        self._check_stop()
+
+    def _rule_round(self, rounds: Rounds) -> None:
+        """Every agent on a rule policy: the whole round as arrays, from the rule stream."""
+        graph = rounds.graph
+        before = rounds.codes
+        rounds.codes = rule_step(before, self._preference_codes, rounds.blue, graph.degree,
+                                 self._rule_rng.random(self.n), self._rule, graph.indptr, graph.indices)
+        self.round += 1
+        self.totals["decisions"] += self.n
+        rounds.moved(before)
+
+    def _agent_round(self, rounds: Rounds) -> None:
+        """Agent by agent: observe, decide (LLM calls together), then apply."""
         agents = self.agents_by_node
-        before = [a.colour for a in agents]
-        if self._vector_policy is not None:
-            codes = np.fromiter((c == "blue" for c in before), dtype=np.int8, count=self.n)
-            chosen = self._vector_policy.decide_vector(codes, self._preference_codes, self.adjacency, self.random)
-            decisions = [_RULE_DECISIONS[c] for c in chosen.tolist()]
+        if self._rule is not None:  # rule agents one by one, from the rule stream's draws
+            draw, decisions = _Draw(), []
+            for agent, value in zip(agents, self._rule_rng.random(self.n).tolist()):
+                draw.value = value
+                decisions.append(agent.policy.decide(agent.observe(), draw))
+        elif self._vector_policy is not None:
+            chosen = self._vector_policy.decide_vector(rounds.codes.copy(), self._preference_codes,
+                                                       self.adjacency, self.random)
+            decisions = [ConsensusDecision("blue" if c else "red") for c in np.asarray(chosen).tolist()]
         else:
             decisions = play_round(agents, self.random, advance=False)
         for agent, decision in zip(agents, decisions):
@@ -322,14 +250,12 @@ class ConsensusModel(ConsensusRecord, Model):
                     "completion_tokens": decision.completion_tokens, "latency_s": decision.latency_s,
                     "answer": decision.raw,
                 })
-        self.agents.do("advance")
+        before = rounds.codes.copy()
+        self.agents.do("advance")  # each agent writes its new colour into rounds.codes
         self.round += 1
         self._deliver_messages(decisions)
-        self._account(decisions)
-        self.colour_history.append([a.colour for a in agents])
-        self._measure_round(before)
-        self.datacollector.collect(self)
-        self._check_stop()
+        per_agent, per_round = self._account(decisions)
+        rounds.moved(before, per_agent, per_round)
 
     def _deliver_messages(self, decisions) -> None:
         inboxes: dict[int, list[Message]] = {}
@@ -386,20 +312,6 @@ class ConsensusModel(ConsensusRecord, Model):
         while self.running:
             self.step()
         return self
-
-
-def _spec(policy: PolicyLike) -> str:
-    return policy.spec() if isinstance(policy, Policy) else str(policy)
-
-
-def _assignment_manifest(assign) -> Any:
-    if assign is None:
-        return None
-    if isinstance(assign, Mapping):
-        return {k: _spec(v) for k, v in assign.items()}
-    if callable(assign):
-        return getattr(assign, "__name__", "callable")
-    return [_spec(v) for v in assign]
 
 
 __all__ = ["ConsensusModel", "ConsensusConfigError", "NetworkError", "PolicyError", "ROUND_COLUMNS"]

@@ -1,17 +1,39 @@
 """Rule policies of the consensus game: the human literature's baselines.
 
-Each draws its randomness from the ``rng`` it is handed (the model's), so a game
-with rule agents is reproducible bit for bit from its seed.
+Each policy answers one agent (``decide(observation, rng)``, one ``rng.random()``
+at most, from the ``rng`` it is handed), and also describes itself as a *rule*
+(``rule()``: a kind and its parameters) that ``rule_step`` applies to every
+agent of one or many games at once, from one uniform draw per agent and round.
+
+The rule stream: a game whose agents all follow these rules (``ConsensusModel``'s
+array path and the batched engine, ``batched.py``) draws, for each round, one
+uniform in [0, 1) per agent in node order from the game's own numpy Generator
+(``batched_rounds.rule_stream``); agent ``i`` decides from draw ``u[i]`` as
+``decide`` would from ``rng.random()``: keep with inertia when ``u < inertia``;
+the voter copies neighbour ``floor(u * degree)`` in node order; the coin is blue
+when ``u < 0.5``; the zealot ignores its draw.
 """
 
 from __future__ import annotations
 
 import random
+from typing import NamedTuple
 
 import numpy as np
-
 from llm_mesa.models.consensus.observation import ConsensusDecision, ConsensusObservation, other
+
 from llm_mesa.policy import Policy, PolicyError, register_policy
+
+#: rule kinds of ``rule_step``
+MAJORITY, VOTER, STUBBORN, RANDOM = range(4)
+
+
+class Rule(NamedTuple):
+    """A rule policy as data: its kind and parameters (per node arrays, or one value for all)."""
+
+    kind: int | np.ndarray
+    inertia: float | np.ndarray = 0.0
+    threshold: float | np.ndarray = 0.5
 
 
 def _check_probability(name: str, value: float) -> float:
@@ -21,9 +43,82 @@ def _check_probability(name: str, value: float) -> float:
     return value
 
 
+def rule_step(colours: np.ndarray, preferences: np.ndarray, blue: np.ndarray, degree: np.ndarray,
+              draws: np.ndarray, rule: Rule, indptr: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """Every agent's next colour code (1 = blue) under ``rule``, from one draw per agent.
+
+    ``blue`` holds each agent's count of blue neighbours, ``degree`` its number of
+    neighbours, ``indptr``/``indices`` the neighbours in node order (CSR), all
+    over the same flat node numbering (one game, or many games stacked).
+    """
+    kinds = {int(rule.kind)} if np.isscalar(rule.kind) else set(np.unique(rule.kind).tolist())
+    results = {}
+    if MAJORITY in kinds:
+        keep = (draws < rule.inertia) | (degree == 0) | (2 * blue == degree)
+        thresholds = np.asarray(rule.threshold)
+        if (thresholds > 0.5).any():
+            share = blue / np.maximum(degree, 1)
+            against = np.where(preferences == 0, share, 1.0 - share)
+            choice = np.where(against > rule.threshold, 1 - preferences, preferences)
+            if not (thresholds > 0.5).all():
+                choice = np.where(thresholds > 0.5, choice, 2 * blue > degree)
+        else:
+            choice = 2 * blue > degree
+        results[MAJORITY] = np.where(keep, colours, choice).astype(np.int8)
+    if VOTER in kinds:
+        picked = indptr[:-1] + (draws * degree).astype(np.int64)
+        has = degree > 0
+        neighbour = indices[np.where(has, np.minimum(picked, max(len(indices) - 1, 0)), 0)] if len(indices) else 0
+        results[VOTER] = np.where(has, colours[neighbour] if len(indices) else colours, colours).astype(np.int8)
+    if STUBBORN in kinds:
+        results[STUBBORN] = preferences.astype(np.int8)
+    if RANDOM in kinds:
+        results[RANDOM] = (draws < 0.5).astype(np.int8)
+    if len(results) == 1:
+        return next(iter(results.values()))
+    out = np.empty_like(colours, dtype=np.int8)
+    for kind, value in results.items():
+        mask = rule.kind == kind
+        out[mask] = value[mask]
+    return out
+
+
+def combine_rules(rules: list[Rule], counts: list[int] | None = None) -> Rule:
+    """One rule per node (or per block of ``counts`` nodes) as one ``Rule`` of per-node arrays."""
+    counts = counts or [1] * len(rules)
+    if len({r for r in rules}) == 1:
+        return rules[0]
+    return Rule(np.repeat(np.array([r.kind for r in rules], dtype=np.int8), counts),
+                np.repeat(np.array([r.inertia for r in rules], dtype=np.float64), counts),
+                np.repeat(np.array([r.threshold for r in rules], dtype=np.float64), counts))
+
+
+class RulePolicy(Policy):
+    """A rule policy that ``rule_step`` also plays for whole rounds at once."""
+
+    vectorised = True
+
+    def rule(self) -> Rule:
+        raise NotImplementedError
+
+    def draws_from(self, degree: np.ndarray) -> np.ndarray:
+        """Which agents' ``decide`` draws from its ``rng`` (all, by default)."""
+        return np.ones(len(degree), dtype=bool)
+
+    def decide_vector(self, colours, preferences, adjacency, rng):
+        """The core's one-round contract: every agent at once, drawing from ``rng`` as ``decide`` would."""
+        degree = adjacency.degree
+        draws = np.zeros(len(colours))
+        drawing = np.flatnonzero(self.draws_from(degree))
+        draws[drawing] = [rng.random() for _ in range(len(drawing))]
+        blue = adjacency.matrix @ np.asarray(colours, dtype=np.int64)
+        return rule_step(np.asarray(colours, dtype=np.int8), np.asarray(preferences, dtype=np.int8), blue, degree,
+                         draws, self.rule(), adjacency.indptr, adjacency.indices)
+
+
 @register_policy("majority-inertia", "consensus",
                  "follow the neighbourhood majority; keep own colour with probability inertia")
-class MajorityInertia(Policy):
+class MajorityInertia(RulePolicy):
     """Follow the neighbourhood majority, with a bias to keep the current colour.
 
     * With probability ``inertia`` the agent keeps its colour whatever it sees.
@@ -34,8 +129,6 @@ class MajorityInertia(Policy):
       off its preference, it returns to it unless the opposing share exceeds
       the threshold.
     """
-
-    vectorised = True
 
     def __init__(self, inertia: float = 0.2, threshold: float = 0.5):
         self.inertia = _check_probability("inertia", inertia)
@@ -65,32 +158,19 @@ class MajorityInertia(Policy):
             )
         return ConsensusDecision(majority)
 
-    def decide_vector(self, colours, preferences, adjacency, rng):
-        draws = np.array([rng.random() for _ in range(len(colours))])
-        degree = adjacency.degree
-        blue = (adjacency.matrix @ colours.astype(np.int64)) / np.maximum(degree, 1)
-        keep = (draws < self.inertia) | (degree == 0) | (blue == 0.5)
-        if self.threshold > 0.5:
-            against = np.where(preferences == 0, blue, 1.0 - blue)
-            choice = np.where(against > self.threshold, 1 - preferences, preferences)
-        else:
-            choice = (blue > 0.5).astype(np.int8)
-        return np.where(keep, colours, choice).astype(np.int8)
+    def rule(self) -> Rule:
+        return Rule(MAJORITY, self.inertia, self.threshold)
 
 
 @register_policy("voter", "consensus", "copy the colour of a uniformly random neighbour")
-class Voter(Policy):
+class Voter(RulePolicy):
     """The voter model: copy a uniformly random neighbour (keep when isolated)."""
 
-    vectorised = True
+    def rule(self) -> Rule:
+        return Rule(VOTER)
 
-    def decide_vector(self, colours, preferences, adjacency, rng):
-        new = colours.copy()
-        indptr, indices = adjacency.indptr, adjacency.indices
-        for i, d in enumerate(adjacency.degree.tolist()):
-            if d:
-                new[i] = colours[indices[indptr[i] + int(rng.random() * d)]]
-        return new
+    def draws_from(self, degree):
+        return np.asarray(degree) > 0
 
     def decide(self, obs: ConsensusObservation, rng: random.Random) -> ConsensusDecision:
         if not obs.neighbour_colours:
@@ -99,26 +179,25 @@ class Voter(Policy):
 
 
 @register_policy("stubborn", "consensus", "always hold the preferred colour")
-class Stubborn(Policy):
+class Stubborn(RulePolicy):
     """A zealot: always the preferred colour."""
 
-    vectorised = True
+    def rule(self) -> Rule:
+        return Rule(STUBBORN)
 
-    def decide_vector(self, colours, preferences, adjacency, rng):
-        return preferences.copy()
+    def draws_from(self, degree):
+        return np.zeros(len(degree), dtype=bool)
 
     def decide(self, obs: ConsensusObservation, rng: random.Random) -> ConsensusDecision:
         return ConsensusDecision(obs.preference)
 
 
 @register_policy("random", "consensus", "a fair coin each round")
-class RandomColour(Policy):
+class RandomColour(RulePolicy):
     """A fair coin each round (a null model)."""
 
-    vectorised = True
-
-    def decide_vector(self, colours, preferences, adjacency, rng):
-        return np.array([rng.random() < 0.5 for _ in range(len(colours))], dtype=np.int8)
+    def rule(self) -> Rule:
+        return Rule(RANDOM)
 
     def decide(self, obs: ConsensusObservation, rng: random.Random) -> ConsensusDecision:
         return ConsensusDecision("blue" if rng.random() < 0.5 else "red")

@@ -9,116 +9,163 @@ stream of its own (it never moves the game's stream).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from mesa import DataCollector
 
 from . import measures
+from .batched_rounds import AGENT_COLUMNS, ROUND_COLUMNS
 from .messages import message_summary
-from .observation import colour_code
 
 BASELINE_STREAM = 0x5EED_BA5E  # spawn key of the baseline's own random stream
 
-ROUND_COLUMNS = (
-    "round", "blue_share", "consensus", "largest_component", "largest_component_colour",
-    "local_agreement", "pseudo_equilibrium", "flippers", "stubborn_moves", "opportunities",
-    "messages", "private_messages", "calls", "prompt_tokens", "completion_tokens", "cost", "failures",
-)
-
 
 def round_stat(key: str):
-    """A DataCollector reporter reading one of the round's measures."""
+    """A reporter reading one of the round's measures (what each model column means)."""
     return lambda model: model._round_stats[key]
+
+
+def baseline_stream(entropy: int) -> np.random.Generator:
+    """The random-colouring baseline's own stream (it never moves the game's)."""
+    return np.random.default_rng(np.random.SeedSequence(entropy=entropy, spawn_key=(BASELINE_STREAM,)))
+
+
+class _AgentRecords(Mapping):
+    """Mesa's ``DataCollector._agent_records`` (step -> one tuple per agent), built when read."""
+
+    def __init__(self, model):
+        self._model = model
+
+    def _steps(self) -> list[float]:
+        return list(self._model.datacollector._collection_steps)
+
+    def __getitem__(self, step):
+        steps = self._steps()
+        if step not in steps:
+            raise KeyError(step)
+        model = self._model
+        table = model._rounds.agents_table(0)
+        rows = table[table["round"] == steps.index(step)]
+        ids = [a.unique_id for a in model.agents_by_node]
+        return [(step, uid, *values) for uid, values in
+                zip(ids, rows[list(AGENT_COLUMNS)].itertuples(index=False, name=None))]
+
+    def __iter__(self):
+        return iter(self._steps())
+
+    def __len__(self) -> int:
+        return len(self._steps())
+
+
+class ArrayDataCollector(DataCollector):
+    """Mesa's ``DataCollector``, fed from the model's arrays.
+
+    ``collect`` only notes the step: the measures are already in the model's
+    ``Rounds``; the model and agent tables (and ``model_vars`` and
+    ``_agent_records``, which ``mesa.batch_run`` reads) are built from those
+    arrays when read. Reporters are listed for what each column means.
+    """
+
+    def __init__(self, model, agents: bool = True):
+        super().__init__()
+        self._model = model
+        self.model_reporters = {key: round_stat(key) for key in ROUND_COLUMNS}
+        if agents:
+            self.agent_reporters = {name: name for name in AGENT_COLUMNS}
+        self._agent_records = _AgentRecords(model)
+        self._validated = True
+
+    def collect(self, model) -> None:
+        self._collection_steps.append(model.time)
+
+    @property
+    def model_vars(self) -> dict[str, list]:
+        if not hasattr(self, "_model"):  # DataCollector.__init__ reads it before the model is set
+            return {}
+        table = self._model._rounds.rounds_table(0)
+        return {key: table[key].tolist() for key in ROUND_COLUMNS}
+
+    @model_vars.setter
+    def model_vars(self, value) -> None:  # DataCollector.__init__ sets it; the arrays hold the data
+        pass
+
+    def get_model_vars_dataframe(self) -> pd.DataFrame:
+        return self._model._rounds.rounds_table(0)
+
+    def get_agent_vars_dataframe(self) -> pd.DataFrame:
+        table = self._model._rounds.agents_table(0)
+        if table.empty:
+            return table.drop(columns=["round"])
+        steps = np.asarray(self._collection_steps)
+        ids = np.array([a.unique_id for a in self._model.agents_by_node])
+        index = pd.MultiIndex.from_arrays([steps[table["round"].to_numpy()], np.tile(ids, len(steps))],
+                                          names=["Step", "AgentID"])
+        return table.drop(columns=["round"]).set_index(index)
 
 
 class ConsensusRecord:
     """Measures, tables and summary of a ``ConsensusModel`` (a mixin: it reads the model's state)."""
 
-    def _account(self, decisions) -> None:
+    def _account(self, decisions) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Sum an agent-by-agent round's LLM accounting: per agent, per round and per game."""
         totals = self.totals
-        round_calls = round_prompt = round_completion = round_failures = 0
-        round_cost = 0.0
-        for agent, d in zip(self.agents_by_node, decisions):
-            agent.decision_failed = d.failed is not None
-            agent.round_calls, agent.round_prompt_tokens, agent.round_completion_tokens = (
-                d.calls, d.prompt_tokens, d.completion_tokens)
-            round_calls += d.calls
-            round_prompt += d.prompt_tokens
-            round_completion += d.completion_tokens
-            round_cost += d.cost
-            round_failures += d.failed is not None
+        failed = np.array([d.failed is not None for d in decisions], dtype=bool)
+        per_agent = {"failed": failed,
+                     "calls": np.array([d.calls for d in decisions], dtype=np.int64),
+                     "prompt_tokens": np.array([d.prompt_tokens for d in decisions], dtype=np.int64),
+                     "completion_tokens": np.array([d.completion_tokens for d in decisions], dtype=np.int64)}
+        for d in decisions:
             if d.outcome:
                 self.outcomes[d.outcome] = self.outcomes.get(d.outcome, 0) + 1
-        totals["calls"] += round_calls
-        totals["prompt_tokens"] += round_prompt
-        totals["completion_tokens"] += round_completion
-        totals["cost"] += round_cost
-        totals["failures"] += round_failures
+        per_round = {"calls": int(per_agent["calls"].sum()), "prompt_tokens": int(per_agent["prompt_tokens"].sum()),
+                     "completion_tokens": int(per_agent["completion_tokens"].sum()),
+                     "cost": float(sum(d.cost for d in decisions)), "failures": int(failed.sum()),
+                     "messages": self._sent_this_round[0], "private_messages": self._sent_this_round[1]}
+        for key in ("calls", "prompt_tokens", "completion_tokens", "cost", "failures"):
+            totals[key] += per_round[key]
         totals["decisions"] += len(decisions)
-        self._round_accounting = {
-            "calls": round_calls, "prompt_tokens": round_prompt,
-            "completion_tokens": round_completion, "cost": round_cost, "failures": round_failures,
-            "messages": self._sent_this_round[0],
-            "private_messages": self._sent_this_round[1],
-        }
+        return per_agent, per_round
 
-    def _measure_round(self, before: list[str] | None) -> None:
-        colours = np.fromiter((a.colour == "blue" for a in self.agents_by_node), dtype=np.int8, count=self.n)
-        adj = self.adjacency
-        size, colour = measures.largest_same_colour_component(adj, colours)
-        agreement = measures.local_agreement(adj, colours, self.satisfied_threshold)
-        self.agreement_history.append(agreement)
-        opportunities = stubborn = 0
-        if before is not None:
-            prev = np.fromiter((c == "blue" for c in before), dtype=np.int8, count=self.n)
-            opp, moves = measures.stubborn_opportunities(adj, prev, colours)
-            for agent, o, m in zip(self.agents_by_node, opp.tolist(), moves.tolist()):
-                agent.had_opportunity, agent.made_stubborn_move = o, m
-            opportunities, stubborn = int(opp.sum()), int(moves.sum())
-            self.totals["opportunities"] += opportunities
-            self.totals["stubborn_moves"] += stubborn
-        code_history = self.colour_history[-(self.pseudo_window + 1):]
-        self.pseudo_equilibrium, self.flippers = measures.pseudo_equilibrium(
-            [[colour_code(c) for c in row] for row in code_history], self.agreement_history,
-            window=self.pseudo_window, level=self.pseudo_level)
-        accounting = getattr(self, "_round_accounting", None) or dict.fromkeys(
-            ("calls", "prompt_tokens", "completion_tokens", "cost", "failures", "messages", "private_messages"), 0)
-        self._round_stats = {
-            "round": self.round,
-            "blue_share": float(colours.mean()),
-            "consensus": bool((colours == colours[0]).all()),
-            "largest_component": size,
-            "largest_component_colour": colour,
-            "local_agreement": agreement,
-            "pseudo_equilibrium": self.pseudo_equilibrium,
-            "flippers": list(self.flippers),
-            "stubborn_moves": stubborn,
-            "opportunities": opportunities,
-            **accounting,
-        }
-        self._round_accounting = None
+    @property
+    def _round_stats(self) -> dict[str, Any]:
+        """The last round's measures (one row of the rounds table)."""
+        return self._rounds.latest(0)
 
     @property
     def colours(self) -> list[str]:
-        return [a.colour for a in self.agents_by_node]
+        return self._rounds.colours(0)
 
     @property
     def preferences(self) -> list[str]:
         return [a.preference for a in self.agents_by_node]
 
+    @property
+    def colour_history(self) -> list[list[str]]:
+        """Every agent's colour after each round (index 0: the start)."""
+        return [self._rounds.colours(0, r) for r in range(len(self._rounds.history))]
+
+    @property
+    def agreement_history(self) -> list[float]:
+        return [float(a[0]) for a in self._rounds.stats["local_agreement"]]
+
+    @property
+    def pseudo_equilibrium(self) -> bool:
+        return bool(self._rounds.stats["pseudo_equilibrium"][-1][0])
+
+    @property
+    def flippers(self) -> tuple[int, ...]:
+        return tuple(self._rounds.flippers_of(0))
+
     def rounds_table(self):
         """One row per round (round 0 is the initial state)."""
-        return self.datacollector.get_model_vars_dataframe().reset_index(drop=True)
+        return self._rounds.rounds_table(0)
 
     def agents_table(self):
-        """One row per agent per round (empty when ``collect_agents`` is off)."""
-        df = self.datacollector.get_agent_vars_dataframe()
-        if df.empty:
-            return df
-        df = df.reset_index().rename(columns={"Step": "round", "time": "round"})
-        df["round"] = df["round"].astype(int)
-        return df.drop(columns=[c for c in ("AgentID",) if c in df.columns])
+        """One row per agent per round (no rows when ``collect_agents`` is off)."""
+        return self._rounds.agents_table(0)
 
     def graph_table(self):
         """The network as one row per node (preference, layout position) and its edges.
@@ -140,54 +187,71 @@ class ConsensusRecord:
     def summary(self) -> dict[str, Any]:
         """One row describing the game: outcome, payoffs and mechanism measures."""
         colours = self.colours
-        consensus = measures.is_consensus(colours)
-        winner = colours[0] if consensus else None
-        payoffs = [
-            0.0 if not consensus else (self.payoff_preferred if p == winner else self.payoff_other)
-            for p in self.preferences
-        ]
-        size, colour = self._round_stats["largest_component"], self._round_stats["largest_component_colour"]
         baseline = None
         if self.baseline_permutations:
-            stream = np.random.default_rng(np.random.SeedSequence(
-                entropy=int(self.game_key, 16) if self.seed is None else self.seed,
-                spawn_key=(BASELINE_STREAM,)))
+            stream = baseline_stream(int(self.game_key, 16) if self.seed is None else self.seed)
             baseline = measures.random_colouring_baseline(self.adjacency, colours, self.baseline_permutations, stream)
-        totals = self.totals
-        decisions = max(totals["decisions"], 1)
-        return {
-            **{k: self.parameters[k] for k in ("seed", "n", "topology", "policy", "preferences", "minority",
-                                                "communication", "direct_messages", "label", "max_rounds")},
-            "consensus": consensus,
-            "rounds": self.round,
-            "stop_reason": self.stop_reason,
-            "complete": self.stop_reason in ("consensus", "max rounds"),
-            "winner": winner,
-            "winner_is_majority_preference": None if winner is None else
-                self.preferences.count(winner) > self.n / 2,
-            "mean_payoff": float(np.mean(payoffs)),
-            "total_payoff": float(np.sum(payoffs)),
-            "largest_component": size,
-            "largest_component_colour": colour,
-            "largest_component_baseline_mean": None if baseline is None else float(baseline.mean()),
-            "largest_component_baseline_p": None if baseline is None else float((baseline >= size).mean()),
-            "stubborn_moves": totals["stubborn_moves"],
-            "opportunities": totals["opportunities"],
-            # undefined (None) in a game where no agent ever faced an opposing majority
-            "stubbornness": totals["stubborn_moves"] / totals["opportunities"] if totals["opportunities"] else None,
-            "local_agreement": self.agreement_history[-1],
-            "pseudo_equilibrium": self.pseudo_equilibrium,
-            "flippers": list(self.flippers),
-            **message_summary(self.messages_table(), self.graph, self.round),
-            "calls": totals["calls"],
-            "prompt_tokens": totals["prompt_tokens"],
-            "completion_tokens": totals["completion_tokens"],
-            "cost": totals["cost"],
-            "failures": totals["failures"],
-            "decisions": totals["decisions"],
-            "parse_failures": self.outcomes.get("parse_failure", 0),
-            "truncated": self.outcomes.get("truncated", 0),  # cut by the token limit, counted apart
-            "call_failures": self.outcomes.get("call_failure", 0),
-            "invalid": totals["failures"] / decisions > self.max_failure_share,
-            "game_key": self.game_key,
-        }
+        totals = {**self.totals, "stubborn_moves": int(self._rounds.total_moves[0]),
+                  "opportunities": int(self._rounds.total_opportunities[0])}
+        return summary_row(self.parameters, colours, self.preferences, self._round_stats, self.round,
+                           self.stop_reason, totals, self.outcomes, baseline,
+                           message_summary(self.messages_table(), self.graph, self.round), self.game_key)
+
+
+#: the message part of the summary of a game without messages (every rule game)
+NO_MESSAGES = {"messages": 0, "private_messages": 0, "distinct_share": None, "template_similarity": None,
+               "relayed_mentions": 0}
+NO_LLM = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0, "failures": 0}
+
+
+def summary_row(parameters: Mapping[str, Any], colours: list[str], preferences: list[str], last: Mapping[str, Any],
+                rounds: int, stop_reason: str | None, totals: Mapping[str, Any], outcomes: Mapping[str, int],
+                baseline: np.ndarray | None, messages: Mapping[str, Any], game_key: str) -> dict[str, Any]:
+    """A finished game's summary row (the model's ``summary`` and the batched engine's rows).
+
+    ``last`` is the last round's row of the rounds table; ``totals`` the game's
+    decisions, stubborn moves, opportunities and LLM accounting.
+    """
+    consensus = bool(last["consensus"])
+    winner = colours[0] if consensus else None
+    payoffs = [
+        0.0 if not consensus else (parameters["payoff_preferred"] if p == winner else parameters["payoff_other"])
+        for p in preferences
+    ]
+    size = last["largest_component"]
+    decisions = max(totals["decisions"], 1)
+    return {
+        **{k: parameters[k] for k in ("seed", "n", "topology", "policy", "preferences", "minority",
+                                      "communication", "direct_messages", "label", "max_rounds")},
+        "consensus": consensus,
+        "rounds": rounds,
+        "stop_reason": stop_reason,
+        "complete": stop_reason in ("consensus", "max rounds"),
+        "winner": winner,
+        "winner_is_majority_preference": None if winner is None else preferences.count(winner) > len(preferences) / 2,
+        "mean_payoff": float(np.mean(payoffs)),
+        "total_payoff": float(np.sum(payoffs)),
+        "largest_component": size,
+        "largest_component_colour": last["largest_component_colour"],
+        "largest_component_baseline_mean": None if baseline is None else float(baseline.mean()),
+        "largest_component_baseline_p": None if baseline is None else float((baseline >= size).mean()),
+        "stubborn_moves": totals["stubborn_moves"],
+        "opportunities": totals["opportunities"],
+        # undefined (None) in a game where no agent ever faced an opposing majority
+        "stubbornness": totals["stubborn_moves"] / totals["opportunities"] if totals["opportunities"] else None,
+        "local_agreement": last["local_agreement"],
+        "pseudo_equilibrium": last["pseudo_equilibrium"],
+        "flippers": last["flippers"],
+        **messages,
+        "calls": totals["calls"],
+        "prompt_tokens": totals["prompt_tokens"],
+        "completion_tokens": totals["completion_tokens"],
+        "cost": totals["cost"],
+        "failures": totals["failures"],
+        "decisions": totals["decisions"],
+        "parse_failures": outcomes.get("parse_failure", 0),
+        "truncated": outcomes.get("truncated", 0),  # cut by the token limit, counted apart
+        "call_failures": outcomes.get("call_failure", 0),
+        "invalid": totals["failures"] / decisions > parameters["max_failure_share"],
+        "game_key": game_key,
+    }

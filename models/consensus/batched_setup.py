@@ -1,0 +1,198 @@
+"""A consensus game's set-up, shared by the Mesa model and the batched engine.
+
+Everything before the first round: validated parameters, the graph, who prefers
+which colour, the initial colours, every agent's policy, the game's key and the
+layout seed, all drawn from the game's ``random.Random`` in this order (the
+model's ``random``: Mesa seeds it with the game's seed). The Mesa model builds
+its agents on it; the batched engine plays many of them as arrays.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import networkx as nx
+
+from llm_mesa.graphs import build_topology, highest_degree_nodes, normalise_graph
+from llm_mesa.parameters import ParameterError
+from llm_mesa.policy import Policy, make_policy
+
+from .game import PARAMETERS
+from .preferences import assign_preferences
+
+PolicyLike = str | Policy
+Assignment = Mapping[str, PolicyLike] | Sequence[PolicyLike] | Callable[[Any, int], PolicyLike]
+
+
+class ConsensusConfigError(ParameterError):
+    """An impossible game configuration; the message names the fix."""
+
+
+@dataclass
+class GameSetup:
+    """What a game is before its first round."""
+
+    graph: nx.Graph
+    topology: str
+    parameters: dict[str, Any]
+    preferences: list[str]
+    colours: list[str]
+    policies: list[Policy]
+    game_key: str
+    layout_seed: int
+
+
+def game_setup(rng: random.Random, seed: int | None, mesa_seed: Any = None, *, n: int = 36, topology: str = "ba",
+               graph: nx.Graph | None = None, policy: PolicyLike = "majority-inertia",
+               assign: Assignment | None = None, preferences: str = "random", minority: int = 5,
+               minority_colour: str = "red", explicit_preferences: Sequence[str] | None = None,
+               initial: str | Sequence[str] = "preference", communication: str = "none",
+               direct_messages: bool = False, message_replaces_move: bool = True, label: str = "llm",
+               max_rounds: int = 50, payoff_preferred: float = 0.20, payoff_other: float = 0.15,
+               baseline_permutations: int = 1000, satisfied_threshold: float = 0.5, pseudo_window: int = 3,
+               pseudo_level: float = 0.9, max_game_tokens: int | None = None, max_game_cost: float | None = None,
+               max_failure_share: float = 0.1, model: Any = None, drawn: GameSetup | None = None) -> GameSetup:
+    """Validate a game's parameters and draw its set-up from ``rng`` (see ``ConsensusModel``).
+
+    ``drawn``: the set-up of a game with the same seed and the same drawing
+    parameters (size, topology, preference design, initial colours), whose graph,
+    preferences, colours and layout seed are taken instead of drawn again.
+    """
+    checked = {"n": n} if graph is None else {}  # the topology is checked where graphs are built
+    checked.update(
+        preferences=preferences, minority=minority, minority_colour=minority_colour, communication=communication,
+        direct_messages=direct_messages, message_replaces_move=message_replaces_move, label=label,
+        max_rounds=max_rounds, payoff_preferred=payoff_preferred, payoff_other=payoff_other,
+        baseline_permutations=baseline_permutations, satisfied_threshold=satisfied_threshold,
+        pseudo_window=pseudo_window, pseudo_level=pseudo_level, max_failure_share=max_failure_share)
+    if isinstance(initial, str):
+        checked["initial"] = initial
+    try:
+        PARAMETERS.validate(checked)  # the game's one parameter definition
+    except ParameterError as exc:
+        raise ConsensusConfigError(str(exc)) from None
+    if direct_messages and communication == "none":
+        raise ConsensusConfigError("private messages need communication local or global; add --comm local")
+
+    if drawn is not None and (assign is not None or graph is not None):
+        raise ValueError("a drawn set-up is reused only for games without assignments or a given graph")
+    if drawn is not None:
+        g = drawn.graph
+    else:
+        g = normalise_graph(graph) if graph is not None else build_topology(topology, n, rng)
+    size = g.number_of_nodes()
+    parameters = {
+        "n": size, "topology": "custom" if graph is not None else topology, "policy": _spec(policy),
+        "assign": _assignment_manifest(assign), "preferences": preferences,
+        "minority": minority if preferences == "minority" else 0, "minority_colour": minority_colour,
+        "initial": initial if isinstance(initial, str) else list(initial),
+        "communication": communication, "direct_messages": direct_messages,
+        "message_replaces_move": message_replaces_move, "label": label,
+        "max_rounds": max_rounds, "payoff_preferred": payoff_preferred,
+        "payoff_other": payoff_other, "baseline_permutations": baseline_permutations,
+        "satisfied_threshold": satisfied_threshold, "pseudo_window": pseudo_window,
+        "pseudo_level": pseudo_level, "max_game_tokens": max_game_tokens,
+        "max_game_cost": max_game_cost, "max_failure_share": max_failure_share,
+        "seed": seed,
+    }
+    if drawn is not None:
+        prefs, colours = drawn.preferences, drawn.colours
+    else:
+        prefs = assign_preferences(g, preferences, rng, minority=minority, minority_colour=minority_colour,
+                                   explicit=explicit_preferences)
+        colours = _initial_colours(initial, prefs, rng)
+    policies = _policies(g, policy, assign, prefs, rng, model)
+    # The key of this game in call records: parameters and seed, with every agent's
+    # policy by its identity (an LLM policy's model, not its server URL, so a
+    # replay against a moved server still finds its calls).
+    identity = {k: v for k, v in parameters.items() if k not in ("policy", "assign")}
+    identity["policies"] = [p.identity() for p in policies]
+    identity["mesa_seed"] = mesa_seed  # tells unseeded games apart
+    game_key = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    # drawn now, so the layout never moves the game's stream
+    layout_seed = drawn.layout_seed if drawn is not None else rng.getrandbits(32)
+    return GameSetup(g, parameters["topology"], parameters, prefs, colours, policies, game_key, layout_seed)
+
+
+def _initial_colours(initial, prefs: list[str], rng: random.Random) -> list[str]:
+    if initial == "preference":
+        return list(prefs)
+    if initial == "random":
+        return ["blue" if rng.random() < 0.5 else "red" for _ in prefs]
+    if isinstance(initial, str):
+        raise ConsensusConfigError(f"unknown initial colouring {initial!r}; choose preference, random, or give a list")
+    colours = list(initial)
+    if len(colours) != len(prefs) or any(c not in ("red", "blue") for c in colours):
+        raise ConsensusConfigError(f"initial colours need {len(prefs)} entries, each red or blue")
+    return colours
+
+
+def _policies(graph: nx.Graph, default: PolicyLike, assign: Assignment | None, prefs: list[str],
+              rng: random.Random, model: Any) -> list[Policy]:
+    n = len(prefs)
+    base = make_policy(default, "consensus")
+    policies: list[Policy] = [base] * n
+    if assign is None:
+        return policies
+    if callable(assign):
+        return [make_policy(assign(model, v), "consensus") for v in range(n)]
+    if not isinstance(assign, Mapping):
+        specs = list(assign)
+        if len(specs) != n:
+            raise ConsensusConfigError(f"a per-node policy list needs {n} entries (got {len(specs)})")
+        return [make_policy(s, "consensus") for s in specs]
+    for selector, spec in assign.items():
+        chosen = make_policy(spec, "consensus")
+        for v in _select(graph, selector, prefs, rng):
+            policies[v] = chosen
+    return policies
+
+
+def _select(graph: nx.Graph, selector: str, prefs: list[str], rng: random.Random) -> list[int]:
+    n = len(prefs)
+    kind, _, arg = selector.partition(":")
+
+    def count(k: int) -> int:
+        if not 0 <= k <= n:
+            raise ConsensusConfigError(f"selector {selector!r} asks for {k} of {n} agents")
+        return k
+
+    try:
+        if kind == "hubs":
+            return highest_degree_nodes(graph, count(int(arg)))
+        if kind == "random":
+            return rng.sample(range(n), count(int(arg)))
+        if kind == "nodes":
+            nodes = [int(x) for x in arg.split(",") if x.strip()]
+            bad = [v for v in nodes if not 0 <= v < n]
+            if bad:
+                raise ConsensusConfigError(f"selector {selector!r} names nodes outside 0..{n - 1}: {bad}")
+            return nodes
+        if kind in ("red", "blue") and not arg:
+            return [v for v in range(n) if prefs[v] == kind]
+    except ValueError as exc:
+        if isinstance(exc, ConsensusConfigError):
+            raise
+    raise ConsensusConfigError(f"bad agent selector {selector!r}; use hubs:K, random:K, nodes:1,2,3, red or blue")
+
+
+def _spec(policy: PolicyLike) -> str:
+    return policy.spec() if isinstance(policy, Policy) else str(policy)
+
+
+def _assignment_manifest(assign) -> Any:
+    if assign is None:
+        return None
+    if isinstance(assign, Mapping):
+        return {k: _spec(v) for k, v in assign.items()}
+    if callable(assign):
+        return getattr(assign, "__name__", "callable")
+    return [_spec(v) for v in assign]
+
+
+__all__ = ["Assignment", "ConsensusConfigError", "GameSetup", "PolicyLike", "game_setup"]
