@@ -82,6 +82,11 @@ def check_output_dir(path: str | Path) -> Path:
     return path
 
 
+def _missing(value: Any) -> bool:
+    """None, NaN or pandas' NA: a value that must stay missing, never become the text "<NA>"."""
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
 def parquet_ready(df: pd.DataFrame, types: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Columns Parquet can hold with stable types: lists and dicts as JSON, strings as strings.
 
@@ -94,8 +99,7 @@ def parquet_ready(df: pd.DataFrame, types: Mapping[str, str] | None = None) -> p
         if col in types:
             kind = types[col]
             if kind == "string":
-                df[col] = df[col].map(lambda v: None if v is None or (isinstance(v, float) and math.isnan(v))
-                                      else str(v)).astype("string")
+                df[col] = df[col].map(lambda v: None if _missing(v) else str(v)).astype("string")
             else:
                 df[col] = df[col].astype(kind)
         elif df[col].dtype == object:

@@ -122,3 +122,12 @@ def test_point_biserial_agrees_with_pearson_and_drops_missing_values():
         point_biserial(data.assign(dose=1.0), "treated", "dose")
     with pytest.raises(AnalysisError, match="only 2 game"):
         point_biserial(data.head(2), "treated", "dose")
+
+
+def test_wilson_intervals_hold_the_rate_exactly_at_zero_and_one():
+    from llm_mesa.analysis.proportions import wilson_interval
+
+    for n in (1, 7, 30, 180):
+        assert wilson_interval(0, n)[0] == 0.0 and wilson_interval(n, n)[1] == 1.0
+        low, high = wilson_interval(n // 3, n)
+        assert low <= (n // 3) / n <= high

@@ -14,7 +14,7 @@ from llm_mesa.sweep import SweepError, read_sweep, run_sweep
 
 GRID = {"ws": {"n": 12, "topology": "ws", "max_rounds": 8, "baseline_permutations": 10},
         "cc": {"n": 12, "topology": "caveman", "max_rounds": 8, "baseline_permutations": 10}}
-ARGS = dict(policies="mi-0.2;voter", seeds=3, tables=["rounds", "agents"])
+ARGS = dict(policies="mi-0.2;voter", seeds=3, tables=["rounds", "agents"], batch_size=1)  # a part per game
 TABLES = ("games", "rounds", "agents", "edges")
 
 SCRIPT = textwrap.dedent("""
@@ -51,7 +51,7 @@ SCRIPT = textwrap.dedent("""
                 kill_on(at)
         parts.os.replace = replace
     grid = GRID
-    run_sweep(grid, "mi-0.2;voter", 3, out, tables=["rounds", "agents"])
+    run_sweep(grid, "mi-0.2;voter", 3, out, tables=["rounds", "agents"], batch_size=1)
 """).replace("grid = GRID", "grid = " + repr(GRID))
 
 

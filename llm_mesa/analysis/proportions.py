@@ -31,7 +31,10 @@ def wilson_interval(successes: int, n: int, level: float = 0.95) -> tuple[float,
     if n == 0:
         return float("nan"), float("nan")
     low, high = proportion_confint(int(successes), int(n), alpha=1 - level, method="wilson")
-    return float(min(max(low, 0.0), 1.0)), float(min(max(high, 0.0), 1.0))  # no -1e-17 at 0/n
+    # at 0/n and n/n the bound is exactly the rate (rounding gives +-1e-17 there)
+    low = 0.0 if successes == 0 else min(max(float(low), 0.0), 1.0)
+    high = 1.0 if successes == n else min(max(float(high), 0.0), 1.0)
+    return low, high
 
 
 def adjust_pvalues(pvalues: Sequence[float | None]) -> dict[str, list[float | None]]:

@@ -79,10 +79,17 @@ def read_parts(files: Iterable[Path]) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame()
     df = pd.concat(frames, ignore_index=True)
-    # One part read alone and several parts concatenated give different string dtypes
-    # (NA- or NaN-missing); results must not depend on how many parts a sweep wrote.
+    # A part written from rows and one written from a data frame (a compaction) read back
+    # with different dtypes for the same column (object or boolean, NA- or NaN-missing
+    # strings); results must not depend on how many parts a sweep wrote, or how.
     for column in df.columns:
-        if isinstance(df[column].dtype, pd.StringDtype):
+        wanted = NULLABLE_TYPES.get(column)
+        if wanted is not None:
+            try:
+                df[column] = df[column].astype(wanted)
+            except (TypeError, ValueError):
+                pass
+        elif isinstance(df[column].dtype, pd.StringDtype):
             df[column] = df[column].astype(pd.StringDtype())
     return df
 
