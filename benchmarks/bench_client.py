@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             close, table = variants(base_url, "echo", args.concurrency, Path(tmp))
             rates: dict[str, list[float]] = {name: [] for name in table}
-            for name, run in table.items():  # warm-up: connections, imports, caches
+            for run in table.values():  # warm-up: connections, imports, caches
                 run_sync(run(min(200, args.calls)))
             for _ in range(args.repeats):  # interleaved, so drift hits every variant alike
                 for name, run in table.items():

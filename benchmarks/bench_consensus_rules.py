@@ -44,12 +44,12 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import consensus_yardstick  # noqa: E402
+
+from llm_mesa.graph_measures import Adjacency  # noqa: E402
 from llm_mesa.models.consensus import ConsensusModel  # noqa: E402
 from llm_mesa.models.consensus.batched import Stack  # noqa: E402
 from llm_mesa.models.consensus.batched_setup import game_setup  # noqa: E402
 from llm_mesa.models.consensus.conditions import RULE_CONFIGURATIONS, STUDY_CONDITIONS  # noqa: E402
-
-from llm_mesa.graph_measures import Adjacency  # noqa: E402
 from llm_mesa.sweep import limit_blas_threads  # noqa: E402
 
 RULE = "majority-inertia:inertia=0.2"

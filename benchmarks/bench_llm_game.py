@@ -40,8 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_client  # noqa: E402  (the client-throughput variants, shared with bench_client.py)
 
 from llm_mesa.llm import Endpoint, run_sync  # noqa: E402
-from llm_mesa.models.consensus.llm_policy import LLMConsensusPolicy  # noqa: E402
 from llm_mesa.models.consensus import ConsensusModel  # noqa: E402
+from llm_mesa.models.consensus.llm_policy import LLMConsensusPolicy  # noqa: E402
 
 N_AGENTS = 36
 CLIQUE = 4

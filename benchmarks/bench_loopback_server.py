@@ -13,11 +13,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import statistics
 import subprocess
 import sys
-import os
 import time
 
 import aiohttp

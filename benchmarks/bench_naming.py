@@ -35,8 +35,8 @@ def main() -> None:
     base = None
     for speaker in ("echo", "noisy:p=0.3", "minimal"):
         for mode, memory in (("schema", 5), ("nl", 0)):
-            rate = median_rate(lambda s: NamingModel(n=24, mode=mode, memory=memory, speaker=speaker, rng=s,
-                                                     max_rounds=args.rounds).run() and None,
+            rate = median_rate(lambda s, mode=mode, memory=memory, speaker=speaker: NamingModel(
+                                   n=24, mode=mode, memory=memory, speaker=speaker, rng=s, max_rounds=args.rounds).run() and None,
                                args.rounds, args.repeats)
             base = base or rate
             print(f"  {speaker:12s} {mode:7s} {rate:10,.0f} rounds/s  ({rate * 24:,.0f} utterances/s, "
@@ -46,7 +46,7 @@ def main() -> None:
     for n in (64, 128, 512):
         games: list[MinimalNamingGame] = []
 
-        def play(seed: int, n=n) -> int:
+        def play(seed: int, n=n, games=games) -> int:
             game = MinimalNamingGame(n=n, rng=seed)
             game.run()
             games.append(game)
@@ -67,8 +67,9 @@ def main() -> None:
         with LoopbackServer(seed=1, latency=latency) as server:
             for model in ("naming:echo", "naming:noisy"):
                 speaker = LLMSpeaker(sign_endpoint(server.base_url, model))
-                rate = median_rate(lambda s: NamingModel(n=24, speaker=speaker, rng=s, max_rounds=rounds).run()
-                                   and None, rounds, args.repeats)
+                rate = median_rate(lambda s, speaker=speaker: NamingModel(n=24, speaker=speaker, rng=s,
+                                                                          max_rounds=rounds).run() and None,
+                                   rounds, args.repeats)
                 calls = speaker.usage.calls / args.repeats / rounds
                 print(f"  latency {latency * 1000:3.0f} ms {model:13s} {rate:7.1f} rounds/s "
                       f"({calls:.1f} calls/round, {rate * calls:,.0f} calls/s)")

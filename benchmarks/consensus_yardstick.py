@@ -18,12 +18,12 @@ import time
 from collections.abc import Mapping
 
 import numpy as np
-from llm_mesa.models.consensus.batched_rounds import RULE_STREAM
-from llm_mesa.models.consensus.preferences import assign_preferences
 from scipy.sparse import block_diag, csr_array
 from scipy.sparse.csgraph import connected_components
 
 from llm_mesa.graphs import build_topology
+from llm_mesa.models.consensus.batched_rounds import RULE_STREAM
+from llm_mesa.models.consensus.preferences import assign_preferences
 from llm_mesa.policy import parse_policy_spec
 
 

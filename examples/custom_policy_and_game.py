@@ -5,8 +5,9 @@
    ``ConsensusModel(policy="threshold:q=0.6")`` finds it once this module is imported.
 2. A new game, DeGroot averaging on a ring, on the same seam as the built-in games:
    its agents are ``PolicyAgent``s and ``play_round`` has them all observe, decide
-   together (LLM policies' calls would be gathered concurrently), then all apply. Theory: equal weights keep the mean and shrink the spread to 0; one agent
-   that never moves pulls everyone to its value.
+   together (LLM policies' calls would be gathered concurrently), then all apply.
+   Theory: equal weights keep the mean and shrink the spread to 0; one agent that
+   never moves pulls everyone to its value.
 
     python examples/custom_policy_and_game.py
 """

@@ -13,9 +13,9 @@ import tempfile
 from pathlib import Path
 
 from llm_mesa.llm import Endpoint, ResponseStore
-from llm_mesa.models.consensus.llm_policy import LLMConsensusPolicy
 from llm_mesa.loopback import LoopbackServer
 from llm_mesa.models.consensus import ConsensusModel
+from llm_mesa.models.consensus.llm_policy import LLMConsensusPolicy
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
 parser.add_argument("--store", type=Path, help="SQLite file to record calls to (default: a temporary one)")

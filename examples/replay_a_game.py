@@ -15,9 +15,9 @@ from pathlib import Path
 import pandas as pd
 
 from llm_mesa.llm import Endpoint, ResponseStore, Usage
-from llm_mesa.models.consensus.llm_policy import LLMConsensusPolicy
 from llm_mesa.loopback import LoopbackServer
 from llm_mesa.models.consensus import ConsensusModel
+from llm_mesa.models.consensus.llm_policy import LLMConsensusPolicy
 
 GAME = {"n": 16, "topology": "ws", "communication": "local", "max_rounds": 6, "baseline_permutations": 0, "rng": 11}
 MODEL = "rule:voter?talk=0.4"  # a stand-in answering like the voter model, with messages

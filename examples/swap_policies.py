@@ -11,9 +11,9 @@ real LLM agents instead.
 """
 
 from llm_mesa.llm import Endpoint
-from llm_mesa.models.consensus.llm_policy import LLMConsensusPolicy
 from llm_mesa.loopback import LoopbackServer
 from llm_mesa.models.consensus import ConsensusModel
+from llm_mesa.models.consensus.llm_policy import LLMConsensusPolicy
 
 SEEDS = range(3)
 GAME = {"n": 20, "topology": "ws", "max_rounds": 10, "baseline_permutations": 0}

@@ -14,7 +14,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -46,7 +46,7 @@ def build_manifest(kind: str, parameters: dict[str, Any], **extra: Any) -> dict[
     """What a run needs to be understood and repeated: versions, parameters, seeds."""
     return {
         "kind": kind,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": sys.argv,
         "versions": package_versions(),
         "parameters": parameters,

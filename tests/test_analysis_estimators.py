@@ -7,15 +7,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
+
+from llm_mesa.analysis import AnalysisError, firth_logit, mixed_logit, point_biserial, rank_tests
 from llm_mesa.models.consensus.analysis import (
     component_tests,
     firth_consensus_regression,
     majority_following,
     stubbornness_vs_consensus,
 )
-from scipy import stats
-
-from llm_mesa.analysis import AnalysisError, firth_logit, mixed_logit, point_biserial, rank_tests
 
 DATA = Path(__file__).parent / "data"
 

@@ -5,14 +5,14 @@ import random
 import numpy as np
 import pandas as pd
 import pytest
+
+from llm_mesa.games import PlayRequest
 from llm_mesa.models.consensus import ConsensusModel
 from llm_mesa.models.consensus.batched import batchable, play_games
 from llm_mesa.models.consensus.batched_rounds import rule_stream
 from llm_mesa.models.consensus.conditions import RULE_CONFIGURATIONS, STUDY_CONDITIONS
 from llm_mesa.models.consensus.game import GAME
 from llm_mesa.models.consensus.observation import ConsensusObservation
-
-from llm_mesa.games import PlayRequest
 from llm_mesa.policy import make_policy
 from llm_mesa.sweep import run_sweep
 

@@ -5,10 +5,10 @@ import random
 import networkx as nx
 import pandas as pd
 import pytest
-from llm_mesa.models.consensus import ConsensusConfigError, ConsensusModel
 from mesa import batch_run
 
 from llm_mesa.graphs import NetworkError, build_topology, caveman_shape
+from llm_mesa.models.consensus import ConsensusConfigError, ConsensusModel
 from llm_mesa.policy import PolicyError
 
 
@@ -141,7 +141,6 @@ def test_mixed_rule_policies_take_the_array_path_and_equal_agent_by_agent():
 
 def test_a_non_rule_policy_takes_the_agent_by_agent_path_on_the_model_stream():
     from llm_mesa.models.consensus.observation import ConsensusDecision
-
     from llm_mesa.policy import Policy
 
     class Coin(Policy):  # a rule of someone else's package: no rule(), draws from the model's random

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
-from pathlib import Path
 
 import pytest
 from aiohttp import web

@@ -460,7 +460,7 @@ def test_usage_nests_and_prices_live_calls(server):
     ep = Endpoint(server.base_url, "scripted", price=(1.0, 2.0))
     game = Usage("game")
     for rnd in range(2):
-        for agent in range(3):
+        for _agent in range(3):
             call(ep, usage=game.child(f"round={rnd}"))
     assert game.calls == 6 and game.prompt_tokens == 60 and game.completion_tokens == 30
     assert game.children["round=1"].calls == 3

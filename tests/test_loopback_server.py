@@ -17,11 +17,11 @@ from collections import Counter
 
 import openai
 import pytest
-from llm_mesa.models.naming.decoding import adecode_with_retry
 from openai import AsyncOpenAI
 
 from llm_mesa import cli
 from llm_mesa.loopback import LoopbackServer
+from llm_mesa.models.naming.decoding import adecode_with_retry
 
 CONSENSUS_PROMPT = """\
 You are agent 5 in a network colouring game.

@@ -3,6 +3,7 @@
 import networkx as nx
 import numpy as np
 import pytest
+
 from llm_mesa.models.consensus import measures
 
 

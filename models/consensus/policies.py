@@ -20,8 +20,8 @@ import random
 from typing import NamedTuple
 
 import numpy as np
-from llm_mesa.models.consensus.observation import ConsensusDecision, ConsensusObservation, other
 
+from llm_mesa.models.consensus.observation import ConsensusDecision, ConsensusObservation, other
 from llm_mesa.policy import Policy, PolicyError, register_policy
 
 #: rule kinds of ``rule_step``

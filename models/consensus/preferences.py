@@ -12,7 +12,6 @@ import networkx as nx
 
 from llm_mesa.graphs import NetworkError, highest_degree_nodes
 
-
 PREFERENCE_DESIGNS = ("random", "minority", "explicit")
 
 
