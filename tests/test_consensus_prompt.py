@@ -47,3 +47,27 @@ def test_a_game_whose_llm_calls_all_fail_says_so_and_exits_3(server, capsys):
     assert status == 3
     assert "the game is invalid: 16 of 16 decisions failed" in captured.err
     assert len(captured.err.strip().splitlines()) == 1
+
+
+def test_the_wording_of_the_rules_is_a_parameter_and_a_sweep_axis(tmp_path, server):
+    from llm_mesa.sweep import read_sweep, run_sweep
+
+    prompts = {}
+    for variant in ("study", "paraphrase"):
+        store = ResponseStore(tmp_path / f"{variant}.sqlite", "record")
+        policy = LLMConsensusPolicy(Endpoint(server.base_url, "rule:majority-inertia", timeout=5.0), store=store)
+        ConsensusModel(policy=policy, n=12, topology="ws", max_rounds=1, baseline_permutations=0, rng=2,
+                       prompt=variant).run()
+        prompts[variant] = json.dumps(store.rows()[0]["request"], ensure_ascii=False)
+        store.close()
+    assert "with 11 other players" in prompts["study"] and "by you and 11 others" in prompts["paraphrase"]
+    assert "£0.20 when the entire network ends on the colour you prefer" in prompts["paraphrase"]
+    spec = f"llm:base_url={server.base_url},model=rule:majority-inertia"
+    result = run_sweep({"ws": {"n": 12, "topology": "ws", "max_rounds": 2, "baseline_permutations": 0}}, spec, 2,
+                       tmp_path / "sweep", axes=["prompt=study,paraphrase"])
+    games = read_sweep(tmp_path / "sweep")
+    assert set(games["condition"]) == {"ws|prompt=study", "ws|prompt=paraphrase"} and result.played == 4
+    assert games.groupby("condition")["prompt_template_hash"].nunique().eq(1).all()
+    assert games["prompt_template_hash"].nunique() == 2  # each wording recorded by its own hash
+    by_condition = games.sort_values("seed").groupby("condition")["seed"].apply(list)
+    assert by_condition["ws|prompt=study"] == by_condition["ws|prompt=paraphrase"]  # paired: same seeds

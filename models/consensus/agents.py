@@ -96,6 +96,7 @@ class ConsensusAgent(FixedAgent, PolicyAgent):
             n_players=model.n,
             payoff_preferred=model.payoff_preferred,
             payoff_other=model.payoff_other,
+            prompt=model.prompt_variant,
             game_key=model.game_key,
         )
         if self.policy.needs_history:

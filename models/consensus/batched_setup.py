@@ -53,7 +53,7 @@ def game_setup(rng: random.Random, seed: int | None, mesa_seed: Any = None, *, n
                minority_colour: str = "red", explicit_preferences: Sequence[str] | None = None,
                initial: str | Sequence[str] = "preference", communication: str = "none",
                direct_messages: bool = False, message_replaces_move: bool = True, label: str = "llm",
-               max_rounds: int = 50, payoff_preferred: float = 0.20, payoff_other: float = 0.15,
+               prompt: str = "study", max_rounds: int = 50, payoff_preferred: float = 0.20, payoff_other: float = 0.15,
                baseline_permutations: int = 1000, satisfied_threshold: float = 0.5, pseudo_window: int = 3,
                pseudo_level: float = 0.9, max_game_tokens: int | None = None, max_game_cost: float | None = None,
                max_failure_share: float = 0.1, model: Any = None, drawn: GameSetup | None = None) -> GameSetup:
@@ -66,7 +66,7 @@ def game_setup(rng: random.Random, seed: int | None, mesa_seed: Any = None, *, n
     checked = {"n": n} if graph is None else {}  # the topology is checked where graphs are built
     checked.update(
         preferences=preferences, minority=minority, minority_colour=minority_colour, communication=communication,
-        direct_messages=direct_messages, message_replaces_move=message_replaces_move, label=label,
+        direct_messages=direct_messages, message_replaces_move=message_replaces_move, label=label, prompt=prompt,
         max_rounds=max_rounds, payoff_preferred=payoff_preferred, payoff_other=payoff_other,
         baseline_permutations=baseline_permutations, satisfied_threshold=satisfied_threshold,
         pseudo_window=pseudo_window, pseudo_level=pseudo_level, max_failure_share=max_failure_share)
@@ -92,7 +92,7 @@ def game_setup(rng: random.Random, seed: int | None, mesa_seed: Any = None, *, n
         "minority": minority if preferences == "minority" else 0, "minority_colour": minority_colour,
         "initial": initial if isinstance(initial, str) else list(initial),
         "communication": communication, "direct_messages": direct_messages,
-        "message_replaces_move": message_replaces_move, "label": label,
+        "message_replaces_move": message_replaces_move, "label": label, "prompt": prompt,
         "max_rounds": max_rounds, "payoff_preferred": payoff_preferred,
         "payoff_other": payoff_other, "baseline_permutations": baseline_permutations,
         "satisfied_threshold": satisfied_threshold, "pseudo_window": pseudo_window,

@@ -17,6 +17,7 @@ from llm_mesa.graphs import TOPOLOGIES
 from llm_mesa.parameters import Parameter, ParameterSet
 
 from .conditions import ALL_CONDITIONS, CONDITION_GROUPS, RULE_CONFIGURATIONS, describe_condition
+from .prompt import PROMPT_VARIANTS
 
 #: documented limits: a larger value is refused before anything is allocated
 MAX_AGENTS = 10_000_000
@@ -40,6 +41,9 @@ PARAMETERS = ParameterSet.of(
     Parameter("message_replaces_move", bool, True, "a message is sent instead of changing colour (the study)",
               control=False),
     Parameter("label", str, "llm", "what the rules call the other players", choices=("llm", "human"), label="Opponent label"),
+    Parameter("prompt", str, "study", "the wording of the rules LLM agents get: the study's, or a paraphrase "
+              "(a sweep axis tests whether wording changes the outcome)", choices=tuple(PROMPT_VARIANTS),
+              label="Rules wording"),
     Parameter("max_rounds", int, 50, "round limit (the study: 50)", low=1, high=MAX_ROUNDS, label="Max rounds"),
     Parameter("payoff_preferred", float, 0.20, "payoff when the network ends on one's preferred colour",
               low=0, high=1e6, control=False),
@@ -130,7 +134,7 @@ class ConsensusGame(Game):
         if llm is not None:
             row["model"] = request.endpoint.model
             row["replayed_calls"] = llm.usage.replayed
-            row["prompt_template_hash"] = llm.prompt.template_hash  # the report's manifest summary names it
+            row["prompt_template_hash"] = llm.prompt_for(model.prompt_variant).template_hash  # the report's manifest summary names it
         return GameResult(row, game_tables(model, request.tables))
 
     def configure_analysis(self, parser: Any) -> None:

@@ -20,7 +20,7 @@ from llm_mesa.llm.usage import Usage
 from llm_mesa.policy import Policy, register_policy
 
 from .observation import ConsensusDecision, ConsensusObservation
-from .prompt import ConsensusPrompt, answer_schema
+from .prompt import PROMPT_VARIANTS, ConsensusPrompt, answer_schema
 
 
 def decode_answer(text: str, obs: ConsensusObservation) -> ConsensusDecision | None:
@@ -68,9 +68,18 @@ class LLMConsensusPolicy(Policy):
             endpoint_options.pop("base_url", None), endpoint_options.pop("model", None), **endpoint_options)
         self.store = store
         self.usage = usage or Usage("llm")
-        self.prompt = prompt or ConsensusPrompt()
+        self._prompt = prompt  # None: the wording the game names (its ``prompt`` parameter)
         #: (model, system_fingerprint) pairs the server answered with, for manifests
         self.served_by: set[tuple[str | None, str | None]] = set()
+
+    def prompt_for(self, variant: str) -> ConsensusPrompt:
+        """The templates for a game's wording (``PROMPT_VARIANTS``), unless the policy was given its own."""
+        return self._prompt or PROMPT_VARIANTS[variant]
+
+    @property
+    def prompt(self) -> ConsensusPrompt:
+        """The templates of the study's wording (or the policy's own)."""
+        return self.prompt_for("study")
 
     def params(self) -> dict[str, Any]:
         return {"base_url": self.endpoint.base_url, "model": self.endpoint.model}
@@ -81,15 +90,16 @@ class LLMConsensusPolicy(Policy):
     def request(self, obs: ConsensusObservation) -> LLMRequest:
         key = f"g={obs.game_key}|agent={obs.agent_id}|round={obs.round}"
         schema = answer_schema(obs.communication, obs.direct_messages)
+        prompt = self.prompt_for(obs.prompt)
         if self.endpoint.prompt_mode == "completion":
-            return LLMRequest(prompt=self.prompt.completion_prompt(obs), schema=None, sample_key=key,
-                              template_hash=self.prompt.template_hash, purpose="decide")
-        return LLMRequest(messages=self.prompt.messages(obs), schema=schema, sample_key=key,
-                          template_hash=self.prompt.template_hash, purpose="decide", schema_name="decision")
+            return LLMRequest(prompt=prompt.completion_prompt(obs), schema=None, sample_key=key,
+                              template_hash=prompt.template_hash, purpose="decide")
+        return LLMRequest(messages=prompt.messages(obs), schema=schema, sample_key=key,
+                          template_hash=prompt.template_hash, purpose="decide", schema_name="decision")
 
     async def adecide(self, obs: ConsensusObservation, rng: random.Random) -> ConsensusDecision:
         answer = await ask(self.endpoint, self.request(obs), lambda text: decode_answer(text, obs),
-                           self.prompt.reminder, store=self.store, usage=self.usage)
+                           self.prompt_for(obs.prompt).reminder, store=self.store, usage=self.usage)
         for result in (answer.first, answer.retry):
             if result is not None and result.error is None:
                 self.served_by.add((result.model, result.system_fingerprint))

@@ -71,6 +71,7 @@ class ConsensusModel(ConsensusRecord, Model):
         message_replaces_move: a message is sent instead of changing colour,
             as in the study (set False to allow both in one round).
         label: what the rules call the other players: ``llm`` or ``human``.
+        prompt: the wording of the rules LLM agents get (``study`` or ``paraphrase``).
         max_rounds, payoff_preferred, payoff_other: the study's 50, 0.20, 0.15.
         baseline_permutations: random recolourings for the largest-component
             baseline at the end of the game (0 to skip).
@@ -106,6 +107,7 @@ class ConsensusModel(ConsensusRecord, Model):
         direct_messages: bool = False,
         message_replaces_move: bool = True,
         label: str = "llm",
+        prompt: str = "study",
         max_rounds: int = 50,
         payoff_preferred: float = 0.20,
         payoff_other: float = 0.15,
@@ -128,7 +130,7 @@ class ConsensusModel(ConsensusRecord, Model):
             self.random, rng, getattr(self, "_seed", None), n=n, topology=topology, graph=graph, policy=policy,
             assign=assign, preferences=preferences, minority=minority, minority_colour=minority_colour,
             explicit_preferences=explicit_preferences, initial=initial, communication=communication,
-            direct_messages=direct_messages, message_replaces_move=message_replaces_move, label=label,
+            direct_messages=direct_messages, message_replaces_move=message_replaces_move, label=label, prompt=prompt,
             max_rounds=max_rounds, payoff_preferred=payoff_preferred, payoff_other=payoff_other,
             baseline_permutations=baseline_permutations, satisfied_threshold=satisfied_threshold,
             pseudo_window=pseudo_window, pseudo_level=pseudo_level, max_game_tokens=max_game_tokens,
@@ -141,6 +143,7 @@ class ConsensusModel(ConsensusRecord, Model):
         self.direct_messages = direct_messages
         self.message_replaces_move = message_replaces_move
         self.label = label
+        self.prompt_variant = prompt
         self.max_rounds = max_rounds
         self.payoff_preferred = payoff_preferred
         self.payoff_other = payoff_other

@@ -73,6 +73,7 @@ class ConsensusObservation:
     n_players: int = 36  # the game's rules, as the model was built: players and payoffs
     payoff_preferred: float = 0.20
     payoff_other: float = 0.15
+    prompt: str = "study"  # the wording of the rules an LLM agent is given (PROMPT_VARIANTS)
     game_key: str = ""  # identifies the game (parameters and seed) in sample keys
 
     def blue_share(self) -> float:

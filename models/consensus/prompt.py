@@ -138,3 +138,22 @@ class ConsensusPrompt:
     def completion_prompt(self, obs: ConsensusObservation) -> str:
         """The same content as one raw prompt, for ``prompt_mode="completion"``."""
         return "\n\n".join(m["content"] for m in self.messages(obs)) + "\nAnswer: "
+
+
+#: The same rules in other words: a wording-robustness check (the consensus study names the
+#: dependence on one wording as a limitation). Same facts, order and placeholders.
+PARAPHRASED_RULES = """This is a coordination game played on a network by you and {n_others} others, all of them {players}.
+You occupy one node; you can see your own colour and the colours of the nodes linked to yours, but not the rest of the network.
+Each participant shows red or blue and privately prefers one of the two.
+There are at most {max_rounds} rounds. Everyone picks simultaneously in each round, and all picks are shown at once afterwards.
+As soon as all participants show the same colour, the game is over.
+Everyone is paid the same way: £{payoff_preferred:.2f} when the entire network ends on the colour you prefer; £{payoff_other:.2f} when it ends on the other colour; £0 when the network has not settled on one colour by the final round. If even one participant holds out on the other colour, no one is paid.
+{communication}
+Only you can read your diary; rewrite it each round with anything you want to keep in mind.
+Reply with a single JSON object and nothing more: {answer_format}"""
+
+#: Named wordings of the rules: the game's ``prompt`` parameter picks one, so wording is a sweep axis.
+PROMPT_VARIANTS: dict[str, ConsensusPrompt] = {
+    "study": ConsensusPrompt(),
+    "paraphrase": ConsensusPrompt(rules=PARAPHRASED_RULES),
+}
