@@ -109,8 +109,11 @@ def NetworkPanel(state: NetworkState, selected: int | None = None,
     with solara.Column(classes=["llm-mesa-network", *classes], gap="4px", style={"min-width": "0"}):
         if banner:
             status_banner(state, view)
-        solara.ToggleButtonsSingle(value=view, values=list(VIEWS), on_value=set_view, dense=True,
-                                   classes=["llm-mesa-view-switch"])
+        with solara.Row(style={"align-items": "center"}):
+            solara.ToggleButtonsSingle(value=view, values=list(VIEWS), on_value=set_view, dense=True,
+                                       classes=["llm-mesa-view-switch"])
+            solara.Text("hover a node for its details; click it to select it" if view == VIEWS[0]
+                        else "hover a chamber for its members", style={"font-size": "0.8em", "color": "#666"})
         VegaChart(spec, classes=["llm-mesa-network-chart"], on_click=clicked if on_select else None)
 
 
