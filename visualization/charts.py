@@ -52,8 +52,10 @@ def line_spec(rows: Sequence[Mapping[str, Any]], title: str, y_title: str, *, la
     order = list(series) if series is not None else list(dict.fromkeys(r["series"] for r in rows))
     x = {"field": "round", "type": "quantitative", "title": "round",
          "scale": {"domain": [0, max(int(last_round), 1)], "nice": False},
-         "axis": {"format": "d", "tickMinStep": 1}}
+         "axis": {"format": "d", "tickMinStep": 1, "tickCount": min(max(int(last_round), 1), 10)}}
     y: dict[str, Any] = {"field": "value", "type": "quantitative", "title": y_title}
+    if y_title in ("agents", "tokens", "per round"):  # counts: whole-number ticks
+        y["axis"] = {"tickMinStep": 1, "format": "d"}
     if y_domain is not None:
         y["scale"] = {"domain": list(y_domain), "nice": False}
     encoding: dict[str, Any] = {

@@ -141,13 +141,13 @@ def Page():
             with solara.Columns([1, 1], style={"align-items": "flex-start"}):
                 for model in pair:
                     PopulationPanel(model, version.value)
-            solara.DataFrame(outcome_rows(pair), items_per_page=2)
             rounds = compared_rounds(pair)
             charts = consensus_charts(rounds, pair[0].n, dash="population",
                                       last_round=max(m.round for m in pair))
             with solara.Columns([1, 1, 1], classes=["llm-mesa-plots"], style={"align-items": "flex-start"}):
                 for cls, spec in charts:
                     VegaChart(spec, classes=[cls])
+            solara.DataFrame(outcome_rows(pair), items_per_page=2)
 
 
 __all__ = ["ComparedModel", "Page", "build_pair", "compare_params", "compared_rounds", "outcome_rows"]

@@ -129,9 +129,42 @@ class GameSession:
                     model.step()
 
 
+def values_from_query(specs: Mapping[str, Mapping[str, Any]], search: str) -> dict[str, Any]:
+    """Control values given in a page's query string (``?n=500&topology=caveman``), typed as their control.
+
+    Unknown names and values of the wrong type are ignored: a link never breaks the page.
+    """
+    from urllib.parse import parse_qsl
+
+    out: dict[str, Any] = {}
+    for name, text in parse_qsl((search or "").lstrip("?")):
+        spec = specs.get(name)
+        if spec is None:
+            continue
+        kind = spec.get("type")
+        try:
+            if kind in ("SliderInt", "InputInt"):
+                out[name] = int(text)
+            elif kind == "SliderFloat":
+                out[name] = float(text)
+            elif kind == "Checkbox":
+                out[name] = text.lower() in ("1", "true", "yes", "on")
+            elif kind == "Select" and text not in spec.get("values", []):
+                continue
+            else:
+                out[name] = text
+        except ValueError:
+            continue
+    return out
+
+
 def use_session(build: Callable[[dict[str, Any]], Any], specs: Mapping[str, Mapping[str, Any]]):
-    """This browser session's game, its control values, and a counter that moves at every change."""
-    values = solara.use_reactive(initial_values(specs))
+    """This browser session's game, its control values, and a counter that moves at every change.
+
+    The page's query string may preset controls (``?n=500``): a link reopens a game.
+    """
+    router = solara.use_router()
+    values = solara.use_reactive({**initial_values(specs), **values_from_query(specs, router.search or "")})
     session = solara.use_memo(lambda: GameSession(build, values.value), dependencies=[])
     version = solara.use_reactive(0)
     return session, values, version
@@ -178,4 +211,4 @@ def GameButtons(session: GameSession, values: solara.Reactive[dict[str, Any]], v
 
 
 __all__ = ["Control", "ControlError", "ControlPanel", "GENERAL", "GameButtons", "GameSession", "initial_values",
-           "use_session"]
+           "use_session", "values_from_query"]

@@ -67,6 +67,7 @@ def agreement_chart(source, last_round: int | None = None, current_round: int | 
         x=round_axis(last), y=alt.Y("value:Q", title="share of N", scale=alt.Scale(domain=[0, 1], nice=False)),
         color=alt.Color("series:N", title=None, sort=list(AGREEMENT_SERIES.values()),
                         legend=alt.Legend(orient="bottom", columns=1, labelLimit=300)),
+        strokeWidth=alt.condition(alt.datum.series == AGREEMENT_SERIES["agreement"], alt.value(4), alt.value(1.8)),
         tooltip=["round", "series", alt.Tooltip("value:Q", format=".3f")])
     marks = alt.Chart(pd.DataFrame({"level": list(THRESHOLDS)})).mark_rule(
         color="#999999", strokeDash=[3, 3]).encode(y="level:Q")

@@ -182,7 +182,8 @@ def network_spec(graph: nx.Graph, layout: Layout, colours: Sequence[str], prefer
     sample = "" if len(shown_links) == len(edges) else f" · {len(shown_links):,} of {len(edges):,} links drawn"
     title = {"text": f"{head}{len(found.members)} same-colour groups, largest {found.largest} of {len(colours)}",
              "subtitle": [f"fill: colour now · ring: preference · bands: same-colour links (echo chambers){sample}",
-                          f"■ {unsatisfied} agents whose neighbourhood disagrees · ◆ {len(flippers)} flippers (black ring)"]}
+                          f"■ {unsatisfied} agent{'' if unsatisfied == 1 else 's'} whose neighbourhood disagrees"
+                          f" · ◆ {len(flippers)} flippers (black ring)"]}
     layers: list[dict[str, Any]] = [
         {"data": {"name": "links"}, "transform": [{"filter": "datum.same"}],
          "mark": {"type": "rule", "strokeWidth": style.band, "opacity": 0.22, "strokeCap": "round"},

@@ -78,7 +78,7 @@ def describe(state: NetworkState, view: str = "network") -> tuple[str, str]:
                           f"see their neighbourhood agree, yet the network is split into {groups}. "
                           f"Flippers (◆, black ring): {names}.")
     return "moving", (f"No consensus yet at round {state.round_number}: {groups}; "
-                      f"{disagree} agents (■) see their neighbourhood disagree.")
+                      f"{disagree} agent{'' if disagree == 1 else 's'} (■) see{'s' if disagree == 1 else ''} their neighbourhood disagree.")
 
 
 def status_banner(state: NetworkState, view: str = "network") -> None:

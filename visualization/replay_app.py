@@ -66,7 +66,8 @@ def RoundView(game: RecordedGame, round_number: int, label_class: str = "llm-mes
 def RoundScrubber(last_round: int, round_number: int, set_round, classes=("llm-mesa-replay-slider",)):
     """A round slider with its value, and Previous / Next."""
     with solara.Column(classes=list(classes), gap="2px"):
-        solara.Text(f"Round shown: {round_number} of {last_round}", style={"font-size": "0.85em", "color": "#555"})
+        solara.Text(f"Round shown: {round_number} of {last_round}",
+                    style={"font-size": "0.85em", "color": "#555", "margin-bottom": "30px"})
         solara.SliderInt("", value=min(round_number, last_round), min=0, max=max(last_round, 0),
                          on_value=set_round, thumb_label=True)
         with solara.Row():

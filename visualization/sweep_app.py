@@ -45,13 +45,13 @@ def distribution_spec(games: pd.DataFrame, measure: str, title: str | None = Non
         "title": {"text": title or f"Distribution of {measure.replace('_', ' ')} over games",
                   "subtitle": "one point per game (colour: condition) · black tick: the mean · click a game to replay it"},
         "autosize": {"type": "fit-x", "contains": "padding"}, "data": {"values": rows}, "usermeta": EMBED,
-        "layer": [
+        "layer": [  # the ticks beneath: a click on a game reaches its point
+            {"mark": {"type": "tick", "color": "black", "thickness": 2, "size": 26},
+             "encoding": {"x": {"aggregate": "mean", "field": "value", "type": "quantitative"}, "y": y}},
             {"mark": {"type": "point", "filled": True, "size": 90, "opacity": 0.75, "cursor": "pointer"},
              "encoding": {"x": x, "y": y, "color": {"field": "condition", "type": "nominal",
                                                    "legend": {"orient": "bottom", "title": "condition"}},
                           "tooltip": [{"field": "game"}, {"field": "value", "title": measure, "format": ".4~f"}]}},
-            {"mark": {"type": "tick", "color": "black", "thickness": 2, "size": 26},
-             "encoding": {"x": {"aggregate": "mean", "field": "value", "type": "quantitative"}, "y": y}},
         ],
         "config": {"title": {"anchor": "start", "fontSize": 13}},
     }
