@@ -7,14 +7,13 @@ that rises means the game moved, not the axis.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
-import solara
-import solara.widgets
 
 from .network_chart import EMBED, VEGA_LITE
+from .vega_widget import VegaChart
 
 #: The consensus game's per-round charts, most important first: column -> series label.
 SHARES = {"blue_share": "share of blue", "local_agreement": "local agreement"}
@@ -43,7 +42,7 @@ def long_frame(rounds: pd.DataFrame, columns: Mapping[str, str]) -> list[dict[st
 def line_spec(rows: Sequence[Mapping[str, Any]], title: str, y_title: str, *, last_round: int,
               y_domain: Sequence[float] | None = None, current_round: int | None = None,
               series: Sequence[str] | None = None, dash: str | None = None, height: int = 150,
-              subtitle: str | None = None) -> dict[str, Any]:
+              subtitle: str | list[str] | None = None) -> dict[str, Any]:
     """A line chart of ``rows`` (round, series, value[, dash field]) over rounds 0..``last_round``.
 
     The x axis always spans every round played, the latest included; ``current_round``
@@ -66,7 +65,13 @@ def line_spec(rows: Sequence[Mapping[str, Any]], title: str, y_title: str, *, la
         "tooltip": [{"field": "series"}, {"field": "round"}, {"field": "value", "format": ".3~f"}],
     }
     if dash:
-        encoding["strokeDash"] = {"field": dash, "type": "nominal", "title": None, "legend": {"orient": "bottom"}}
+        groups = list(dict.fromkeys(r[dash] for r in rows))
+        styles = [[1, 0], [6, 4], [2, 2], [8, 3, 2, 3]]
+        encoding["strokeDash"] = {"field": dash, "type": "nominal", "legend": None,
+                                  "scale": {"domain": groups, "range": styles[: len(groups)]}}
+        names = ("solid", "dashed", "dotted", "dash-dot")
+        key = " · ".join(f"{names[i]}: {g}" for i, g in enumerate(groups[:4]))
+        subtitle = [subtitle, key] if subtitle else key
         encoding["detail"] = {"field": dash}
     layers: list[dict[str, Any]] = [{"mark": {"type": "line", "point": len(rows) <= 400, "interpolate": "linear"},
                                      "encoding": encoding}]
@@ -108,7 +113,7 @@ def consensus_charts(rounds: pd.DataFrame, n: int, *, current_round: int | None 
                                                y_domain=(0, n), series=list(COMPONENT.values()), **common)),
         ("llm-mesa-chart-moves", line_spec(rows({"stubborn_moves": "stubborn moves"}), "Stubborn moves per round",
                                            "agents", series=["stubborn moves"], height=110,
-                                           subtitle="an agent keeps its colour against its neighbourhood's majority",
+                                           subtitle="kept its colour against its neighbours' majority",
                                            **common)),
     ]
 
@@ -122,13 +127,6 @@ def llm_charts(rounds: pd.DataFrame, *, current_round: int | None = None) -> lis
         ("llm-mesa-chart-tokens", line_spec(long_frame(rounds, LLM_TOKENS), "Tokens per round", "tokens",
                                             last_round=last, current_round=current_round, height=110)),
     ]
-
-
-@solara.component
-def VegaChart(spec: dict[str, Any], classes: Sequence[str] = (), on_click: Callable[[Any], None] | None = None):
-    """Draw a Vega-Lite dict in the browser; ``on_click`` gets the clicked datum (or None)."""
-    with solara.Div(classes=["llm-mesa-chart", *classes], style={"width": "100%", "min-width": "0"}):
-        solara.widgets.VegaLite.element(spec=spec, on_click=on_click, listen_to_click=on_click is not None)
 
 
 def round_chart(rounds: pd.DataFrame, columns: Mapping[str, str], title: str,

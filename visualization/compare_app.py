@@ -83,7 +83,7 @@ def compared_rounds(pair) -> pd.DataFrame:
     frames = []
     for model in pair:
         frame = rounds_frame(model)
-        frame["population"] = f"{model.population}: {model.mix}"
+        frame["population"] = f"{model.population}: {model.mix.split(' (LLM:')[0]}"
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
 
