@@ -323,6 +323,8 @@ def test_a_500_node_game_renders_and_hovering_a_node_shows_its_details(explorer_
     open_game(page, explorer_url + "?n=500")
     page.wait_for_function(f"() => document.querySelectorAll('{NODES}').length === 500", timeout=60_000)
     assert "N (agents): 500" in page.locator(".llm-mesa-control-n").inner_text()
+    step(page, 3)  # echo chambers form
+    wait_picture(page, 3)
     node = page.locator(NODES).nth(123)
     node.hover(force=True)
     tooltip = page.locator("#vg-tooltip-element")
@@ -336,7 +338,7 @@ def test_a_500_node_game_renders_and_hovering_a_node_shows_its_details(explorer_
     page.wait_for_function(
         "() => document.querySelector('.llm-mesa-agent-select input').value === '123'", timeout=30_000)
     step(page)
-    wait_picture(page, 1)
+    wait_picture(page, 4)
     assert page.locator(".llm-mesa-agent").inner_text().count("123") >= 1
 
 
