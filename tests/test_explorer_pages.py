@@ -260,3 +260,13 @@ def test_the_chart_widget_loads_only_what_the_offline_cache_holds():
     wanted = set(re.findall(r"\$\{this\.getCdn\(\)\}/((?:@[\w.-]+/)?[\w.-]+)@([\w.-]+)/", TEMPLATE))
     assert wanted == {("vega", "5"), ("vega-lite", "5"), ("vega-embed", "6"), ("requirejs", "2.3.6")}
     assert wanted <= {(a.name, a.spec) for a in assets.SOLARA_ASSETS}
+
+
+def test_a_round_that_breaks_is_reported_not_raised():
+    session = GameSession(build_model, defaults())
+
+    def broken():
+        raise RuntimeError("disk full")
+
+    session.game.step = broken
+    assert session.step() is False and "disk full" in session.errors["_general"]

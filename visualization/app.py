@@ -30,7 +30,7 @@ from .consensus_game import (
     model_params,
     parse_policy_mix,
 )
-from .controls import ControlPanel, GameButtons, use_session
+from .controls import ControlPanel, ErrorNote, GameButtons, use_session
 from .layout import drawing_layout
 from .network_view import NetworkPanel, NetworkState
 
@@ -132,9 +132,7 @@ def Page():
             solara.Text(round_label(model) if model is not None else "Round 0", classes=["llm-mesa-round"],
                         style={"font-weight": "bold", "font-size": "1.15em", "margin-right": "12px"})
             GameButtons(session, values, version)
-        if session.errors:
-            solara.Warning("A control needs fixing (see the sidebar); the game shown is the last one that started.",
-                           dense=True, classes=["llm-mesa-errors-note"])
+        ErrorNote(session)
         if model is not None:
             GameView(model, version.value)
 

@@ -25,7 +25,7 @@ from .consensus_game import (
     failure_line,
     model_params,
 )
-from .controls import ControlError, ControlPanel, GameButtons, use_session
+from .controls import ControlError, ControlPanel, ErrorNote, GameButtons, use_session
 from .layout import drawing_layout
 from .network_view import NetworkPanel, NetworkState
 
@@ -132,9 +132,7 @@ def Page():
             solara.Text(label, classes=["llm-mesa-round"],
                         style={"font-weight": "bold", "font-size": "1.15em", "margin-right": "12px"})
             GameButtons(session, values, version)
-        if session.errors:
-            solara.Warning("A control needs fixing (see the sidebar); the pair shown is the last one that started.",
-                           dense=True)
+        ErrorNote(session, "pair")
         if pair:
             solara.Text(f"Same graph ({pair[0].n} agents, {session.applied.get('topology')}), same preferences, "
                         f"seed {session.applied.get('seed')}; the panels step together.")

@@ -121,12 +121,17 @@ class GameSession:
     def running(self) -> bool:
         return self.game is not None and any(m.running for m in self.models())
 
-    def step(self) -> None:
-        """One round of every game that still runs (they step together)."""
+    def step(self) -> bool:
+        """One round of every game that still runs (they step together); False, with a message, if it broke."""
         with self.lock:
-            for model in self.models():
-                if model.running:
-                    model.step()
+            try:
+                for model in self.models():
+                    if model.running:
+                        model.step()
+            except Exception as exc:  # noqa: BLE001 - a page never shows a traceback
+                self.errors = {GENERAL: f"the round could not be played: {type(exc).__name__}: {exc}"}
+                return False
+        return True
 
 
 def values_from_query(specs: Mapping[str, Mapping[str, Any]], search: str) -> dict[str, Any]:
@@ -156,6 +161,15 @@ def values_from_query(specs: Mapping[str, Mapping[str, Any]], search: str) -> di
         except ValueError:
             continue
     return out
+
+
+def ErrorNote(session: GameSession, what: str = "game"):
+    """In the main area: a round that broke, or a pointer to the control that needs fixing."""
+    if session.errors.get(GENERAL):
+        solara.Error(session.errors[GENERAL], dense=True, classes=["llm-mesa-errors-note"])
+    elif session.errors:
+        solara.Warning(f"A control needs fixing (see the sidebar); the {what} shown is the last one that started.",
+                       dense=True, classes=["llm-mesa-errors-note"])
 
 
 def use_session(build: Callable[[dict[str, Any]], Any], specs: Mapping[str, Mapping[str, Any]]):
@@ -193,8 +207,10 @@ def GameButtons(session: GameSession, values: solara.Reactive[dict[str, Any]], v
     def play_loop():
         while playing.value and session.running:
             started = time.monotonic()
-            session.step()
+            ok = session.step()
             bump()
+            if not ok:
+                break
             time.sleep(max(0.0, interval - (time.monotonic() - started)))
         playing.set(False)
 
@@ -210,5 +226,5 @@ def GameButtons(session: GameSession, values: solara.Reactive[dict[str, Any]], v
                           classes=["llm-mesa-play"])
 
 
-__all__ = ["Control", "ControlError", "ControlPanel", "GENERAL", "GameButtons", "GameSession", "initial_values",
+__all__ = ["Control", "ControlError", "ErrorNote", "ControlPanel", "GENERAL", "GameButtons", "GameSession", "initial_values",
            "use_session", "values_from_query"]

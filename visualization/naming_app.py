@@ -29,7 +29,7 @@ from . import naming_charts
 from .builtin_endpoint import BUILTIN, resolve_endpoint
 from .charts import VegaChart
 from .consensus_game import check_endpoint_text
-from .controls import GENERAL, ControlError, ControlPanel, GameButtons, use_session
+from .controls import GENERAL, ControlError, ControlPanel, ErrorNote, GameButtons, use_session
 from .naming_charts import AGREEMENT_SERIES, agreement_frame, outcomes_chart, outcomes_frame
 
 #: The loopback stand-in endpoint (``llm-mesa serve``): the default, so the page works offline.
@@ -200,6 +200,7 @@ def Page():
             solara.Text(label, classes=["llm-mesa-naming-round"],
                         style={"font-weight": "bold", "font-size": "1.15em", "margin-right": "12px"})
             GameButtons(session, values, version, interval=0.15)
+        ErrorNote(session)
         if model is not None:
             GameView(model, version.value)
 
