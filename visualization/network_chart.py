@@ -242,10 +242,11 @@ def chamber_spec(graph: nx.Graph, layout: Layout, colours: Sequence[str], *, fli
                         "members": len(members), "flippers": sum(v in flipping for v in members),
                         "disagreeing": sum(not satisfied[v] for v in members),
                         "agents": _short(", ".join(map(str, members)), 80)})
+    _spread(bubbles, layout)
     centre = {b["chamber"] - 1: (b["x"], b["y"]) for b in bubbles}
     lines = [{"x": centre[a][0], "y": centre[a][1], "x2": centre[b][0], "y2": centre[b][1], "links": count,
               "between": f"chambers {a + 1} and {b + 1}"} for (a, b), count in sorted(found.links.items())]
-    frame = _frame({i: p for i, p in enumerate(layout.values())})
+    frame = _frame({i: p for i, p in enumerate(list(layout.values()) + [(b["x"], b["y"]) for b in bubbles])})
     xy = _xy(frame)
     biggest = max((b["members"] for b in bubbles), default=1)
     title = {"text": (f"Round {round_number}: " if round_number is not None else "")
@@ -264,16 +265,49 @@ def chamber_spec(graph: nx.Graph, layout: Layout, colours: Sequence[str], *, fli
                       "fill": {"field": "colour", "type": "nominal", "scale": _colour_scale(),
                                "legend": {"title": "chamber colour"}},
                       "size": {"field": "members", "type": "quantitative",
-                               "scale": {"domain": [0, max(biggest, 1)], "range": [0, 3600]},
+                               "scale": {"domain": [1, max(biggest, 2)], "range": [36, 3600]},
                                "legend": {"title": "members"}},
                       "tooltip": [{"field": f} for f in ("chamber", "colour", "members", "disagreeing", "flippers",
                                                          "agents")]}},
     ]
-    if len(bubbles) <= 80:
+    if len(bubbles) <= 80:  # member counts on the bubbles big enough to hold them
         layers.append({"data": {"name": "bubbles"},
+                       "transform": [{"filter": f"datum.members >= {max(2, round(0.04 * biggest))}"}],
                        "mark": {"type": "text", "color": "white", "fontWeight": "bold", "baseline": "middle"},
                        "encoding": {**xy, "text": {"field": "members"}}})
     return {**_base(title, width, height, {"bubbles": bubbles, "lines": lines}), "layer": layers}
+
+
+def _spread(bubbles: list[dict[str, Any]], layout: Layout, rounds: int = 120) -> None:
+    """Move bubbles apart until none overlaps, each starting at its members' centroid.
+
+    Intertwined chambers (two giant groups on a BA graph) share a centroid; pushing
+    overlapping bubbles apart, the big ones less, keeps each near its members while
+    every chamber stays visible. Radii follow the drawn areas (area ∝ members).
+    """
+    if len(bubbles) < 2:
+        return
+    import numpy as np
+
+    xs = [p[0] for p in layout.values()]
+    ys = [p[1] for p in layout.values()]
+    extent = max(max(xs) - min(xs), max(ys) - min(ys), 1e-9)
+    members = np.array([b["members"] for b in bubbles], dtype=float)
+    radius = 0.075 * extent * np.sqrt(members / members.max()) + 0.01 * extent
+    pos = np.array([[b["x"], b["y"]] for b in bubbles], dtype=float)
+    pos += np.random.default_rng(0).normal(0, 1e-4 * extent, pos.shape)  # shared centroids part
+    inertia = members / (members + members[:, None])  # the smaller of a pair moves more
+    for _ in range(rounds):
+        delta = pos[:, None, :] - pos[None, :, :]
+        distance = np.sqrt((delta ** 2).sum(axis=-1))
+        np.fill_diagonal(distance, np.inf)
+        overlap = np.clip(radius[:, None] + radius[None, :] - distance, 0, None)
+        if not overlap.any():
+            break
+        push = (overlap * inertia / np.maximum(distance, 1e-9))[:, :, None] * delta
+        pos += 0.5 * push.sum(axis=1)
+    for b, (x, y) in zip(bubbles, pos):
+        b["x"], b["y"] = float(x), float(y)
 
 
 def _short(text: Any, limit: int = 160) -> str:
