@@ -89,8 +89,11 @@ def viz(tmp_dir: Path, *options: str):
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (see scripts/install_explorer_prereqs.sh)")
     port = free_port()
-    with serving([CLI, "viz", "--port", str(port), "--host", "127.0.0.1", *options], port, tmp_dir / "viz.log"):
+    log = tmp_dir / "viz.log"
+    with serving([CLI, "viz", "--port", str(port), "--host", "127.0.0.1", *options], port, log):
         yield f"http://127.0.0.1:{port}/"
+    # a component that raised shows a traceback instead of its part of the page
+    assert "raised exception" not in log.read_text(), "a page component raised; see the server log above"
 
 
 class LocalOnly:

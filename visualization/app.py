@@ -12,6 +12,7 @@ come from ``llm_mesa.models.consensus``, the controls' checks from
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 
 import pandas as pd
@@ -72,27 +73,25 @@ def agent_rows(model, node: int) -> dict[str, str]:
 
 
 @solara.component
-def AgentPanel(model, selected: int, on_select):
+def AgentPanel(n: int, node: int, rows: dict[str, str], on_select):
     """The selected agent (click a node in the picture, or type its number)."""
-    node = min(max(int(selected), 0), model.n - 1)
     with solara.Card("Agent", classes=["llm-mesa-agent"], margin=0):
-        solara.InputInt(f"Agent (0..{model.n - 1}; or click a node)", value=node,
-                        on_value=lambda v: on_select(min(max(int(v or 0), 0), model.n - 1)),
+        solara.InputInt(f"Agent (0..{n - 1}; or click a node)", value=node,
+                        on_value=lambda v: on_select(min(max(int(v or 0), 0), n - 1)),
                         classes=["llm-mesa-agent-select"])
-        for key, value in agent_rows(model, node).items():
+        for key, value in rows.items():
             with solara.Row(gap="6px", classes=["llm-mesa-agent-row"]):
                 solara.Text(f"{key}:", style={"font-weight": "bold", "white-space": "nowrap"})
                 solara.Text(value)
 
 
-def LlmPanel(model, rounds: pd.DataFrame):
+def LlmPanel(round_number: int, rounds: pd.DataFrame, messages: list, llm: bool):
     """Calls, tokens and failures per round, and this round's messages."""
     with solara.Column(classes=["llm-mesa-llm"]):
-        if llm_agents(model) or rounds[["calls", "failures"]].to_numpy().sum() > 0:
+        if llm or rounds[["calls", "failures"]].to_numpy().sum() > 0:
             for cls, spec in llm_charts(rounds):
                 VegaChart(spec, classes=[cls])
-        messages = [m for m in model.message_log if m.round == model.round]
-        solara.Text(f"Messages in round {model.round}: {len(messages)}", style={"font-weight": "bold"})
+        solara.Text(f"Messages in round {round_number}: {len(messages)}", style={"font-weight": "bold"})
         if messages:
             solara.DataFrame(pd.DataFrame(
                 [{"from": m.sender, "to": "neighbours/all" if m.to is None else m.to, "text": m.text}
@@ -100,22 +99,32 @@ def LlmPanel(model, rounds: pd.DataFrame):
 
 
 @solara.component
-def GameView(model, version: int):
-    """The running game: round, failures, the picture, the agent and the charts."""
+def GameView(model, version: int, lock=None):
+    """The running game: round, failures, the picture, the agent and the charts.
+
+    Everything is read from the model under the session's lock: a game being played
+    (Play steps in a thread) is never read half-way through a round.
+    """
     selected, set_selected = solara.use_state(0)
-    rounds = solara.use_memo(lambda: rounds_frame(model), dependencies=[id(model), model.round, version])
-    state = NetworkState.of_model(model, agent_details(model), layout=drawing_layout(model))
-    failed = failure_line(model)
+    node = min(selected, model.n - 1)
+    with lock if lock is not None else contextlib.nullcontext():
+        rounds = rounds_frame(model)
+        state = NetworkState.of_model(model, agent_details(model), layout=drawing_layout(model))
+        failed = failure_line(model)
+        rows = agent_rows(model, node)
+        round_number, n = model.round, model.n
+        messages = [m for m in model.message_log if m.round == round_number]
+        llm = bool(llm_agents(model))
     if failed:
-        solara.Error(f"Round {model.round}: {failed}.", dense=True, classes=["llm-mesa-failures"])
+        solara.Error(f"Round {round_number}: {failed}.", dense=True, classes=["llm-mesa-failures"])
     with solara.Columns([3, 2], style={"align-items": "flex-start"}):
-        NetworkPanel(state, selected=min(selected, model.n - 1), on_select=set_selected)
+        NetworkPanel(state, selected=node, on_select=set_selected)
         with solara.Column(classes=["llm-mesa-plots"], style={"min-width": "0"}):
-            for cls, spec in consensus_charts(rounds, model.n):
+            for cls, spec in consensus_charts(rounds, n):
                 VegaChart(spec, classes=[cls])
     with solara.Columns([2, 3], style={"align-items": "flex-start"}):
-        AgentPanel(model, min(selected, model.n - 1), set_selected)
-        LlmPanel(model, rounds)
+        AgentPanel(n, node, rows, set_selected)
+        LlmPanel(round_number, rounds, messages, llm)
 
 
 @solara.component
@@ -129,12 +138,14 @@ def Page():
         ControlPanel(specs, values, session.applied, session.errors)
     with solara.Column(style={"padding": "8px 16px"}, classes=["llm-mesa-page"]):
         with solara.Row(style={"align-items": "center", "flex-wrap": "wrap"}):
-            solara.Text(round_label(model) if model is not None else "Round 0", classes=["llm-mesa-round"],
+            with session.lock:
+                label = round_label(model) if model is not None else "Round 0"
+            solara.Text(label, classes=["llm-mesa-round"],
                         style={"font-weight": "bold", "font-size": "1.15em", "margin-right": "12px"})
             GameButtons(session, values, version)
         ErrorNote(session)
         if model is not None:
-            GameView(model, version.value)
+            GameView(model, version.value, session.lock)
 
 
 __all__: Sequence[str] = ("ExplorerConsensusModel", "ExplorerError", "LOOPBACK_ENDPOINT", "LOOPBACK_MODEL", "Page",

@@ -9,6 +9,7 @@ and seed, in two panels that step together; their per-round curves are overlaid
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pandas as pd
@@ -103,18 +104,21 @@ def outcome_rows(pair) -> pd.DataFrame:
 
 
 @solara.component
-def PopulationPanel(model: ComparedModel, version: int):
+def PopulationPanel(model: ComparedModel, version: int, lock=None):
     selected, set_selected = solara.use_state(0)
+    node = min(selected, model.n - 1)
+    with lock if lock is not None else contextlib.nullcontext():  # Play steps in a thread
+        stop = f" ({model.stop_reason})" if model.stop_reason else ""
+        round_number = model.round
+        failed = failure_line(model)
+        state = NetworkState.of_model(model, agent_details(model), layout=model.shared_layout)
     with solara.Column(classes=["llm-mesa-panel", f"llm-mesa-panel-{model.population.lower()}"],
                        style={"min-width": "0"}, gap="4px"):
         solara.Markdown(f"#### Population {model.population}: `{model.mix}`")
-        stop = f" ({model.stop_reason})" if model.stop_reason else ""
-        solara.Text(f"Round {model.round}{stop}", classes=["llm-mesa-panel-round"], style={"font-weight": "bold"})
-        failed = failure_line(model)
+        solara.Text(f"Round {round_number}{stop}", classes=["llm-mesa-panel-round"], style={"font-weight": "bold"})
         if failed:
-            solara.Error(f"Round {model.round}: {failed}.", dense=True, classes=["llm-mesa-failures"])
-        NetworkPanel(NetworkState.of_model(model, agent_details(model), layout=model.shared_layout),
-                     selected=min(selected, model.n - 1), on_select=set_selected, height=380)
+            solara.Error(f"Round {round_number}: {failed}.", dense=True, classes=["llm-mesa-failures"])
+        NetworkPanel(state, selected=node, on_select=set_selected, height=380)
 
 
 @solara.component
@@ -128,7 +132,8 @@ def Page():
         ControlPanel(specs, values, session.applied, session.errors)
     with solara.Column(style={"padding": "8px 16px"}, classes=["llm-mesa-page"]):
         with solara.Row(style={"align-items": "center", "flex-wrap": "wrap"}):
-            label = f"Round {max(m.round for m in pair)} of {pair[0].max_rounds}" if pair else "Round 0"
+            with session.lock:
+                label = f"Round {max(m.round for m in pair)} of {pair[0].max_rounds}" if pair else "Round 0"
             solara.Text(label, classes=["llm-mesa-round"],
                         style={"font-weight": "bold", "font-size": "1.15em", "margin-right": "12px"})
             GameButtons(session, values, version)
@@ -138,14 +143,16 @@ def Page():
                         f"seed {session.applied.get('seed')}; the panels step together.")
             with solara.Columns([1, 1], style={"align-items": "flex-start"}):
                 for model in pair:
-                    PopulationPanel(model, version.value)
-            rounds = compared_rounds(pair)
-            charts = consensus_charts(rounds, pair[0].n, dash="population",
-                                      last_round=max(m.round for m in pair))
+                    PopulationPanel(model, version.value, session.lock)
+            with session.lock:
+                rounds = compared_rounds(pair)
+                last = max(m.round for m in pair)
+                outcomes = outcome_rows(pair)
+            charts = consensus_charts(rounds, pair[0].n, dash="population", last_round=last)
             with solara.Columns([1, 1, 1], classes=["llm-mesa-plots"], style={"align-items": "flex-start"}):
                 for cls, spec in charts:
                     VegaChart(spec, classes=[cls])
-            solara.DataFrame(outcome_rows(pair), items_per_page=2)
+            solara.DataFrame(outcomes, items_per_page=2)
 
 
 __all__ = ["ComparedModel", "Page", "build_pair", "compare_params", "compared_rounds", "outcome_rows"]

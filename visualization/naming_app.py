@@ -12,6 +12,7 @@ plot needs.
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -156,33 +157,35 @@ def status_line(model: NamingModel) -> tuple[str, str]:
 
 
 @solara.component
-def GameView(model: ExplorerNamingModel, version: int):
-    speakers = ", ".join(sorted({a.speaker.spec() for a in model.players}))
-    solara.Text(f"{model.n} agents, mode {model.mode}, K={model.memory_size}, alpha={model.alpha}, "
-                f"pairing {model.pairing}, speakers {speakers}")
-    kind, text = status_line(model)
-    (solara.Success if kind == "success" else solara.Info)(text, dense=True, classes=["llm-mesa-naming-status"])
-    failures = int(model.round_stats.get("failures") or 0) if model.steps else 0
-    if failures:
-        said = int(model.round_stats.get("utterances") or 0)
-        solara.Error(f"Round {model.steps}: {failures} of {said} utterances failed (the LLM call or its reading).",
-                     dense=True, classes=["llm-mesa-failures"])
-    if model.totals.calls:
-        solara.Text(f"LLM: {model.totals.calls:,} calls, {model.totals.prompt_tokens:,} prompt + "
-                    f"{model.totals.completion_tokens:,} completion tokens, {model.totals.failures} failed calls")
-    with solara.Columns([1, 1], style={"align-items": "flex-start"}):
-        with solara.Column(style={"min-width": "0"}):
-            VegaChart(agreement_chart(model).to_dict(), classes=["llm-mesa-naming-agreement"])
-            VegaChart(names_chart(model).to_dict(), classes=["llm-mesa-naming-names"])
-        with solara.Column(style={"min-width": "0"}):
-            VegaChart(outcomes_chart(model).to_dict(), classes=["llm-mesa-naming-outcomes"])
-            said = [{"agent": a.unique_id, "held": a.name, "said": a.utterance.name or "-",
-                     "decoded by": a.utterance.outcome, "reply": (a.utterance.replies or ["-"])[-1]}
-                    for a in model.players if a.utterance is not None]
-            with solara.Column(classes=["llm-mesa-naming-utterances"]):
-                solara.Text(f"Round {model.steps}: {len(said)} utterances", style={"font-weight": "bold"})
-                if said:
-                    solara.DataFrame(pd.DataFrame(said), items_per_page=6)
+def GameView(model: ExplorerNamingModel, version: int, lock=None):
+    """The running game, read under the session's lock (Play steps in a thread)."""
+    with lock if lock is not None else contextlib.nullcontext():
+        speakers = ", ".join(sorted({a.speaker.spec() for a in model.players}))
+        solara.Text(f"{model.n} agents, mode {model.mode}, K={model.memory_size}, alpha={model.alpha}, "
+                    f"pairing {model.pairing}, speakers {speakers}")
+        kind, text = status_line(model)
+        (solara.Success if kind == "success" else solara.Info)(text, dense=True, classes=["llm-mesa-naming-status"])
+        failures = int(model.round_stats.get("failures") or 0) if model.steps else 0
+        if failures:
+            said = int(model.round_stats.get("utterances") or 0)
+            solara.Error(f"Round {model.steps}: {failures} of {said} utterances failed (the LLM call or its reading).",
+                         dense=True, classes=["llm-mesa-failures"])
+        if model.totals.calls:
+            solara.Text(f"LLM: {model.totals.calls:,} calls, {model.totals.prompt_tokens:,} prompt + "
+                        f"{model.totals.completion_tokens:,} completion tokens, {model.totals.failures} failed calls")
+        with solara.Columns([1, 1], style={"align-items": "flex-start"}):
+            with solara.Column(style={"min-width": "0"}):
+                VegaChart(agreement_chart(model).to_dict(), classes=["llm-mesa-naming-agreement"])
+                VegaChart(names_chart(model).to_dict(), classes=["llm-mesa-naming-names"])
+            with solara.Column(style={"min-width": "0"}):
+                VegaChart(outcomes_chart(model).to_dict(), classes=["llm-mesa-naming-outcomes"])
+                said = [{"agent": a.unique_id, "held": a.name, "said": a.utterance.name or "-",
+                         "decoded by": a.utterance.outcome, "reply": (a.utterance.replies or ["-"])[-1]}
+                        for a in model.players if a.utterance is not None]
+                with solara.Column(classes=["llm-mesa-naming-utterances"]):
+                    solara.Text(f"Round {model.steps}: {len(said)} utterances", style={"font-weight": "bold"})
+                    if said:
+                        solara.DataFrame(pd.DataFrame(said), items_per_page=6)
 
 
 @solara.component
@@ -196,13 +199,14 @@ def Page():
         ControlPanel(specs, values, session.applied, session.errors)
     with solara.Column(style={"padding": "8px 16px"}):
         with solara.Row(style={"align-items": "center", "flex-wrap": "wrap"}):
-            label = f"Round {model.steps} of {model.max_rounds}" if model is not None else "Round 0"
+            with session.lock:
+                label = f"Round {model.steps} of {model.max_rounds}" if model is not None else "Round 0"
             solara.Text(label, classes=["llm-mesa-naming-round"],
                         style={"font-weight": "bold", "font-size": "1.15em", "margin-right": "12px"})
             GameButtons(session, values, version, interval=0.15)
         ErrorNote(session)
         if model is not None:
-            GameView(model, version.value)
+            GameView(model, version.value, session.lock)
 
 
 __all__: Sequence[str] = ("AGREEMENT_SERIES", "ExplorerNamingModel", "Page", "agreement_chart", "agreement_frame",
