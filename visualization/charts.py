@@ -53,13 +53,14 @@ def line_spec(rows: Sequence[Mapping[str, Any]], title: str, y_title: str, *, la
          "scale": {"domain": [0, max(int(last_round), 1)], "nice": False},
          "axis": {"format": "d", "tickMinStep": 1, "tickCount": min(max(int(last_round), 1), 10)}}
     if int(last_round) <= 10:  # few rounds: a tick for each (no half rounds read as whole ones)
-        x["axis"]["values"] = list(range(max(int(last_round), 1) + 1))
+        x["axis"] = {"format": "d", "values": list(range(max(int(last_round), 1) + 1)), "labelOverlap": False}
     y: dict[str, Any] = {"field": "value", "type": "quantitative", "title": y_title}
     if y_title in ("agents", "tokens", "per round"):  # counts: whole-number ticks
         y["axis"] = {"tickMinStep": 1, "format": "d"}
         top = max((r["value"] for r in rows if r.get("value") is not None), default=0)
         if y_domain is None and top <= 8:  # few values: name each whole number (no 0.5 ticks read as 1)
-            y["axis"]["values"] = list(range(int(top) + 1)) if top >= 1 else [0, 1]
+            y["axis"] = {"format": "d", "values": list(range(int(top) + 1)) if top >= 1 else [0, 1],
+                         "labelOverlap": False}  # no tickCount: Vega thins explicit values down to it
     if y_domain is not None:
         y["scale"] = {"domain": list(y_domain), "nice": False}
     encoding: dict[str, Any] = {
