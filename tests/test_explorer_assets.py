@@ -10,7 +10,6 @@ import tarfile
 from pathlib import Path
 
 import pytest
-
 from llm_mesa.visualization import assets
 
 SOLARA_DIR = Path(__import__("solara").__file__).parent

@@ -1,18 +1,20 @@
 """The explorer in a real browser: headless Debian Chromium driven by Playwright.
 
 Starts ``llm-mesa viz`` on a free loopback port (its first run fills the offline
-front-end cache from npm) for each page:
+front-end cache from npm) and drives its pages as a researcher would:
 
-* the consensus game: waits for the network view, steps the game and checks that
-  the round counter and the plots advance, then switches to a caveman graph with
-  majority-with-inertia agents and plays until the pseudo-equilibrium banner shows;
-* the replay viewer (``--replay DIR`` on a game just recorded with ``llm-mesa
-  consensus --out``): moves the round slider and checks the round label and the
-  network picture follow;
-* the naming game (``--game naming``): steps and checks the agreement plot grows.
+* the consensus game: two browser contexts (two visitors) step their own games;
+  a caveman graph with majority-with-inertia agents plays until the
+  pseudo-equilibrium banner shows, and the echo-chamber map draws its chambers;
+* errors stay in the page: a malformed endpoint URL, an empty model name and an
+  unreachable endpoint each show one message beside their control, every control
+  stays; an endpoint that goes away mid-game shows "36 of 36 decisions failed";
+* a 500-node game renders, hovering a node shows its details, clicking selects it;
+* the replay viewer and the naming game.
 
-A blank page (front-end not loaded) fails at the first wait. The pages are saved
-to ``docs/screenshots/``.
+Every context refuses (and records) any request that would leave this machine; each
+test ends by checking there was none. The pages are saved to ``docs/screenshots/``.
+The side-by-side page and the sweep browser are in ``test_explorer_browser_pages.py``.
 """
 
 from __future__ import annotations
@@ -27,61 +29,98 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 
 CHROMIUM = os.environ.get("LLM_MESA_CHROMIUM", "/usr/bin/chromium")
 REPO = Path(__file__).resolve().parents[1]
 SCREENSHOTS = REPO / "docs" / "screenshots"
+CLI = shutil.which("llm-mesa", path=str(Path(sys.executable).parent)) or "llm-mesa"
+NODES = ".llm-mesa-network-chart svg g.nodes_marks path"
 
 pytestmark = pytest.mark.slow
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def _wait_for_port(port: int, process: subprocess.Popen, timeout: float = 120.0) -> None:
+def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise AssertionError(f"llm-mesa viz exited with {process.returncode}")
+            raise AssertionError(f"the process on port {port} exited with {process.returncode}")
         with socket.socket() as s:
             if s.connect_ex(("127.0.0.1", port)) == 0:
                 return
-        time.sleep(0.5)
-    raise AssertionError(f"llm-mesa viz did not listen on port {port}")
+        time.sleep(0.3)
+    raise AssertionError(f"nothing listens on port {port}")
 
 
 @contextlib.contextmanager
-def _viz(tmp_dir: Path, *options: str):
-    """``llm-mesa viz OPTIONS`` on a free port; yields its URL, then ends its process group."""
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (see scripts/install_explorer_prereqs.sh)")
-    port = _free_port()
-    log = tmp_dir / "server.log"
-    cli = shutil.which("llm-mesa", path=str(Path(sys.executable).parent)) or "llm-mesa"
+def serving(command: list[str], port: int, log: Path):
+    """``command`` in its own process group until the block ends."""
     with open(log, "w") as out:
-        process = subprocess.Popen([cli, "viz", "--port", str(port), "--host", "127.0.0.1", *options],
-                                   stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        _wait_for_port(port, process)
-        yield f"http://127.0.0.1:{port}/"
+        wait_for_port(port, process)
+        yield process
     finally:
-        os.killpg(process.pid, signal.SIGTERM)  # the server and anything it started
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+        stop(process)
         print(log.read_text()[-3000:])
 
 
-@pytest.fixture(scope="module")
-def explorer_url(tmp_path_factory):
-    with _viz(tmp_path_factory.mktemp("viz")) as url:
-        yield url
+def stop(process: subprocess.Popen) -> None:
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)  # the server and anything it started
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def viz(tmp_dir: Path, *options: str):
+    """``llm-mesa viz OPTIONS`` on a free port; yields its URL."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (see scripts/install_explorer_prereqs.sh)")
+    port = free_port()
+    log = tmp_dir / "viz.log"
+    with serving([CLI, "viz", "--port", str(port), "--host", "127.0.0.1", *options], port, log):
+        yield f"http://127.0.0.1:{port}/"
+    # a component that raised shows a traceback instead of its part of the page
+    assert "raised exception" not in log.read_text(), "a page component raised; see the server log above"
+
+
+class LocalOnly:
+    """Browser contexts whose requests may go to this machine only; any other is refused and kept."""
+
+    def __init__(self, browser) -> None:
+        self.browser = browser
+        self.refused: list[str] = []
+        self.contexts = []
+
+    def _route(self, route) -> None:
+        host = urlparse(route.request.url).hostname or ""
+        if host in ("127.0.0.1", "localhost", "::1") or route.request.url.startswith(("data:", "blob:")):
+            route.continue_()
+        else:
+            self.refused.append(route.request.url)
+            route.abort()
+
+    def page(self, width: int = 1400, height: int = 1000):
+        context = self.browser.new_context(viewport={"width": width, "height": height})
+        context.route("**/*", self._route)
+        self.contexts.append(context)
+        return context.new_page()
+
+    def close(self) -> None:
+        for context in self.contexts:
+            context.close()
 
 
 @pytest.fixture(scope="module")
@@ -94,199 +133,273 @@ def browser():
         b.close()
 
 
-def _round(page) -> int:
-    text = page.locator(".llm-mesa-round").inner_text()
-    match = re.search(r"Round (\d+) of", text)
-    assert match, f"round counter reads {text!r}"
+@pytest.fixture
+def local(browser):
+    """New pages for one test; at its end, not one request may have left this machine."""
+    guard = LocalOnly(browser)
+    yield guard
+    guard.close()
+    assert guard.refused == [], f"requests left localhost: {guard.refused[:5]}"
+
+
+@pytest.fixture(scope="module")
+def explorer_url(tmp_path_factory):
+    with viz(tmp_path_factory.mktemp("viz")) as url:
+        yield url
+
+
+def text_round(page, selector: str = ".llm-mesa-round") -> int:
+    text = page.locator(selector).first.inner_text()
+    match = re.search(r"Round (\d+)", text)
+    assert match, f"round label reads {text!r}"
     return int(match.group(1))
 
 
-def _plot_points(page) -> int:
-    """Points drawn in the per-round plots (vega renders SVG symbols)."""
-    return page.locator(".llm-mesa-plots svg .mark-symbol path").count()
-
-
-def _wait_round(page, expected: int, timeout: float = 30.0) -> None:
+def wait_round(page, expected: int, selector: str = ".llm-mesa-round", timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if _round(page) == expected:
+        if text_round(page, selector) == expected:
             return
-        time.sleep(0.2)
-    assert _round(page) == expected
+        time.sleep(0.1)
+    assert text_round(page, selector) == expected
 
 
-def _choose(page, label: str, value: str) -> None:
-    """Pick a value in one of SolaraViz's Select controls."""
+def wait_picture(page, round_number: int, selector: str = ".llm-mesa-network-chart", timeout: float = 60_000) -> None:
+    """Until the network picture's title names ``round_number``: the picture itself was redrawn."""
+    page.wait_for_function(
+        """([selector, r]) => Array.from(document.querySelectorAll(selector + ' svg .role-title-text'))
+             .some(t => t.textContent.startsWith('Round ' + r + ':'))""",
+        arg=[selector, round_number], timeout=timeout)
+
+
+def open_game(page, url: str) -> None:
+    page.goto(url)
+    page.locator(NODES).first.wait_for(state="attached", timeout=120_000)  # a blank page never shows it
+
+
+def choose(page, label: str, value: str) -> None:
+    """Pick a value in a Select control."""
     page.locator(".v-select", has=page.get_by_text(label, exact=True)).first.click()
-    page.locator(".v-menu__content .v-list-item", has_text=re.compile(rf"^\s*{re.escape(value)}\s*$")).first.click()
+    page.locator(".v-menu__content.menuable__content__active .v-list-item",
+                 has_text=re.compile(rf"^\s*{re.escape(value)}\s*$")).first.click()
 
 
-def test_explorer_steps_and_reaches_pseudo_equilibrium(explorer_url, browser):
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(explorer_url)
-    # a blank page (the front-end not loaded) never shows these
-    page.locator(".llm-mesa-network img").first.wait_for(state="visible", timeout=90_000)
-    page.locator(".llm-mesa-plots svg .mark-symbol").first.wait_for(state="attached", timeout=60_000)
-    assert _round(page) == 0
-    network_before = _picture(page)
-    points_before = _plot_points(page)
-    assert points_before == 4  # one point (round 0) in each of the four per-round plots
+def type_into(page, control: str, text: str) -> None:
+    field = page.locator(f".llm-mesa-control-{control} input").first
+    field.fill(text)
+    field.press("Tab")
 
-    step = page.get_by_role("button", name="Step")
-    for expected in range(1, 4):
-        step.click()
-        _wait_round(page, expected)
-    page.wait_for_function(
-        "n => document.querySelectorAll('.llm-mesa-plots svg .mark-symbol path').length === n",
-        arg=4 * 4, timeout=30_000)  # rounds 0..3 in each plot
-    _wait_picture_change(page, network_before)  # the picture's bytes, not just a new blob URL
 
+def step(page, times: int = 1, selector: str = ".llm-mesa-round") -> int:
+    for _ in range(times):
+        before = text_round(page, selector)
+        page.get_by_role("button", name="Step").click()
+        wait_round(page, before + 1, selector)
+    return text_round(page, selector)
+
+
+def shoot(page, name: str) -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    # caveman graph, majority-with-inertia agents: the echo chambers of the study
-    _choose(page, "Topology", "caveman")
-    _choose(page, "Policies (default | selector=policy)", "majority-inertia")
+    time.sleep(1.0)  # let the charts finish drawing
+    path = SCREENSHOTS / name
+    page.screenshot(path=str(path), full_page=True)
+    assert path.stat().st_size > 20_000
+    return path
+
+
+# --- one game per visitor ---------------------------------------------------------------
+
+
+def test_two_visitors_step_their_own_games(explorer_url, local):
+    first, second = local.page(), local.page()
+    open_game(first, explorer_url)
+    open_game(second, explorer_url)
+    assert text_round(first) == text_round(second) == 0
+    step(first, 3)
+    wait_picture(first, 3)
+    time.sleep(0.5)
+    assert text_round(second) == 0  # the other visitor's game did not move
+    step(second)
+    wait_picture(second, 1)
+    assert text_round(first) == 3 and text_round(second) == 1
+    first.reload()  # a new session: a new game
+    open_game(first, explorer_url)
+    assert text_round(first) == 0 and text_round(second) == 1
+
+
+def test_caveman_echo_chambers_reach_the_pseudo_equilibrium(explorer_url, local):
+    page = local.page(height=1100)
+    open_game(page, explorer_url)
+    choose(page, "Topology", "caveman")
+    page.locator(".llm-mesa-control-topology .llm-mesa-reset-hint").wait_for(timeout=10_000)  # "Reset to apply"
     page.get_by_role("button", name="Reset").click()
-    page.wait_for_function(
-        "() => document.querySelector('.llm-mesa-network img') && "
-        "document.body.innerText.includes('same-colour')", timeout=30_000)
-    _wait_round(page, 0)
+    page.locator(".llm-mesa-control-topology .llm-mesa-reset-hint").wait_for(state="detached", timeout=30_000)
+    wait_picture(page, 0)
     banner = page.locator(".llm-mesa-pseudo-equilibrium")
-    for expected in range(1, 16):
-        step.click()
-        _wait_round(page, expected)
+    for _ in range(15):
+        step(page)
         if banner.count():
             break
     banner.first.wait_for(state="visible", timeout=10_000)
-    assert "Pseudo-equilibrium" in banner.first.inner_text()
-    time.sleep(1.0)  # let the plots finish drawing before the picture
-    page.screenshot(path=str(SCREENSHOTS / "consensus.png"), full_page=True)
-    assert (SCREENSHOTS / "consensus.png").stat().st_size > 20_000
+    text = banner.first.inner_text()
+    assert "Pseudo-equilibrium" in text and "same-colour groups" in text
+    groups = int(re.search(r"split into (\d+) same-colour groups", text).group(1))
+    title = page.locator(".llm-mesa-network-chart svg .role-title-text").first.text_content()
+    assert f"{groups} same-colour groups" in title  # the banner speaks of what is drawn
+    shoot(page, "consensus.png")
+    page.get_by_role("button", name="echo chambers").click()
+    page.wait_for_function(
+        "n => document.querySelectorAll('.llm-mesa-network-chart svg g.chambers_marks path').length === n",
+        arg=groups, timeout=30_000)  # one bubble per chamber
+    assert "echo chambers" in page.locator(".llm-mesa-network-chart svg .role-title-text").first.text_content()
+    shoot(page, "chambers.png")
 
 
-# --- the replay viewer ----------------------------------------------------------------
+# --- errors stay in the page ------------------------------------------------------------
 
 
-def _text_round(page, selector: str) -> tuple[int, int]:
-    text = page.locator(selector).first.inner_text()
-    match = re.search(r"Round (\d+) of (\d+)", text)
-    assert match, f"round label reads {text!r}"
-    return int(match.group(1)), int(match.group(2))
+def _controls_in_place(page, count: int = 10) -> None:
+    assert page.locator(".llm-mesa-control").count() == count
+    assert page.get_by_role("button", name="Step").count() == 1 and page.locator(".llm-mesa-round").count() == 1
+    assert "Traceback" not in page.locator("body").inner_text()
 
 
-def _wait_text_round(page, selector: str, expected: int, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if _text_round(page, selector)[0] == expected:
-            return
-        time.sleep(0.2)
-    assert _text_round(page, selector)[0] == expected
+def test_bad_endpoint_model_and_unreachable_server_show_beside_their_control(explorer_url, local):
+    page = local.page()
+    open_game(page, explorer_url)
+    _controls_in_place(page)
+    step(page, 2)
+    choose(page, "Policies (default | selector=policy)", "llm")
+    type_into(page, "llm_endpoint", "htp:/not a url")
+    page.get_by_role("button", name="Reset").click()
+    error = page.locator(".llm-mesa-control-llm_endpoint .llm-mesa-control-error")
+    error.wait_for(timeout=30_000)
+    assert "is not an endpoint URL" in error.inner_text()
+    assert page.locator(".llm-mesa-control-error").count() == 1  # one clear message
+    _controls_in_place(page)
+    assert text_round(page) == 2  # the running game is kept
+    shoot(page, "errors.png")
+
+    type_into(page, "llm_endpoint", "loopback")
+    type_into(page, "llm_model", "")
+    page.get_by_role("button", name="Reset").click()
+    error = page.locator(".llm-mesa-control-llm_model .llm-mesa-control-error")
+    error.wait_for(timeout=30_000)
+    assert "model name is empty" in error.inner_text()
+    _controls_in_place(page)
+
+    type_into(page, "llm_model", "rule:majority-inertia")
+    type_into(page, "llm_endpoint", f"http://127.0.0.1:{free_port()}/v1")  # nobody listens there
+    page.get_by_role("button", name="Reset").click()
+    error = page.locator(".llm-mesa-control-llm_endpoint .llm-mesa-control-error")
+    error.wait_for(timeout=60_000)
+    assert "cannot reach" in error.inner_text()  # found before the game starts
+    _controls_in_place(page)
+
+    type_into(page, "llm_endpoint", "loopback")
+    page.get_by_role("button", name="Reset").click()
+    page.locator(".llm-mesa-control-error").first.wait_for(state="detached", timeout=60_000)
+    wait_round(page, 0)
+    step(page)
+    assert page.locator(".llm-mesa-failures").count() == 0
 
 
-def _picture(page) -> bytes:
-    """The network picture's bytes (the image's src is a blob URL, new at every redraw)."""
-    data = page.evaluate("""async () => {
-        const img = document.querySelector('.llm-mesa-network img');
-        if (!img || !img.src) return [];
-        const response = await fetch(img.src);
-        return Array.from(new Uint8Array(await response.arrayBuffer()));
-    }""")
-    return bytes(data)
+def test_an_endpoint_gone_mid_game_counts_every_failed_decision_in_the_banner(explorer_url, local, tmp_path):
+    port = free_port()
+    with serving([CLI, "serve", "--port", str(port)], port, tmp_path / "serve.log") as server:
+        page = local.page()
+        open_game(page, explorer_url + f"?policy_mix=llm&llm_endpoint=http://127.0.0.1:{port}/v1&n=36")
+        step(page)  # the endpoint answers
+        assert page.locator(".llm-mesa-failures").count() == 0
+        stop(server)
+    step(page)  # now every call is refused
+    banner = page.locator(".llm-mesa-failures")
+    banner.wait_for(timeout=60_000)
+    assert "36 of 36 decisions failed: connection refused" in banner.inner_text()
 
 
-def _wait_picture_change(page, before: bytes, timeout: float = 30.0) -> bytes:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        now = _picture(page)
-        if now and now != before:
-            return now
-        time.sleep(0.3)
-    raise AssertionError("the network picture did not change")
+# --- a large network ---------------------------------------------------------------------
 
 
-def test_replay_slider_scrubs_a_recorded_game(tmp_path_factory, browser):
-    tmp = tmp_path_factory.mktemp("replay")
-    run_dir = tmp / "caveman-seed3"
-    cli = shutil.which("llm-mesa", path=str(Path(sys.executable).parent)) or "llm-mesa"
-    subprocess.run([cli, "consensus", "--topology", "caveman", "--n", "36", "--policy", "majority-inertia",
+def test_a_500_node_game_renders_and_hovering_a_node_shows_its_details(explorer_url, local):
+    page = local.page()
+    open_game(page, explorer_url + "?n=500")
+    page.wait_for_function(f"() => document.querySelectorAll('{NODES}').length === 500", timeout=60_000)
+    assert "N (agents): 500" in page.locator(".llm-mesa-control-n").inner_text()
+    step(page, 3)  # echo chambers form
+    wait_picture(page, 3)
+    node = page.locator(NODES).nth(123)
+    node.hover(force=True)
+    tooltip = page.locator("#vg-tooltip-element")
+    tooltip.wait_for(state="visible", timeout=10_000)
+    details = tooltip.inner_text()
+    for field in ("agent", "colour", "preference", "state", "last reason"):
+        assert field in details
+    assert re.search(r"agent\s+123\b", details)
+    shoot(page, "network-500.png")
+    node.click(force=True)
+    page.wait_for_function(
+        "() => document.querySelector('.llm-mesa-agent-select input').value === '123'", timeout=30_000)
+    step(page)
+    wait_picture(page, 4)
+    assert page.locator(".llm-mesa-agent").inner_text().count("123") >= 1
+
+
+# --- the replay viewer and the naming game ------------------------------------------------
+
+
+def test_replay_slider_scrubs_a_recorded_game(tmp_path, local):
+    run_dir = tmp_path / "caveman-seed3"
+    subprocess.run([CLI, "consensus", "--topology", "caveman", "--n", "36", "--policy", "majority-inertia",
                     "--seed", "3", "--max-rounds", "20", "--baseline-permutations", "10", "--out", str(run_dir)],
                    check=True, capture_output=True, text=True)
     last = len(__import__("pandas").read_parquet(run_dir / "rounds.parquet")) - 1
-    with _viz(tmp, "--replay", str(run_dir)) as url:
-        page = browser.new_page(viewport={"width": 1400, "height": 1180})  # the whole page in the picture
-        page.goto(url)
-        picture = page.locator(".llm-mesa-network img").first
-        picture.wait_for(state="visible", timeout=90_000)  # a blank page never shows it
-        page.locator(".llm-mesa-plots svg .mark-symbol").first.wait_for(state="attached", timeout=60_000)
-        assert _text_round(page, ".llm-mesa-replay-round") == (0, last)
+    with viz(tmp_path, "--replay", str(run_dir)) as url:
+        page = local.page(height=1180)
+        open_game(page, url)
+        assert text_round(page, ".llm-mesa-replay-round") == 0
         assert page.locator(".llm-mesa-replay-dir input").first.input_value() == str(run_dir.resolve())
-        first_picture = _picture(page)
-
         slider = page.locator(".llm-mesa-replay-slider .v-slider__thumb-container").first
         slider.focus()
         page.keyboard.press("End")  # the slider's own keyboard handling: jump to the last round
-        _wait_text_round(page, ".llm-mesa-replay-round", last)
-        last_picture = _wait_picture_change(page, first_picture)
+        wait_round(page, last, ".llm-mesa-replay-round")
+        wait_picture(page, last)
+        page.locator(".llm-mesa-pseudo-equilibrium").first.wait_for(state="visible", timeout=10_000)
         for expected in (last - 1, last - 2):
             page.keyboard.press("ArrowLeft")
-            _wait_text_round(page, ".llm-mesa-replay-round", expected)
-        _wait_picture_change(page, last_picture)
-        # round 0 again: the very picture drawn at first (a replay draws a round, not a history)
-        page.keyboard.press("Home")
-        _wait_text_round(page, ".llm-mesa-replay-round", 0)
-        deadline = time.monotonic() + 30
-        while _picture(page) != first_picture and time.monotonic() < deadline:
-            time.sleep(0.3)
-        assert _picture(page) == first_picture
-
-        page.keyboard.press("End")
-        _wait_text_round(page, ".llm-mesa-replay-round", last)
-        page.locator(".llm-mesa-pseudo-equilibrium").first.wait_for(state="visible", timeout=10_000)
-        # the picture: early in the game, where agents still move and the marker sits mid-plot
+            wait_round(page, expected, ".llm-mesa-replay-round")
+        wait_picture(page, last - 2)
         page.keyboard.press("Home")
         for expected in (1, 2):
             page.keyboard.press("ArrowRight")
-            _wait_text_round(page, ".llm-mesa-replay-round", expected)
-        time.sleep(1.5)  # let the plots finish drawing before the picture
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SCREENSHOTS / "replay.png"), full_page=True)
-        assert (SCREENSHOTS / "replay.png").stat().st_size > 20_000
+            wait_round(page, expected, ".llm-mesa-replay-round")
+        wait_picture(page, 2)
+        shoot(page, "replay.png")
 
 
-# --- the naming game ------------------------------------------------------------------
-
-
-def _agreement_points(page) -> int:
-    return page.locator(".llm-mesa-naming-agreement svg .mark-symbol.role-mark path").count()
-
-
-def test_naming_game_steps_and_its_agreement_plot_grows(tmp_path_factory, browser):
-    with _viz(tmp_path_factory.mktemp("naming"), "--game", "naming") as url:
-        page = browser.new_page(viewport={"width": 1400, "height": 1100})
+def test_naming_game_steps_and_its_charts_show_the_latest_round(tmp_path, local):
+    with viz(tmp_path, "--game", "naming") as url:
+        page = local.page(height=1100)
         page.goto(url)
-        # a blank page never shows the names plot (it has round 0 from the start)
-        page.locator(".llm-mesa-naming-names svg .mark-area").first.wait_for(state="attached", timeout=90_000)
-        assert _text_round(page, ".llm-mesa-naming-round")[0] == 0
-        assert _agreement_points(page) == 0
-        _choose(page, "Speaker", "noisy:p=0.3")  # malformed replies: retries and salvages show
+        page.locator(".llm-mesa-naming-names svg .mark-area").first.wait_for(state="attached", timeout=120_000)
+        assert text_round(page, ".llm-mesa-naming-round") == 0
+        assert "N (agents): 12" in page.locator(".llm-mesa-control-n").inner_text()  # sliders show their value
+        choose(page, "Speaker", "noisy:p=0.3")  # malformed replies: retries and salvages show
+        page.locator(".llm-mesa-control-speaker .llm-mesa-reset-hint").wait_for(timeout=10_000)  # "Reset to apply"
         page.get_by_role("button", name="Reset").click()
-        _wait_text_round(page, ".llm-mesa-naming-round", 0)
-        step = page.get_by_role("button", name="Step")
-        for expected in range(1, 4):
-            step.click()
-            _wait_text_round(page, ".llm-mesa-naming-round", expected)
+        wait_round(page, 0, ".llm-mesa-naming-round")
+        step(page, 3, ".llm-mesa-naming-round")
         page.wait_for_function(
             "n => document.querySelectorAll('.llm-mesa-naming-agreement svg .mark-symbol.role-mark path').length === n",
             arg=3 * 3, timeout=30_000)  # three agreement series, rounds 1..3
-        assert page.locator(".llm-mesa-naming-outcomes svg .mark-area path").count() > 0
-
-        page.get_by_role("button", name="▶").click()
+        # the x axis reaches the latest round
+        page.wait_for_function(
+            "() => Array.from(document.querySelectorAll('.llm-mesa-naming-names svg .role-axis-label text'))"
+            ".some(t => t.textContent === '3')", timeout=30_000)
+        page.get_by_role("button", name="Play").click()
         deadline = time.monotonic() + 120
-        while _text_round(page, ".llm-mesa-naming-round")[0] < 60 and time.monotonic() < deadline:
+        while text_round(page, ".llm-mesa-naming-round") < 60 and time.monotonic() < deadline:
             time.sleep(0.5)
-        page.get_by_role("button", name="❚❚").click()
-        assert _text_round(page, ".llm-mesa-naming-round")[0] >= 60
-        time.sleep(1.5)  # let the plots finish drawing before the picture
-        assert _agreement_points(page) > 3 * 3
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SCREENSHOTS / "naming.png"), full_page=True)
-        assert (SCREENSHOTS / "naming.png").stat().st_size > 20_000
+        page.get_by_role("button", name="Pause").click()
+        assert text_round(page, ".llm-mesa-naming-round") >= 60
+        shoot(page, "naming.png")

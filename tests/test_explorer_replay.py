@@ -8,18 +8,16 @@ function both views share.
 
 from __future__ import annotations
 
-import io
 import json
 
 import networkx as nx
 import pytest
-
-from llm_mesa.models.consensus import measures
-from llm_mesa.cli import main
-from llm_mesa.models.consensus import ConsensusModel
+from llm_mesa.models.consensus import ConsensusModel, measures
 from llm_mesa.visualization import cli as viz_cli
 from llm_mesa.visualization.network_view import node_roles
 from llm_mesa.visualization.replay import RecordedGame, ReplayError
+
+from llm_mesa.cli import main
 
 GAME = ["--topology", "caveman", "--n", "36", "--policy", "majority-inertia", "--seed", "3",
         "--max-rounds", "12", "--baseline-permutations", "10"]
@@ -37,12 +35,6 @@ def _live_model() -> ConsensusModel:
                           baseline_permutations=10, rng=3)
 
 
-def _png(figure) -> bytes:
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    return buffer.getvalue()
-
-
 def test_every_recorded_round_matches_the_live_game(recorded):
     game = RecordedGame.load(recorded)
     live = _live_model().run()
@@ -56,7 +48,7 @@ def test_every_recorded_round_matches_the_live_game(recorded):
 
 
 def test_replayed_picture_is_the_live_picture_round_by_round(recorded):
-    from llm_mesa.visualization.app import network_figure
+    from llm_mesa.visualization.network_view import NetworkState
 
     game = RecordedGame.load(recorded)
     live = _live_model()
@@ -65,8 +57,10 @@ def test_replayed_picture_is_the_live_picture_round_by_round(recorded):
         if r:
             live.step()
         if r in (0, 4, game.last_round):
-            assert _png(game.figure_at(r)) == _png(network_figure(live)), f"round {r}"
-            pictures[r] = _png(game.figure_at(r))
+            replayed = game.state_at(r).spec()
+            assert replayed == NetworkState.of_model(live).spec(), f"round {r}"
+            assert game.state_at(r).spec("echo chambers") == NetworkState.of_model(live).spec("echo chambers")
+            pictures[r] = replayed
     assert pictures[0] != pictures[game.last_round]  # the game moved, and so does the picture
 
 
@@ -135,7 +129,7 @@ def test_an_llm_game_replays_its_messages_and_decisions_without_calling_anyone(t
         requests = server.stats()["requests"]
         game = RecordedGame.load(out)
         for r in range(game.last_round + 1):
-            game.figure_at(r)
+            game.state_at(r, game.details_at(r)).spec()
             game.messages_at(r)
             game.transcript_at(r)
         assert server.stats()["requests"] == requests  # the viewer only reads the tables

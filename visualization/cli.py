@@ -7,6 +7,8 @@ without a route to a public CDN. Then it starts ``solara run`` on the chosen pag
   llm-mesa viz                      # the consensus game: step, play, reset with new controls
   llm-mesa viz --game naming        # the naming game (SIGN)
   llm-mesa viz --replay runs/cave1  # scrub through a game recorded with llm-mesa consensus --out
+  llm-mesa viz --compare            # LLM agents against a rule, same graph and seed, side by side
+  llm-mesa viz --sweep runs/sweep1  # browse a sweep's results and replay its games
   llm-mesa viz --port 8521 --host 127.0.0.1
 """
 
@@ -23,6 +25,10 @@ APP_MODULE = "llm_mesa.visualization.app"
 #: The page of each game, and of the replay viewer.
 APP_MODULES = {"consensus": APP_MODULE, "naming": "llm_mesa.visualization.naming_app"}
 REPLAY_MODULE = "llm_mesa.visualization.replay_app"
+COMPARE_MODULE = "llm_mesa.visualization.compare_app"
+SWEEP_MODULE = "llm_mesa.visualization.sweep_app"
+#: The environment variable through which ``llm-mesa viz --sweep DIR`` names the sweep.
+SWEEP_DIR_ENV = "LLM_MESA_SWEEP_DIR"
 
 
 class VizError(ValueError):
@@ -34,6 +40,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="which game to play (default consensus)")
     parser.add_argument("--replay", metavar="DIR", type=Path, default=None,
                         help="open the replay viewer on a run directory written by llm-mesa consensus --out DIR")
+    parser.add_argument("--compare", action="store_true",
+                        help="LLM agents against a rule policy on the same graph, preferences and seed, side by side")
+    parser.add_argument("--sweep", metavar="DIR", type=Path, default=None,
+                        help="browse a sweep's results (llm-mesa sweep --out DIR) and replay its games")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback)")
     parser.add_argument("--port", type=int, default=8521,
                         help="port to listen on (default: 8521; the loopback endpoint's `serve` uses 8765)")
@@ -47,7 +57,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="Solara development mode (auto-reload; the page pings solara.dev)")
 
 
-def solara_environment(cache_dir: Path, replay_dir: Path | None = None) -> dict[str, str]:
+def solara_environment(cache_dir: Path, replay_dir: Path | None = None,
+                       sweep_dir: Path | None = None) -> dict[str, str]:
     """The environment of the Solara server: our asset cache, no telemetry, the run to replay."""
     env = dict(os.environ)
     env[assets.SOLARA_CACHE_ENV] = str(cache_dir)
@@ -55,11 +66,24 @@ def solara_environment(cache_dir: Path, replay_dir: Path | None = None) -> dict[
     if replay_dir is not None:
         from .replay import REPLAY_DIR_ENV
         env[REPLAY_DIR_ENV] = str(replay_dir)
+    if sweep_dir is not None:
+        env[SWEEP_DIR_ENV] = str(sweep_dir)
     return env
 
 
 def app_module(args: argparse.Namespace) -> str:
-    """The page to serve: the replay viewer with --replay, else the chosen game."""
+    """The page to serve: the replay viewer, the sweep browser, the comparison, else the chosen game."""
+    chosen = [flag for flag, on in (("--replay", getattr(args, "replay", None) is not None),
+                                    ("--sweep", getattr(args, "sweep", None) is not None),
+                                    ("--compare", bool(getattr(args, "compare", False)))) if on]
+    if len(chosen) > 1:
+        raise VizError(f"{' and '.join(chosen)} open different pages; choose one")
+    if getattr(args, "sweep", None) is not None:
+        return SWEEP_MODULE
+    if getattr(args, "compare", False):
+        if getattr(args, "game", "consensus") != "consensus":
+            raise VizError("--compare plays the consensus game; drop --game naming")
+        return COMPARE_MODULE
     if getattr(args, "replay", None) is not None:
         if getattr(args, "game", "consensus") != "consensus":
             raise VizError("--replay opens recorded consensus games; drop --game naming")
@@ -83,6 +107,12 @@ def run(args: argparse.Namespace) -> int:
     if args.replay is not None:
         from .replay import RecordedGame
         replay_dir = RecordedGame.load(args.replay).path.resolve()  # a bad directory fails here, in one line
+    sweep_dir = None
+    if getattr(args, "sweep", None) is not None:
+        sweep_dir = args.sweep.expanduser().resolve()
+        if not (sweep_dir / "games").is_dir() and not (sweep_dir.suffix == ".parquet" and sweep_dir.is_file()):
+            raise VizError(f"{args.sweep} holds no sweep results (no games/ folder); "
+                           "give the directory passed to llm-mesa sweep --out")
     _check_port_free(args.host, args.port)
     command = solara_command(args)
     cache_dir = assets.use_cache(args.assets_dir, fill_missing=not args.no_fill,
@@ -92,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     # replace this process: a signal to `llm-mesa viz` then reaches the server itself
-    os.execve(command[0], command, solara_environment(cache_dir, replay_dir))
+    os.execve(command[0], command, solara_environment(cache_dir, replay_dir, sweep_dir))
     return 0  # not reached
 
 

@@ -1,4 +1,4 @@
-"""The Solara explorer of SIGN, the schema-induced naming game, on Mesa's SolaraViz.
+"""The Solara explorer of SIGN, the schema-induced naming game: one game per visitor.
 
 Run it with ``llm-mesa viz --game naming`` (which first makes the front-end
 available offline), or ``solara run llm_mesa.visualization.naming_app`` once the
@@ -12,36 +12,33 @@ plot needs.
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
-import altair as alt
 import pandas as pd
 import solara
-from mesa.visualization import SolaraViz
-from mesa.visualization.utils import update_counter
-
 from llm_mesa.models.naming.game import PARAMETERS
 from llm_mesa.models.naming.model import NamingModel
-from llm_mesa.models.naming.metrics import THRESHOLDS
-from llm_mesa.models.naming.observation import MODES, OUTCOMES, NamingConfigError, name_index
-from llm_mesa.visualization.builtin_endpoint import BUILTIN, resolve_endpoint
+from llm_mesa.models.naming.observation import NamingConfigError
+
+from llm_mesa.llm.endpoint import EndpointError
+from llm_mesa.parameters import ParameterError
+
+from . import naming_charts
+from .builtin_endpoint import BUILTIN, resolve_endpoint
+from .charts import VegaChart
+from .consensus_game import check_endpoint_text
+from .controls import GENERAL, ControlError, ControlPanel, ErrorNote, GameButtons, use_session
+from .naming_charts import AGREEMENT_SERIES, agreement_frame, outcomes_chart, outcomes_frame
 
 #: The loopback stand-in endpoint (``llm-mesa serve``): the default, so the page works offline.
 LOOPBACK_ENDPOINT = BUILTIN
 #: The loopback's SIGN speaker that sometimes breaks the schema, so retries and salvages show.
 LOOPBACK_NAMING_MODEL = "naming:noisy?p=0.3"
 SPEAKERS = ("echo", "noisy:p=0.3", "minimal", "llm")
-AGREEMENT_SERIES = {
-    "agreement": "said this round (headline)",
-    "held_share": "holding the most common name",
-    "agreement_latest": "latest name said by each agent",
-}
-#: Fixed colours per decoding outcome: the schema's successes green, failures warm.
-OUTCOME_COLOURS = {"schema": "#2ca02c", "retry": "#bcbd22", "salvage": "#ff7f0e", "text": "#1f77b4",
-                   "none": "#d62728"}
-CHART_WIDTH = 380
-SVG = {"embedOptions": {"renderer": "svg", "actions": False}}  # SVG: browser tests can count the marks
+TITLE = "llm-mesa: naming game (SIGN)"
 
 
 class ExplorerNamingModel(NamingModel):
@@ -49,17 +46,16 @@ class ExplorerNamingModel(NamingModel):
 
     Translates controls (a speaker choice, an endpoint, a seed) into the model's
     arguments, and counts the names held after each round for the "names in use" plot.
-    Mesa's Reset re-creates it from these keywords.
     """
 
     def __init__(self, n: int = 12, mode: str = "schema", memory: int = 5, alpha: float = 0.5,
                  pairing: str = "all", speaker: str = "echo", llm_endpoint: str = LOOPBACK_ENDPOINT,
                  llm_model: str = LOOPBACK_NAMING_MODEL, seed: int = 1, rounds: int = 300,
-                 rng: int | None = None) -> None:
+                 rng: int | None = None, check_endpoint: bool = False) -> None:
         memory = 0 if mode == "nl" else int(memory)  # NL has no memory by definition
         super().__init__(n=int(n), mode=mode, memory=memory, alpha=float(alpha), pairing=pairing,
-                         speaker=build_speaker(speaker, llm_endpoint, llm_model), max_rounds=int(rounds),
-                         rng=int(seed) if rng is None else rng)
+                         speaker=build_speaker(speaker, llm_endpoint, llm_model, check=check_endpoint),
+                         max_rounds=int(rounds), rng=int(seed) if rng is None else rng)
         self.names_held: list[Counter] = [self._held()]
 
     def _held(self) -> Counter:
@@ -70,43 +66,66 @@ class ExplorerNamingModel(NamingModel):
         self.names_held.append(self._held())
 
 
-def build_speaker(choice: str, endpoint: str, model_name: str):
-    """A registry spec for rule speakers; an LLM speaker at ``endpoint`` for ``llm``."""
+def build_speaker(choice: str, endpoint: str, model_name: str, *, check: bool = False):
+    """A registry spec for rule speakers; an LLM speaker at ``endpoint`` for ``llm`` (asked first when ``check``)."""
     if choice.split(":")[0] != "llm":
         return choice
     from llm_mesa.models.naming.llm_speaker import LLMSpeaker, sign_endpoint
 
-    if not model_name.strip():
+    from llm_mesa.llm.client import preflight
+
+    if not (model_name or "").strip():
         raise NamingConfigError("the LLM speaker needs a model name; e.g. naming:noisy?p=0.3 on the loopback")
-    return LLMSpeaker(sign_endpoint(resolve_endpoint(endpoint), model_name.strip()))
+    target = sign_endpoint(resolve_endpoint(endpoint), model_name.strip())
+    if check:
+        preflight(target)
+    return LLMSpeaker(target)
 
 
 def model_params() -> dict:
-    """The controls of SolaraViz's "Model Parameters" card."""
+    """The page's controls: the game's own parameters, then speaker, endpoint and seed."""
     game = PARAMETERS.controls(
         ["n", "mode", "memory", "alpha", "pairing"],
         n={"min": 2, "max": 48, "step": 2},
-        memory={"type": "SliderInt", "value": 5, "min": 0, "max": 10, "step": 1, "label": "Memory K (nl: always 0)"},
-)
+        memory={"type": "SliderInt", "value": 5, "min": 0, "max": 10, "step": 1, "label": "Memory K (nl: always 0)"})
     return {
         **game,
         "speaker": {"type": "Select", "value": "echo", "values": list(SPEAKERS), "label": "Speaker"},
-        "llm_endpoint": {"type": "InputText", "value": LOOPBACK_ENDPOINT, "label": "LLM endpoint (base URL, or loopback: the built-in stand-in)"},
+        "llm_endpoint": {"type": "InputText", "value": LOOPBACK_ENDPOINT,
+                         "label": "LLM endpoint (base URL, or loopback: the built-in stand-in)"},
         "llm_model": {"type": "InputText", "value": LOOPBACK_NAMING_MODEL, "label": "LLM model"},
-        "seed": {"type": "SliderInt", "value": 1, "min": 0, "max": 999, "step": 1, "label": "Seed"},
+        "seed": {"type": "InputInt", "value": 1, "min": 0, "label": "Seed"},
         "rounds": {**PARAMETERS["max_rounds"].control_spec(), "min": 10, "max": 500, "step": 10, "label": "Rounds"},
     }
 
 
+def build_model(values: dict[str, Any]) -> ExplorerNamingModel:
+    """A game from control values, every error reported against its control; the endpoint asked first."""
+    for name, parameter in (("n", "n"), ("mode", "mode"), ("alpha", "alpha"), ("pairing", "pairing"),
+                            ("rounds", "max_rounds")):
+        try:
+            PARAMETERS[parameter].convert(values[name])
+        except ParameterError as exc:
+            raise ControlError(name, str(exc)) from None
+    seed = values.get("seed")
+    if not isinstance(seed, int) or seed < 0:
+        raise ControlError("seed", f"the seed must be a whole number >= 0 (got {seed!r})")
+    if values.get("speaker") == "llm":
+        check_endpoint_text(values["llm_endpoint"])
+        if not str(values.get("llm_model", "")).strip():
+            raise ControlError("llm_model", f"the LLM model name is empty: name the model the endpoint serves "
+                                            f"(on {BUILTIN}: {LOOPBACK_NAMING_MODEL})")
+    try:
+        return ExplorerNamingModel(**values, check_endpoint=True)
+    except EndpointError as exc:
+        raise ControlError("llm_endpoint", str(exc).replace("--base-url ", "")) from None
+    except (NamingConfigError, ValueError) as exc:
+        text = str(exc)
+        control = next((c for c in ("memory", "alpha", "mode", "pairing", "speaker") if c in text.lower()), GENERAL)
+        raise ControlError(control, text) from None
+
+
 # --- what the views read from a game -------------------------------------------------
-
-
-def agreement_frame(model: NamingModel) -> pd.DataFrame:
-    """Long table (round, series, value) of the agreement measures, one row per round and series."""
-    rounds = model.rounds_frame()
-    long = rounds.melt(id_vars="round", value_vars=list(AGREEMENT_SERIES), var_name="series", value_name="value")
-    long["series"] = long["series"].map(AGREEMENT_SERIES)
-    return long.astype({"round": int, "value": float})
 
 
 def names_frame(model: ExplorerNamingModel) -> pd.DataFrame:
@@ -116,138 +135,80 @@ def names_frame(model: ExplorerNamingModel) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["round", "name", "agents"])
 
 
-def outcomes_frame(model: NamingModel) -> pd.DataFrame:
-    """Long table (round, outcome, utterances) of how each round's messages were decoded."""
-    rounds = model.rounds_frame()[["round", *(f"outcome_{o}" for o in OUTCOMES)]]
-    long = rounds.melt(id_vars="round", value_vars=[f"outcome_{o}" for o in OUTCOMES],
-                       var_name="outcome", value_name="utterances")
-    long["outcome"] = long["outcome"].str.removeprefix("outcome_")
-    return long.astype({"round": int, "utterances": int})
+def agreement_chart(model: NamingModel):
+    return naming_charts.agreement_chart(model)
 
 
-def _round_axis(model: NamingModel) -> alt.X:
-    return alt.X("round:Q", title="round", scale=alt.Scale(domain=[0, max(model.steps, 1)]),
-                 axis=alt.Axis(format="d", tickMinStep=1))
+def names_chart(model: ExplorerNamingModel):
+    return naming_charts.names_chart(names_frame(model), list(model.lexicon), model.n, model.steps)
 
 
-def agreement_chart(model: NamingModel) -> alt.TopLevelMixin:
-    data = agreement_frame(model)
-    lines = alt.Chart(data).mark_line(point=True).encode(
-        x=_round_axis(model), y=alt.Y("value:Q", title="share of N", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("series:N", title=None, sort=list(AGREEMENT_SERIES.values()),
-                        legend=alt.Legend(orient="bottom", columns=1, labelLimit=300)),
-        tooltip=["round", "series", alt.Tooltip("value:Q", format=".3f")])
-    marks = alt.Chart(pd.DataFrame({"level": list(THRESHOLDS)})).mark_rule(
-        color="#999999", strokeDash=[3, 3]).encode(y="level:Q")
-    return (alt.layer(marks, lines).properties(
-        width=CHART_WIDTH, height=170,
-        title=alt.Title("Population agreement per round", subtitle="dashed: the 50/60/70% thresholds"))
-        .properties(usermeta=SVG))
-
-
-def names_chart(model: ExplorerNamingModel) -> alt.TopLevelMixin:
-    data = names_frame(model)
-    order = sorted(model.lexicon, key=name_index)
-    return (alt.Chart(data).mark_area(interpolate="step-after").encode(
-        x=_round_axis(model), y=alt.Y("agents:Q", stack="zero", title="agents holding it",
-                                      scale=alt.Scale(domain=[0, model.n])),
-        color=alt.Color("name:N", title="name", sort=order, scale=alt.Scale(domain=order, scheme="tableau20"),
-                        legend=alt.Legend(orient="bottom", columns=6, symbolType="square")),
-        order=alt.Order("name_order:Q"),
-        tooltip=["round", "name", "agents"])
-        .transform_calculate(name_order="toNumber(slice(datum.name, 1))")
-        .properties(width=CHART_WIDTH, height=170, title="Names in use: agents holding each name after the round")
-        .properties(usermeta=SVG))
-
-
-def outcomes_chart(model: NamingModel) -> alt.TopLevelMixin:
-    data = outcomes_frame(model)
-    return (alt.Chart(data).mark_area(interpolate="step-after").encode(
-        x=_round_axis(model), y=alt.Y("utterances:Q", stack="zero", title="utterances"),
-        color=alt.Color("outcome:N", title="decoded by", sort=list(OUTCOMES),
-                        scale=alt.Scale(domain=list(OUTCOMES), range=[OUTCOME_COLOURS[o] for o in OUTCOMES]),
-                        legend=alt.Legend(orient="bottom", columns=5, symbolType="square")),
-        order=alt.Order("outcome_order:Q"),
-        tooltip=["round", "outcome", "utterances"])
-        .transform_calculate(outcome_order=f"indexof({list(OUTCOMES)!r}, datum.outcome)")
-        .properties(width=CHART_WIDTH, height=150,
-                    title=alt.Title("Decoding outcomes per round",
-                                    subtitle=["schema: first reply parsed; retry: after the reminder;",
-                                              "salvage: free-text fallback; text: NL reply; none: no name"]))
-        .properties(usermeta=SVG))
-
-
-# --- the views -------------------------------------------------------------------------
-
-
-def StatusView(model):
-    """Round counter, the leading name and this round's agreement."""
-    with solara.Column(classes=["llm-mesa-naming-status"]):
-        solara.Text(f"Round {model.steps} of {model.max_rounds}", classes=["llm-mesa-naming-round"],
-                    style={"font-weight": "bold", "font-size": "1.1em"})
-        speakers = ", ".join(sorted({a.speaker.spec() for a in model.players}))
-        solara.Text(f"{model.n} agents, mode {model.mode}, K={model.memory_size}, alpha={model.alpha}, "
-                    f"pairing {model.pairing}, speakers {speakers}")
-        if model.steps == 0:
-            solara.Info("Press Step or Play to run rounds.", dense=True)
-            return
-        row = model.round_stats
-        text = (f"Agreement {row['agreement']:.2f} (most said: {row['top_said'] or 'none'}); "
-                f"{row['held_share']:.0%} hold {row['top_held']}; "
-                f"{row['distinct_held']} name{'' if row['distinct_held'] == 1 else 's'} in use.")
-        if row["held_share"] == 1.0:
-            solara.Success(f"Consensus: every agent holds {row['top_held']}. " + text, dense=True)
-        else:
-            solara.Info(text, dense=True)
-        if model.totals.calls:
-            solara.Text(f"LLM: {model.totals.calls:,} calls, {model.totals.prompt_tokens:,} prompt + "
-                        f"{model.totals.completion_tokens:,} completion tokens, "
-                        f"{model.totals.failures} failed calls")
+def status_line(model: NamingModel) -> tuple[str, str]:
+    """(kind, text): the leading name and this round's agreement."""
+    if model.steps == 0:
+        return "info", "Press Step or Play to run rounds."
+    row = model.round_stats
+    text = (f"Agreement {row['agreement']:.2f} (most said: {row['top_said'] or 'none'}); "
+            f"{row['held_share']:.0%} hold {row['top_held']}; "
+            f"{row['distinct_held']} name{'' if row['distinct_held'] == 1 else 's'} in use.")
+    if row["held_share"] == 1.0:
+        return "success", f"Consensus: every agent holds {row['top_held']}. " + text
+    return "info", text
 
 
 @solara.component
-def UtterancesView(model):
-    """What each speaker said last round, and how the decoder read it."""
-    update_counter.get()
-    said = [{"agent": a.unique_id, "held": a.name, "said": a.utterance.name or "-",
-             "decoded by": a.utterance.outcome, "reply": (a.utterance.replies or ["-"])[-1]}
-            for a in model.players if a.utterance is not None]
-    with solara.Column(classes=["llm-mesa-naming-utterances"]):
-        solara.Text(f"Round {model.steps}: {len(said)} utterances", style={"font-weight": "bold"})
-        if said:
-            solara.DataFrame(pd.DataFrame(said), items_per_page=6)
+def GameView(model: ExplorerNamingModel, version: int, lock=None):
+    """The running game, read under the session's lock (Play steps in a thread)."""
+    with lock if lock is not None else contextlib.nullcontext():
+        speakers = ", ".join(sorted({a.speaker.spec() for a in model.players}))
+        solara.Text(f"{model.n} agents, mode {model.mode}, K={model.memory_size}, alpha={model.alpha}, "
+                    f"pairing {model.pairing}, speakers {speakers}")
+        kind, text = status_line(model)
+        (solara.Success if kind == "success" else solara.Info)(text, dense=True, classes=["llm-mesa-naming-status"])
+        failures = int(model.round_stats.get("failures") or 0) if model.steps else 0
+        if failures:
+            said = int(model.round_stats.get("utterances") or 0)
+            solara.Error(f"Round {model.steps}: {failures} of {said} utterances failed (the LLM call or its reading).",
+                         dense=True, classes=["llm-mesa-failures"])
+        if model.totals.calls:
+            solara.Text(f"LLM: {model.totals.calls:,} calls, {model.totals.prompt_tokens:,} prompt + "
+                        f"{model.totals.completion_tokens:,} completion tokens, {model.totals.failures} failed calls")
+        with solara.Columns([1, 1], style={"align-items": "flex-start"}):
+            with solara.Column(style={"min-width": "0"}):
+                VegaChart(agreement_chart(model).to_dict(), classes=["llm-mesa-naming-agreement"])
+                VegaChart(names_chart(model).to_dict(), classes=["llm-mesa-naming-names"])
+            with solara.Column(style={"min-width": "0"}):
+                VegaChart(outcomes_chart(model).to_dict(), classes=["llm-mesa-naming-outcomes"])
+                said = [{"agent": a.unique_id, "held": a.name, "said": a.utterance.name or "-",
+                         "decoded by": a.utterance.outcome, "reply": (a.utterance.replies or ["-"])[-1]}
+                        for a in model.players if a.utterance is not None]
+                with solara.Column(classes=["llm-mesa-naming-utterances"]):
+                    solara.Text(f"Round {model.steps}: {len(said)} utterances", style={"font-weight": "bold"})
+                    if said:
+                        solara.DataFrame(pd.DataFrame(said), items_per_page=6)
 
 
-def AgreementView(model):
-    with solara.Column(classes=["llm-mesa-naming-agreement"]):
-        solara.FigureAltair(agreement_chart(model))
+@solara.component
+def Page():
+    specs = solara.use_memo(model_params, dependencies=[])
+    session, values, version = use_session(build_model, specs)
+    model = session.game
+    solara.Title(TITLE)
+    with solara.Sidebar():
+        solara.Markdown("### Naming game")
+        ControlPanel(specs, values, session.applied, session.errors)
+    with solara.Column(style={"padding": "8px 16px"}):
+        with solara.Row(style={"align-items": "center", "flex-wrap": "wrap"}):
+            with session.lock:
+                label = f"Round {model.steps} of {model.max_rounds}" if model is not None else "Round 0"
+            solara.Text(label, classes=["llm-mesa-naming-round"],
+                        style={"font-weight": "bold", "font-size": "1.15em", "margin-right": "12px"})
+            GameButtons(session, values, version, interval=0.15)
+        ErrorNote(session)
+        if model is not None:
+            GameView(model, version.value, session.lock)
 
 
-def NamesView(model):
-    with solara.Column(classes=["llm-mesa-naming-names"]):
-        solara.FigureAltair(names_chart(model))
-
-
-def OutcomesView(model):
-    with solara.Column(classes=["llm-mesa-naming-outcomes"]):
-        solara.FigureAltair(outcomes_chart(model))
-
-
-def build_page(model=None, params: dict | None = None):
-    """SolaraViz over a naming game."""
-    if model is None:
-        model, params = ExplorerNamingModel(), model_params()
-    return SolaraViz(
-        model,
-        components=[StatusView, AgreementView, NamesView, OutcomesView, UtterancesView],
-        model_params=params or {},
-        name="llm-mesa: naming game (SIGN)",
-        play_interval=150,
-    )
-
-
-page = build_page()
-
-
-__all__: Sequence[str] = ("ExplorerNamingModel", "agreement_chart", "build_page", "build_speaker",
-                          "model_params", "names_chart", "outcomes_chart", "page")
+__all__: Sequence[str] = ("AGREEMENT_SERIES", "ExplorerNamingModel", "Page", "agreement_chart", "agreement_frame",
+                          "build_model", "build_speaker", "model_params", "names_chart", "names_frame",
+                          "outcomes_chart", "outcomes_frame")

@@ -18,11 +18,9 @@ from typing import Any
 
 import networkx as nx
 import pandas as pd
-from matplotlib.figure import Figure
-
 from llm_mesa.models.consensus import measures
 
-from .network_view import draw_network
+from .network_view import NetworkState
 
 #: The tables a replay cannot do without (``messages`` and ``transcript`` are optional).
 REQUIRED_TABLES = ("rounds", "agents", "nodes", "edges")
@@ -153,11 +151,24 @@ class RecordedGame:
         return measures.locally_satisfied(self.graph, self.colours_at(round_number),
                                           self.satisfied_threshold).tolist()
 
-    def figure_at(self, round_number: int, **drawing: Any) -> Figure:
-        """The same picture the live explorer draws, for a recorded round (``drawing``: size, dpi)."""
-        return draw_network(self.graph, self.layout, self.colours_at(round_number), self.preferences,
+    def state_at(self, round_number: int, details=None) -> NetworkState:
+        """What the live explorer draws, for a recorded round."""
+        row = self.round_row(round_number)
+        return NetworkState(graph=self.graph, layout=self.layout, colours=self.colours_at(round_number),
+                            preferences=self.preferences, round_number=int(round_number),
                             flippers=self.flippers_at(round_number), satisfied=self.satisfied_at(round_number),
-                            round_number=int(round_number), **drawing)
+                            pseudo_equilibrium=bool(row.get("pseudo_equilibrium", False)), details=details,
+                            key=str(self.path))
+
+    def details_at(self, round_number: int) -> list[dict[str, Any]]:
+        """Per agent: policy and the reason of the decision that made this round (LLM games)."""
+        policies = (list(self.nodes.sort_values("node")["policy"]) if "policy" in self.nodes.columns
+                    else [self.summary.get("policy", "-")] * len(self.preferences))
+        reasons: dict[int, str] = {}
+        decisions = self.transcript_at(round_number)
+        if decisions is not None and "reason" in decisions.columns:
+            reasons = {int(a): r for a, r in zip(decisions["agent"], decisions["reason"]) if isinstance(r, str) and r}
+        return [{"policy": policies[v], "reason": reasons.get(v)} for v in range(len(self.preferences))]
 
     def messages_at(self, round_number: int) -> pd.DataFrame:
         return self.messages.loc[self.messages["round"] == self._check_round(round_number)]

@@ -4,6 +4,7 @@ Open it with ``llm-mesa viz --replay DIR`` (DIR written by ``llm-mesa consensus
 --out DIR``), or ``solara run llm_mesa.visualization.replay_app`` and type the
 directory into the page. It reads the run's tables only: no endpoint is called and
 no game is played; the network is drawn by the same code as the live explorer.
+The sweep browser replays a sweep's games with the same ``ReplayView``.
 """
 
 from __future__ import annotations
@@ -13,37 +14,39 @@ import os
 import pandas as pd
 import solara
 
-from .network_view import LLM_PLOTS, ROUND_PLOTS, round_chart, status_banner
+from .charts import VegaChart, consensus_charts, llm_charts
+from .network_view import NetworkPanel
 from .replay import REPLAY_DIR_ENV, RecordedGame, ReplayError
 
-#: The replay has the page to itself: a larger picture than the live view's grid cell.
-PICTURE = {"size": (8.6, 4.4), "dpi": 90}
 TRANSCRIPT_COLUMNS = ("agent", "colour_before", "colour", "outcome", "reason", "message", "message_to", "failed")
 
 
-def _plot_frame(game: RecordedGame, columns: dict[str, str]) -> pd.DataFrame:
-    present = [c for c in columns if c in game.rounds.columns]
-    return game.rounds[["round", *present]].astype({c: float for c in present})
+def _plot_frame(game: RecordedGame) -> pd.DataFrame:
+    numeric = [c for c in game.rounds.columns
+               if c not in ("round", "flippers", "largest_component_colour", "condition", "policy", "seed")
+               and pd.api.types.is_numeric_dtype(game.rounds[c])]
+    frame = game.rounds[["round", *numeric]].astype({c: float for c in numeric})
+    return frame.sort_values("round")
 
 
 @solara.component
-def RoundView(game: RecordedGame, round_number: int):
+def RoundView(game: RecordedGame, round_number: int, label_class: str = "llm-mesa-replay-round"):
     """The network, status and measures at one recorded round."""
-    row = game.round_row(round_number)
+    selected, set_selected = solara.use_state(0)
     colours = game.colours_at(round_number)
-    with solara.Column(classes=["llm-mesa-network"]):
-        solara.Text(f"Round {round_number} of {game.last_round}", classes=["llm-mesa-replay-round"],
-                    style={"font-weight": "bold", "font-size": "1.1em"})
-        status_banner(round_number, colours, bool(row.get("pseudo_equilibrium", False)),
-                      game.flippers_at(round_number), float(row["local_agreement"]))
-        solara.FigureMatplotlib(game.figure_at(round_number, **PICTURE), format="png",
-                                dependencies=[str(game.path), round_number])
-    with solara.Column(classes=["llm-mesa-plots"]):
-        solara.FigureAltair(round_chart(_plot_frame(game, ROUND_PLOTS), ROUND_PLOTS,
-                                        "per round (orange dashes: the round shown)", current_round=round_number))
-    if game.transcript is not None or float(game.rounds.get("calls", pd.Series([0])).sum()) > 0:
-        solara.FigureAltair(round_chart(_plot_frame(game, LLM_PLOTS), LLM_PLOTS, "LLM calls per round",
-                                        current_round=round_number))
+    rounds = solara.use_memo(lambda: _plot_frame(game), dependencies=[str(game.path), len(game.rounds)])
+    solara.Text(f"Round {round_number} of {game.last_round}", classes=[label_class],
+                style={"font-weight": "bold", "font-size": "1.1em"})
+    with solara.Columns([3, 2], style={"align-items": "flex-start"}):
+        NetworkPanel(game.state_at(round_number, game.details_at(round_number)), selected=selected,
+                     on_select=set_selected)
+        with solara.Column(classes=["llm-mesa-plots"], style={"min-width": "0"}):
+            for cls, spec in consensus_charts(rounds, len(colours), current_round=round_number,
+                                              last_round=game.last_round):
+                VegaChart(spec, classes=[cls])
+            if game.transcript is not None or float(rounds.get("calls", pd.Series([0.0])).sum()) > 0:
+                for cls, spec in llm_charts(rounds, current_round=round_number):
+                    VegaChart(spec, classes=[cls])
     messages = game.messages_at(round_number)
     solara.Text(f"Messages in round {round_number}: {len(messages)}", style={"font-weight": "bold"})
     if len(messages):
@@ -57,6 +60,20 @@ def RoundView(game: RecordedGame, round_number: int):
                 columns={"colour_before": "held", "colour": "chose"})
             shown.insert(3, "holds now", [colours[int(v)] for v in decisions["agent"]])
             solara.DataFrame(shown, items_per_page=8)
+
+
+@solara.component
+def RoundScrubber(last_round: int, round_number: int, set_round, classes=("llm-mesa-replay-slider",)):
+    """A round slider with its value, and Previous / Next."""
+    with solara.Column(classes=list(classes), gap="2px"):
+        solara.Text(f"Round shown: {round_number} of {last_round}",
+                    style={"font-size": "0.85em", "color": "#555", "margin-bottom": "30px"})
+        solara.SliderInt("", value=min(round_number, last_round), min=0, max=max(last_round, 0),
+                         on_value=set_round, thumb_label=True)
+        with solara.Row():
+            solara.Button("Previous", on_click=lambda: set_round(max(0, round_number - 1)), disabled=round_number <= 0)
+            solara.Button("Next", on_click=lambda: set_round(min(last_round, round_number + 1)),
+                          disabled=round_number >= last_round)
 
 
 @solara.component
@@ -81,17 +98,9 @@ def Page():
                          on_value=lambda v: (set_run_dir(v.strip()), set_round(0)), continuous_update=False,
                          classes=["llm-mesa-replay-dir"])
         if isinstance(loaded, RecordedGame):
-            with solara.Column(classes=["llm-mesa-replay-slider"], style={"padding-top": "34px"}):
-                solara.SliderInt("Round", value=min(round_number, loaded.last_round), min=0,
-                                 max=loaded.last_round, on_value=set_round, thumb_label="always")
-            with solara.Row():
-                solara.Button("Previous", on_click=lambda: set_round(max(0, round_number - 1)),
-                              disabled=round_number <= 0)
-                solara.Button("Next", on_click=lambda: set_round(min(loaded.last_round, round_number + 1)),
-                              disabled=round_number >= loaded.last_round)
+            RoundScrubber(loaded.last_round, min(round_number, loaded.last_round), set_round)
             solara.Text(loaded.outcome_line())
-    with solara.Column(style={"padding": "12px"}):
-        solara.Markdown("## llm-mesa: replay of a recorded consensus game")
+    with solara.Column(style={"padding": "8px 16px"}):
         if loaded is None:
             solara.Info("Type the directory of a recorded game (llm-mesa consensus ... --out DIR) in the sidebar.")
         elif isinstance(loaded, ReplayError):
@@ -100,4 +109,4 @@ def Page():
             RoundView(loaded, min(round_number, loaded.last_round))
 
 
-__all__ = ["Page", "RoundView"]
+__all__ = ["Page", "RoundScrubber", "RoundView"]

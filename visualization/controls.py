@@ -1,0 +1,230 @@
+"""The explorer's controls, and one game per visitor.
+
+``ControlPanel`` draws controls from Mesa-style ``model_params`` specs (which the
+pages derive from each game's ``PARAMETERS``): sliders show their value, a seed is
+a number field, a control whose value differs from the running game's says
+"Reset to apply", and an error is shown beside the control it concerns, with every
+control kept in place.
+
+``GameSession`` holds the game(s) of one browser session: each tab builds its own
+(``use_session``), so two visitors never step each other's game. Building a game
+from control values goes through a page's ``build`` function, which raises
+``ControlError`` naming the control at fault.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import solara
+import solara.lab
+
+GENERAL = "_general"  # an error that belongs to no single control
+
+
+class ControlError(ValueError):
+    """A control value that cannot make a game; ``control`` names the control at fault."""
+
+    def __init__(self, control: str, message: str) -> None:
+        super().__init__(message)
+        self.control = control
+
+
+def initial_values(specs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    return {name: spec.get("value") for name, spec in specs.items()}
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+@solara.component
+def Control(name: str, spec: Mapping[str, Any], value: Any, on_value: Callable[[Any], None],
+            applied: Any = None, error: str | None = None):
+    """One control, its value, its error and whether a Reset is needed to apply it."""
+    kind = spec.get("type", "InputText")
+    label = spec.get("label", name)
+    with solara.Column(gap="0px", classes=["llm-mesa-control", f"llm-mesa-control-{name}"]):
+        if name == "seed" or kind == "InputInt":
+            solara.InputInt(label, value=int(value), on_value=lambda v: on_value(int(v)) if v is not None else None)
+        elif kind in ("SliderInt", "SliderFloat"):
+            solara.Text(f"{label}: {_shown(value)}", classes=["llm-mesa-slider-label"],
+                        style={"font-size": "0.85em", "color": "#555"})
+            slider = solara.SliderInt if kind == "SliderInt" else solara.SliderFloat
+            slider("", value=value, min=spec.get("min", 0), max=spec.get("max", 100), step=spec.get("step", 1),
+                   on_value=on_value, thumb_label=True)
+        elif kind == "Select":
+            solara.Select(label, values=list(spec.get("values", [])), value=value, on_value=on_value)
+        elif kind == "Checkbox":
+            solara.Checkbox(label=label, value=bool(value), on_value=on_value)
+        else:
+            solara.InputText(label, value=str(value), on_value=on_value, continuous_update=True)
+        if error:
+            solara.Error(error, dense=True, classes=["llm-mesa-control-error"])
+        elif applied is not None and value != applied:
+            solara.Text("Reset to apply", classes=["llm-mesa-reset-hint"],
+                        style={"color": "#e65100", "font-size": "0.8em", "font-weight": "bold"})
+
+
+@solara.component
+def ControlPanel(specs: Mapping[str, Mapping[str, Any]], values: solara.Reactive[dict[str, Any]],
+                 applied: Mapping[str, Any], errors: Mapping[str, str]):
+    """Every control of a page, in the order of ``specs``."""
+    with solara.Column(classes=["llm-mesa-controls"], gap="6px"):
+        for name, spec in specs.items():
+            Control(name, spec, values.value.get(name, spec.get("value")),
+                    lambda v, name=name: values.set({**values.value, name: v}),
+                    applied=applied.get(name), error=errors.get(name))
+        if errors.get(GENERAL):
+            solara.Error(errors[GENERAL], dense=True, classes=["llm-mesa-control-error"])
+
+
+class GameSession:
+    """The game(s) of one browser session, built from control values by ``build``.
+
+    ``build(values)`` returns the new game state (a model, or a tuple of models) or
+    raises ``ControlError``; any other exception is reported against no control.
+    A failed Reset keeps the running game and its controls.
+    """
+
+    def __init__(self, build: Callable[[dict[str, Any]], Any], values: Mapping[str, Any]) -> None:
+        self.build = build
+        self.lock = threading.RLock()
+        self.errors: dict[str, str] = {}
+        self.applied = dict(values)
+        self.game = None
+        self.reset(values)
+
+    def reset(self, values: Mapping[str, Any]) -> bool:
+        """A new game from ``values``; on an error keep the old one and record the message."""
+        try:
+            game = self.build(dict(values))
+        except ControlError as exc:
+            self.errors = {exc.control: str(exc)}
+            return False
+        except Exception as exc:  # noqa: BLE001 - a page never shows a traceback
+            self.errors = {GENERAL: f"{type(exc).__name__}: {exc}"}
+            return False
+        with self.lock:
+            self.game, self.errors, self.applied = game, {}, dict(values)
+        return True
+
+    def models(self) -> tuple:
+        return self.game if isinstance(self.game, tuple) else (self.game,)
+
+    @property
+    def running(self) -> bool:
+        return self.game is not None and any(m.running for m in self.models())
+
+    def step(self) -> bool:
+        """One round of every game that still runs (they step together); False, with a message, if it broke."""
+        with self.lock:
+            try:
+                for model in self.models():
+                    if model.running:
+                        model.step()
+            except Exception as exc:  # noqa: BLE001 - a page never shows a traceback
+                self.errors = {GENERAL: f"the round could not be played: {type(exc).__name__}: {exc}"}
+                return False
+        return True
+
+
+def values_from_query(specs: Mapping[str, Mapping[str, Any]], search: str) -> dict[str, Any]:
+    """Control values given in a page's query string (``?n=500&topology=caveman``), typed as their control.
+
+    Unknown names and values of the wrong type are ignored: a link never breaks the page.
+    """
+    from urllib.parse import parse_qsl
+
+    out: dict[str, Any] = {}
+    for name, text in parse_qsl((search or "").lstrip("?")):
+        spec = specs.get(name)
+        if spec is None:
+            continue
+        kind = spec.get("type")
+        try:
+            if kind in ("SliderInt", "InputInt"):
+                out[name] = int(text)
+            elif kind == "SliderFloat":
+                out[name] = float(text)
+            elif kind == "Checkbox":
+                out[name] = text.lower() in ("1", "true", "yes", "on")
+            elif kind == "Select" and text not in spec.get("values", []):
+                continue
+            else:
+                out[name] = text
+        except ValueError:
+            continue
+    return out
+
+
+def ErrorNote(session: GameSession, what: str = "game"):
+    """In the main area: a round that broke, or a pointer to the control that needs fixing."""
+    if session.errors.get(GENERAL):
+        solara.Error(session.errors[GENERAL], dense=True, classes=["llm-mesa-errors-note"])
+    elif session.errors:
+        solara.Warning(f"A control needs fixing (see the sidebar); the {what} shown is the last one that started.",
+                       dense=True, classes=["llm-mesa-errors-note"])
+
+
+def use_session(build: Callable[[dict[str, Any]], Any], specs: Mapping[str, Mapping[str, Any]]):
+    """This browser session's game, its control values, and a counter that moves at every change.
+
+    The page's query string may preset controls (``?n=500``): a link reopens a game.
+    """
+    router = solara.use_router()
+    values = solara.use_reactive({**initial_values(specs), **values_from_query(specs, router.search or "")})
+    session = solara.use_memo(lambda: GameSession(build, values.value), dependencies=[])
+    version = solara.use_reactive(0)
+    return session, values, version
+
+
+@solara.component
+def GameButtons(session: GameSession, values: solara.Reactive[dict[str, Any]], version: solara.Reactive[int],
+                interval: float = 0.3):
+    """Reset, Step, Play/Pause: they act on this session's game only."""
+    playing = solara.use_reactive(False)
+
+    def bump():
+        version.set(version.value + 1)
+
+    def reset():
+        playing.set(False)
+        session.reset(values.value)
+        bump()
+
+    def step():
+        try:
+            session.step()
+        finally:
+            bump()
+
+    def play_loop():
+        while playing.value and session.running:
+            started = time.monotonic()
+            ok = session.step()
+            bump()
+            if not ok:
+                break
+            time.sleep(max(0.0, interval - (time.monotonic() - started)))
+        playing.set(False)
+
+    solara.lab.use_task(play_loop, dependencies=[playing.value], prefer_threaded=True)
+    with solara.Row(classes=["llm-mesa-buttons"], style={"align-items": "center", "flex-wrap": "wrap"}):
+        solara.Button("Reset", on_click=reset, outlined=True, classes=["llm-mesa-reset"])
+        solara.Button("Step", on_click=step, disabled=playing.value or not session.running, color="primary",
+                      classes=["llm-mesa-step"])
+        if playing.value:
+            solara.Button("Pause", on_click=lambda: playing.set(False), classes=["llm-mesa-pause"])
+        else:
+            solara.Button("Play", on_click=lambda: playing.set(True), disabled=not session.running,
+                          classes=["llm-mesa-play"])
+
+
+__all__ = ["Control", "ControlError", "ErrorNote", "ControlPanel", "GENERAL", "GameButtons", "GameSession", "initial_values",
+           "use_session", "values_from_query"]
