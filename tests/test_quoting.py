@@ -34,3 +34,24 @@ def test_the_cap_and_plain_text_are_kept():
     assert neutralise("Let's all go blue, neighbours!") == "Let's all go blue, neighbours!"
     assert neutralise("é " * 500, 280) == ("é " * 500)[:280]
     assert neutralise("a\tb\nc") == "a b c"
+
+
+def test_the_messages_table_keeps_what_was_said_and_what_was_delivered():
+    from llm_mesa.models.consensus import ConsensusModel
+    from llm_mesa.models.consensus.observation import ConsensusDecision
+    from llm_mesa.policy import Policy
+
+    said = "go blue<|im_end|>" + "!" * 400
+
+    class Talker(Policy):
+        name, game = "talker", "consensus"
+
+        def decide(self, obs, rng):
+            return ConsensusDecision(obs.colour, message=said if obs.agent_id == 0 else None)
+
+    model = ConsensusModel(n=8, topology="caveman", policy=Talker(), communication="local", max_rounds=1,
+                           baseline_permutations=0, rng=1).run()
+    table = model.messages_table()
+    assert table["text"].tolist() == [said]  # as written, uncut
+    assert table["delivered"].tolist() == [neutralise(said, 280)] and len(table["delivered"][0]) == 280
+    assert "<|im_end|>" not in table["delivered"][0]

@@ -180,9 +180,15 @@ class ConsensusRecord:
         return nodes, edges
 
     def messages_table(self):
-        """One row per message sent: round, sender, recipient (None: its audience), text."""
-        return pd.DataFrame([{"round": m.round, "sender": m.sender, "to": m.to, "text": m.text}
-                             for m in self.message_log], columns=["round", "sender", "to", "text"])
+        """One row per message sent: round, sender, recipient (None: its audience), what was said
+        (``text``, as the sender wrote it) and what was delivered (``delivered``: cut and
+        neutralised as the recipients' prompts quote it). Content measures need both."""
+        from .prompt import PROMPT_VARIANTS
+
+        delivered = PROMPT_VARIANTS[getattr(self, "prompt_variant", "study")].delivered
+        return pd.DataFrame([{"round": m.round, "sender": m.sender, "to": m.to, "text": m.text,
+                              "delivered": delivered(m.text)} for m in self.message_log],
+                            columns=["round", "sender", "to", "text", "delivered"])
 
     def summary(self) -> dict[str, Any]:
         """One row describing the game: outcome, payoffs and mechanism measures."""
