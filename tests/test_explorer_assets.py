@@ -10,6 +10,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+
 from llm_mesa.visualization import assets
 
 SOLARA_DIR = Path(__import__("solara").__file__).parent

@@ -6,12 +6,12 @@ from collections import Counter
 
 import pandas as pd
 import pytest
+
+from llm_mesa.loopback.server import LoopbackServer
 from llm_mesa.models.naming.model import NamingModel
 from llm_mesa.models.naming.observation import OUTCOMES, NamingConfigError
 from llm_mesa.visualization import naming_app
 from llm_mesa.visualization.naming_app import ExplorerNamingModel
-
-from llm_mesa.loopback.server import LoopbackServer
 
 
 def test_the_explorer_plays_the_very_game_of_the_model():

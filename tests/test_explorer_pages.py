@@ -6,7 +6,10 @@ import argparse
 
 import networkx as nx
 import pytest
+
+from llm_mesa.loopback.server import LoopbackServer
 from llm_mesa.models.consensus import ConsensusModel
+from llm_mesa.sweep import read_sweep, run_sweep
 from llm_mesa.visualization import cli as viz_cli
 from llm_mesa.visualization.charts import consensus_charts, line_spec
 from llm_mesa.visualization.compare_app import build_pair, compare_params, compared_rounds
@@ -23,9 +26,6 @@ from llm_mesa.visualization.network_chart import MAX_LINKS, NodeStyle, chamber_s
 from llm_mesa.visualization.network_view import NetworkState, describe
 from llm_mesa.visualization.sweep_app import distribution_spec
 from llm_mesa.visualization.sweep_data import SweepView, SweepViewError
-
-from llm_mesa.loopback.server import LoopbackServer
-from llm_mesa.sweep import read_sweep, run_sweep
 
 
 def defaults(**changes):

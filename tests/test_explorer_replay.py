@@ -12,12 +12,12 @@ import json
 
 import networkx as nx
 import pytest
+
+from llm_mesa.cli import main
 from llm_mesa.models.consensus import ConsensusModel, measures
 from llm_mesa.visualization import cli as viz_cli
 from llm_mesa.visualization.network_view import node_roles
 from llm_mesa.visualization.replay import RecordedGame, ReplayError
-
-from llm_mesa.cli import main
 
 GAME = ["--topology", "caveman", "--n", "36", "--policy", "majority-inertia", "--seed", "3",
         "--max-rounds", "12", "--baseline-permutations", "10"]

@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 import solara
+
 from llm_mesa.models.consensus import ConsensusModel
 
 from .app import rounds_frame

@@ -14,11 +14,10 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlparse
 
-from llm_mesa.models.consensus import ConsensusModel, measures
-from llm_mesa.models.consensus.game import PARAMETERS
-
 from llm_mesa.llm.endpoint import Endpoint, EndpointError
 from llm_mesa.llm.usage import Usage
+from llm_mesa.models.consensus import ConsensusModel, measures
+from llm_mesa.models.consensus.game import PARAMETERS
 from llm_mesa.parameters import ParameterError
 from llm_mesa.policy import PolicyError, available_policies, make_policy
 
@@ -82,9 +81,8 @@ def check_endpoint_text(url: str) -> str:
 
 def llm_policy(endpoint: str, model_name: str, *, check: bool = True):
     """One LLM policy for every LLM agent of a game; the endpoint is asked first when ``check``."""
-    from llm_mesa.models.consensus.llm_policy import LLMConsensusPolicy
-
     from llm_mesa.llm.client import preflight
+    from llm_mesa.models.consensus.llm_policy import LLMConsensusPolicy
 
     url = check_endpoint_text(endpoint)
     name = (model_name or "").strip()

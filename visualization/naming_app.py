@@ -19,11 +19,11 @@ from typing import Any
 
 import pandas as pd
 import solara
+
+from llm_mesa.llm.endpoint import EndpointError
 from llm_mesa.models.naming.game import PARAMETERS
 from llm_mesa.models.naming.model import NamingModel
 from llm_mesa.models.naming.observation import NamingConfigError
-
-from llm_mesa.llm.endpoint import EndpointError
 from llm_mesa.parameters import ParameterError
 
 from . import naming_charts
@@ -70,9 +70,8 @@ def build_speaker(choice: str, endpoint: str, model_name: str, *, check: bool = 
     """A registry spec for rule speakers; an LLM speaker at ``endpoint`` for ``llm`` (asked first when ``check``)."""
     if choice.split(":")[0] != "llm":
         return choice
-    from llm_mesa.models.naming.llm_speaker import LLMSpeaker, sign_endpoint
-
     from llm_mesa.llm.client import preflight
+    from llm_mesa.models.naming.llm_speaker import LLMSpeaker, sign_endpoint
 
     if not (model_name or "").strip():
         raise NamingConfigError("the LLM speaker needs a model name; e.g. naming:noisy?p=0.3 on the loopback")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import altair as alt
 import pandas as pd
+
 from llm_mesa.models.naming.metrics import THRESHOLDS
 from llm_mesa.models.naming.observation import OUTCOMES, name_index
 

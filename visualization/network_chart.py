@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
+
 from llm_mesa.models.consensus import measures
 
 COLOUR_HEX = {"red": "#d62728", "blue": "#1f77b4"}

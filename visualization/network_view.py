@@ -14,6 +14,7 @@ from typing import Any
 
 import networkx as nx
 import solara
+
 from llm_mesa.models.consensus import measures
 
 from .charts import LLM_PLOTS, ROUND_PLOTS, VegaChart, round_chart

@@ -18,6 +18,7 @@ from typing import Any
 
 import networkx as nx
 import pandas as pd
+
 from llm_mesa.models.consensus import measures
 
 from .network_view import NetworkState
