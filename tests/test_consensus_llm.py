@@ -220,6 +220,7 @@ def test_bad_endpoint_is_one_line_before_the_game(server, tmp_path, args, words)
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and words in lines[0], proc.stderr
     assert not (tmp_path / "o").exists()
+    assert not (tmp_path / "x.sqlite").exists()  # an unreachable or bad endpoint leaves no empty store behind
 
 
 def test_an_undeliverable_private_message_does_not_cost_the_move(server):
