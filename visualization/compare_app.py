@@ -93,13 +93,14 @@ def compared_rounds(pair) -> pd.DataFrame:
 def outcome_rows(pair) -> pd.DataFrame:
     rows = []
     for model in pair:
-        stats = model.rounds_table().iloc[-1]
+        table = model.rounds_table()
+        stats = table.iloc[-1]
         rows.append({"population": model.population, "policies": model.mix,
                      "round": model.round, "outcome": model.stop_reason or "playing",
                      "share of blue": round(float(stats["blue_share"]), 3),
                      "largest group": int(stats["largest_component"]),
                      "local agreement": round(float(stats["local_agreement"]), 3),
-                     "stubborn moves": int(model.totals["stubborn_moves"]),
+                     "stubborn moves": int(table["stubborn_moves"].sum()),
                      "failed decisions": int(model.totals["failures"])})
     return pd.DataFrame(rows)
 
