@@ -208,23 +208,8 @@ def run_here(tasks: list[GameTask], store: StoreOptions | None, tables: tuple[st
                 raise error
         return
     pool = ThreadPoolExecutor(games_in_flight, thread_name_prefix="game")
-    pending = {pool.submit(play_game, t, store, tables) for t in tasks}
     try:
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            _deliver(done, finished, batched=False)
-    except BaseException:
-        # stop starting games; the ones already running finish and are kept
-        for future in pending:
-            future.cancel()
-        running = [f for f in pending if not f.cancelled()]
-        if running:
-            done, _ = wait(running)
-            try:
-                _deliver(done, finished, batched=False)
-            except Exception:
-                pass  # the first error is the one to report
-        raise
+        _drain({pool.submit(play_game, t, store, tables) for t in tasks}, finished, batched=False)
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
 
@@ -287,11 +272,15 @@ def _batches(tasks: list[GameTask], workers: int, batch_size: int | None) -> lis
 def _run_batches(executor: Any, batches: list[list[GameTask]], store: StoreOptions | None, tables: tuple[str, ...],
                  games_in_flight: int, finished: Callable[[Sequence[GameResult]], None]) -> None:
     """Submit every batch; write each as it finishes; on a stop, keep the batches already running."""
-    pending = {executor.submit(_play_batch, b, store, tables, games_in_flight) for b in batches}
+    _drain({executor.submit(_play_batch, b, store, tables, games_in_flight) for b in batches}, finished, batched=True)
+
+
+def _drain(pending: set[Any], finished: Callable[[Sequence[GameResult]], None], batched: bool) -> None:
+    """Write each future's games as it finishes; on a stop, start nothing more but keep what is running."""
     try:
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            _deliver(done, finished, batched=True)
+            _deliver(done, finished, batched=batched)
     except BaseException:
         for future in pending:
             future.cancel()
@@ -299,7 +288,7 @@ def _run_batches(executor: Any, batches: list[list[GameTask]], store: StoreOptio
         if running:
             done, _ = wait(running)
             try:
-                _deliver(done, finished, batched=True)
+                _deliver(done, finished, batched=batched)
             except BaseException:
                 pass  # the first error is the one to report
         raise
