@@ -81,6 +81,10 @@ class Game:
     policy_groups: Mapping[str, Mapping[str, str]] = {}
     conditions: Mapping[str, Mapping[str, Any]] = {}
     condition_groups: Mapping[str, Sequence[str]] = {}
+    #: modules of the game's statistics (``configure``, ``analyze``, ``format_report``) and figures
+    #: (``report_panels``), imported only by ``llm-mesa analyze``/``report``
+    analysis_module: str | None = None
+    figures_module: str | None = None
     #: what the sweep grid calls the policy parameter of the model (``policy``, ``speaker``)
     policy_parameter: str = "policy"
 
@@ -127,12 +131,20 @@ class Game:
         """The study's headline table over a sweep's games, as text."""
         return f"{len(games)} games"
 
+    def _delegate(self, module: str | None, name: str) -> Any:
+        """A function of the game's analysis or figures module, imported only when asked for."""
+        return None if module is None else getattr(importlib.import_module(module), name, None)
+
     def configure_analysis(self, parser: Any) -> None:
         """Add the options of this game's ``llm-mesa analyze`` report to ``parser`` (an argparse group).
 
         Every installed game adds its options to the one command: name them so
-        that they do not clash with another game's. None by default.
+        that they do not clash with another game's. Default: the ``configure`` of
+        ``analysis_module``, if it has one.
         """
+        configure = self._delegate(self.analysis_module, "configure")
+        if configure is not None:
+            configure(parser)
 
     def analyze(self, sweep: Any, options: Mapping[str, Any]) -> dict[str, Any]:
         """The game's statistics over a finished sweep, as a JSON-ready dict.
@@ -141,21 +153,31 @@ class Game:
         table, ``table(name)`` for the others); ``options`` the values of the
         options of ``configure_analysis`` (missing ones take their defaults).
         """
+        analyze = self._delegate(self.analysis_module, "analyze")
+        if analyze is not None:
+            return analyze(sweep, options)
         raise GameError(f"the {self.name} game has no analysis; `llm-mesa analyze` cannot report on its sweeps "
                         f"(read them with llm_mesa.sweep.read_sweep)")
 
     def format_report(self, report: Mapping[str, Any]) -> str:
-        """``analyze``'s report as text (default: its JSON)."""
+        """``analyze``'s report as text (the ``format_report`` of ``analysis_module``, else its JSON)."""
         import json
 
+        format_report = self._delegate(self.analysis_module, "format_report")
+        if format_report is not None:
+            return format_report(report)
         return json.dumps(report, indent=2)
 
     def report_panels(self, sweep: Any, report: Mapping[str, Any]) -> list[Any]:
         """The figures of ``llm-mesa report``, each beside its table: a list of ``llm_mesa.analysis.report_html.Panel``.
 
         ``sweep`` is the ``SweepData`` that ``analyze`` read and ``report`` what it
-        returned (JSON-ready). Default: the games played per condition and model.
+        returned (JSON-ready). Default: the ``report_panels`` of ``figures_module``, else
+        the games played per condition and model.
         """
+        panels = self._delegate(self.figures_module, "report_panels")
+        if panels is not None:
+            return panels(sweep, report)
         from llm_mesa.analysis.figures import new_figure, svg_text
         from llm_mesa.analysis.report_html import Panel
 

@@ -72,6 +72,8 @@ class ConsensusGame(Game):
     lazy_policies = {"llm": ("llm_mesa.models.consensus.llm_policy",
                              "an LLM agent behind any OpenAI-compatible endpoint")}
     cli_module = "llm_mesa.models.consensus.cli"
+    analysis_module = "llm_mesa.models.consensus.analysis_report"
+    figures_module = "llm_mesa.models.consensus.figures"
     behaviours_module = "llm_mesa.models.consensus.behaviours"
     tables = ("rounds", "agents", "messages", "transcript", "edges")
     policy_groups = {"rules": RULE_CONFIGURATIONS}
@@ -136,26 +138,6 @@ class ConsensusGame(Game):
             row["replayed_calls"] = llm.usage.replayed
             row["prompt_template_hash"] = llm.prompt_for(model.prompt_variant).template_hash  # the report's manifest summary names it
         return GameResult(row, game_tables(model, request.tables))
-
-    def configure_analysis(self, parser: Any) -> None:
-        from .analysis_report import configure
-
-        configure(parser)
-
-    def analyze(self, sweep: Any, options: Mapping[str, Any]) -> dict[str, Any]:
-        from .analysis_report import analyze
-
-        return analyze(sweep, options)
-
-    def format_report(self, report: Mapping[str, Any]) -> str:
-        from .analysis_report import format_report
-
-        return format_report(report)
-
-    def report_panels(self, sweep: Any, report: Mapping[str, Any]) -> list[Any]:
-        from .figures import report_panels
-
-        return report_panels(sweep, report)
 
     def play_batch(self, requests: Sequence[PlayRequest]) -> list[GameResult]:
         """Rule games (no endpoint) together through the batched engine, bit for bit the model's;

@@ -64,6 +64,8 @@ class NamingGame(Game):
     lazy_policies = {"llm": ("llm_mesa.models.naming.llm_speaker",
                              "an LLM speaker (the authors' raw prompt); needs an endpoint")}
     cli_module = "llm_mesa.models.naming.cli"
+    analysis_module = "llm_mesa.models.naming.analysis"
+    figures_module = "llm_mesa.models.naming.figures"
     behaviours_module = "llm_mesa.models.naming.behaviours"
     tables = ("rounds",)
     policy_groups = {"rules": SPEAKER_CONFIGURATIONS}
@@ -119,21 +121,6 @@ class NamingGame(Game):
             row["prompt_template_hash"] = TEMPLATE_HASH  # the report's manifest summary names it
         tables = {"rounds": model.rounds_frame()} if "rounds" in request.tables else {}
         return GameResult(row, tables)
-
-    def analyze(self, sweep: Any, options: Mapping[str, Any]) -> dict[str, Any]:
-        from .analysis import analyze
-
-        return analyze(sweep, options)
-
-    def format_report(self, report: Mapping[str, Any]) -> str:
-        from .analysis import format_report
-
-        return format_report(report)
-
-    def report_panels(self, sweep: Any, report: Mapping[str, Any]) -> list[Any]:
-        from .figures import report_panels
-
-        return report_panels(sweep, report)
 
     def headline(self, games, conditions: Sequence[str], policies: Sequence[str]) -> str:
         import pandas as pd
