@@ -124,7 +124,7 @@ class BatchedGame:
         return self.rounds.agents_table(self.index, self.round)
 
     def messages_table(self) -> pd.DataFrame:
-        return pd.DataFrame([], columns=["round", "sender", "to", "text"])
+        return pd.DataFrame([], columns=["round", "sender", "to", "text", "delivered"])
 
     def edges_table(self) -> pd.DataFrame:
         adj = self.adjacency
