@@ -85,6 +85,9 @@ class Game:
     #: (``report_panels``), imported only by ``llm-mesa analyze``/``report``
     analysis_module: str | None = None
     figures_module: str | None = None
+    #: whether a sweep may give one game a mixed population (``A + B``; ``PlayRequest.endpoint``
+    #: is then a ``llm_mesa.sweep.grid.Population``)
+    populations: bool = False
     #: what the sweep grid calls the policy parameter of the model (``policy``, ``speaker``)
     policy_parameter: str = "policy"
 

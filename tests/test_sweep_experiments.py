@@ -97,3 +97,16 @@ def test_bad_options_with_a_file_are_one_line(capsys, tmp_path, argv, fragment):
     status, _, err = sweep(capsys, EXPERIMENTS / "sign-rules.toml", "--out", tmp_path / "x", *argv)
     assert status == 2 and fragment in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "x").exists()
+
+
+def test_the_mixed_sign_population_runs_from_its_file(server, capsys, tmp_path):
+    out = tmp_path / "mixed"
+    status, printed, err = sweep(capsys, EXPERIMENTS / "sign-mixed.toml", "--out", out, "--repetitions", "1",
+                                 "--max-rounds", "4", "--base-url", server.base_url,
+                                 "--policies", "llm:model=naming:echo + llm:model=naming:noisy?p=0.2")
+    assert status == 0, err
+    games = read_sweep(out)
+    assert len(games) == 15 and set(games["model"]) == {"naming:echo + naming:noisy?p=0.2"}
+    assert all(sorted(json.loads(c).values()) == [6, 6] for c in games["speaker_counts"])
+    status, printed, _ = sweep(capsys, EXPERIMENTS / "sign-mixed.toml", "--dry-run")
+    assert status == 0 and printed.splitlines()[0] == "games: 45"

@@ -1,5 +1,7 @@
 """SIGN sweeps through the same engine as the consensus game: grid axes, resume, one row per game."""
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -55,3 +57,22 @@ def test_the_cli_sweeps_the_naming_game_with_the_speaker_as_an_axis(tmp_path, ca
     games = read_sweep(tmp_path / "cli")
     assert len(games) == 2 * 2 * 2 and set(games["policy"]) == {"echo", "minimal"}
     assert "8 games played" in printed and "final agreement" in printed
+
+
+def test_a_mixed_population_splits_the_agents_between_two_models(tmp_path):
+    from llm_mesa.loopback.server import LoopbackServer
+
+    with LoopbackServer(seed=2) as server:
+        echo, noisy = (f"llm:base_url={server.base_url},model=naming:{b}" for b in ("echo", "noisy?p=0.5"))
+        result = run_sweep(["schema-5"], f"{echo} + {noisy}", 2, tmp_path / "mixed", game="naming",
+                           model_options={"n": 12, "max_rounds": 10})
+    games = result.results
+    assert len(games) == 2 and games["model"].tolist() == ["naming:echo + naming:noisy?p=0.5"] * 2
+    counts = [json.loads(c) for c in games["speaker_counts"]]
+    assert all(sorted(c.values()) == [6, 6] and len(c) == 2 for c in counts)  # 6 + 6
+    assert (games["calls"] > 0).all()
+
+
+def test_a_population_is_refused_by_a_game_that_plays_one_policy_per_game(tmp_path):
+    with pytest.raises(SweepError, match="plays one policy per game"):
+        run_sweep(["ws-none"], "voter + mi-0.2", 1, tmp_path / "x")

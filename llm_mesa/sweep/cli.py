@@ -108,7 +108,13 @@ def _endpoint_for(spec: str, args: argparse.Namespace):
 def build_policies(game: Game, args: argparse.Namespace) -> dict[str, Any]:
     """Labels -> rule specs or Endpoints (LLM specs resolved against the endpoint options)."""
     policies: dict[str, Any] = {}
+    from llm_mesa.sweep.grid import POPULATION_SEPARATOR, population_parts
+
     for label, target in resolve_policies(game, args.policies).items():
+        if isinstance(target, str) and POPULATION_SEPARATOR in target:  # a mixed population: each part its own
+            policies[label] = [_endpoint_for(p, args) if parse_policy_spec(p)[0] == "llm" else p
+                               for p in population_parts(target)]
+            continue
         if parse_policy_spec(target)[0] != "llm":
             policies[label] = target
             continue
@@ -131,7 +137,7 @@ def _warn_if_capped(game: Game, policies: dict[str, Any], args: argparse.Namespa
     """Say when the endpoint's concurrency limit, not the games in flight, bounds the calls."""
     from llm_mesa.sweep.grid import build_conditions
 
-    endpoints = [p for p in policies.values() if not isinstance(p, str)]
+    endpoints = [e for p in policies.values() for e in (p if isinstance(p, list) else [p]) if not isinstance(e, str)]
     if not endpoints or args.games_in_flight == 1:
         return
     conditions = build_conditions(game, args.conditions, args.axes)

@@ -53,7 +53,7 @@ def estimate_sweep(game: Game, conditions: Mapping[str, Mapping[str, Any]], seed
         if price is None and endpoint.price is not None:
             price = endpoint.price
         for name, parameters in conditions.items():
-            one = game.estimate(parameters, endpoint)
+            one = game.estimate(parameters, getattr(endpoint, "endpoints", (endpoint,))[0])
             k = len(seeds_of[name])
             llm_games += k
             calls += k * one["calls"]

@@ -199,7 +199,7 @@ def run_sweep(
         if check_endpoints and mode != "replay":
             from llm_mesa.llm.client import preflight
 
-            for ep in dict.fromkeys(endpoints.values()):
+            for ep in dict.fromkeys(e for each in endpoints.values() for e in getattr(each, "endpoints", (each,))):
                 preflight(ep)
 
     grid = {

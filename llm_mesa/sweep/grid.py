@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from llm_mesa.games import Game
@@ -145,10 +146,56 @@ def llm_endpoint(spec: str, base: Any = None):
     return endpoint_with_options(base, parse_policy_spec(spec)[1], repr(spec))
 
 
+#: how a policy spec names a mixed population: "A + B" (the agents split into equal blocks)
+POPULATION_SEPARATOR = " + "
+
+
+@dataclass(frozen=True)
+class Population:
+    """A mixed population: the game's agents split into equal blocks, in agent order, one per part.
+
+    Each part is a rule policy spec or an ``Endpoint`` (an LLM); the SIGN study's
+    6 + 6 population of two models is ``llm:model=A + llm:model=B`` at N = 12.
+    """
+
+    parts: tuple[Any, ...]
+
+    @property
+    def endpoints(self) -> tuple[Any, ...]:
+        return tuple(p for p in self.parts if not isinstance(p, str))
+
+    @property
+    def concurrency(self) -> int:
+        return min(e.concurrency for e in self.endpoints)
+
+    @property
+    def price(self) -> Any:
+        return next((e.price for e in self.endpoints if e.price is not None), None)
+
+    def manifest(self) -> dict[str, Any]:
+        return {"population": [p if isinstance(p, str) else p.manifest() for p in self.parts]}
+
+
+def population_parts(spec: str) -> list[str]:
+    """The parts of an ``A + B`` spec (one part for a plain spec)."""
+    return [part.strip() for part in spec.split(POPULATION_SEPARATOR)] if POPULATION_SEPARATOR in spec else [spec]
+
+
 def plan_policy(game: Game, label: str, target: Any, endpoint: Any) -> tuple[str, Any]:
     """(spec, endpoint-or-None) for one policy; checks it builds, before any game runs."""
     from llm_mesa.policy import Policy
 
+    if isinstance(target, (list, tuple, Population)) or (isinstance(target, str) and POPULATION_SEPARATOR in target):
+        parts = target.parts if isinstance(target, Population) else \
+            population_parts(target) if isinstance(target, str) else tuple(target)
+        if not game.populations:
+            raise SweepError(f"policy {label!r}: the {game.name} game plays one policy per game; mix policies "
+                             "agent by agent with the game's own options (e.g. --assign)")
+        planned = [plan_policy(game, label, part, endpoint) for part in parts]
+        spec = POPULATION_SEPARATOR.join(s if ep is None else f"llm:model={ep.model}" for s, ep in planned)
+        if all(ep is None for _, ep in planned):
+            return spec, None
+        return spec, Population(tuple(s if ep is None else ep for s, ep in planned))
     if isinstance(target, Policy):
         raise SweepError(f"policy {label!r}: give a spec string (or an Endpoint for LLM agents), "
                          "not a Policy object, so that worker processes can rebuild it")
@@ -164,6 +211,8 @@ def plan_policy(game: Game, label: str, target: Any, endpoint: Any) -> tuple[str
 def grid_policy_entry(spec: str, endpoint: Any) -> Any:
     if endpoint is None:
         return spec
+    if isinstance(endpoint, Population):
+        return {"population": [p if isinstance(p, str) else grid_policy_entry("llm", p) for p in endpoint.parts]}
     manifest = endpoint.manifest()
     return {"llm": {k: manifest[k] for k in ("model", "sampling_params", "dialect", "prompt_mode")}}
 

@@ -72,6 +72,7 @@ class NamingGame(Game):
     conditions = CONDITIONS
     condition_groups = {"study": tuple(CONDITIONS)}
     policy_parameter = "speaker"
+    populations = True  # the study's mixed 6 + 6 population of two models
     #: the study's sampling: raw completion, 32 tokens, temperature 0.7, top-p 0.9, repetition penalty 1.1
     endpoint_defaults = {"prompt_mode": "completion", "max_tokens_per_call": 32, "temperature": 0.7,
                          "top_p": 0.9, "extra_body": '{"repetition_penalty": 1.1}'}
@@ -108,16 +109,24 @@ class NamingGame(Game):
         from .model import NamingModel
 
         speaker: Any = request.policy
-        llm = None
-        if request.endpoint is not None:
-            llm = speaker = self.llm_policy(request.endpoint, request.store)
+        models: list[str] = []
+        if getattr(request.endpoint, "parts", None) is not None:  # a mixed population, in equal blocks
+            parts = [p if isinstance(p, str) else self.llm_policy(p, request.store) for p in request.endpoint.parts]
+            n = request.parameters.get("n", PARAMETERS["n"].default)
+            block = max(1, n // len(parts))
+            speaker = [parts[min(i // block, len(parts) - 1)] for i in range(n)]
+            models = [p.endpoint.model for p in parts if not isinstance(p, str)]
+        elif request.endpoint is not None:
+            speaker = self.llm_policy(request.endpoint, request.store)
+            models = [request.endpoint.model]
         model = NamingModel(speaker=speaker, rng=request.seed, **request.parameters)
         model.run()
         row = {k: v for k, v in model.summary().items() if k != "seed"}
-        if llm is not None:
+        row["speaker_counts"] = model.parameters()["speaker_counts"]  # who spoke for how many agents
+        if models:
             from .prompts import TEMPLATE_HASH
 
-            row["model"] = request.endpoint.model
+            row["model"] = " + ".join(models)
             row["prompt_template_hash"] = TEMPLATE_HASH  # the report's manifest summary names it
         tables = {"rounds": model.rounds_frame()} if "rounds" in request.tables else {}
         return GameResult(row, tables)
