@@ -108,5 +108,15 @@ def test_the_mixed_sign_population_runs_from_its_file(server, capsys, tmp_path):
     games = read_sweep(out)
     assert len(games) == 15 and set(games["model"]) == {"naming:echo + naming:noisy?p=0.2"}
     assert all(sorted(json.loads(c).values()) == [6, 6] for c in games["speaker_counts"])
+    speakers = read_sweep(out, "speakers")  # per model inside the population: agents, utterances, tokens, outcomes
+    assert set(speakers["speaker"]) == {"llm:model=naming:echo", "llm:model=naming:noisy?p=0.2"}
+    assert (speakers["agents"] == 6).all() and (speakers["calls"] > 0).all()
+    echo = speakers[speakers["speaker"] == "llm:model=naming:echo"]
+    noisy = speakers[speakers["speaker"] != "llm:model=naming:echo"]
+    fixups = ["share_retry", "share_salvage", "share_none"]  # answers that were not read at the first try
+    assert echo[fixups].to_numpy().sum() == 0 < noisy[fixups].to_numpy().sum()  # only the noisy model mis-formats
+    assert main(["analyze", str(out), "--json"]) == 0
+    breakdown = json.loads(capsys.readouterr().out)["mixed_populations"]
+    assert {row["speaker"] for row in breakdown} == set(speakers["speaker"])  # per model, inside the population
     status, printed, _ = sweep(capsys, EXPERIMENTS / "sign-mixed.toml", "--dry-run")
     assert status == 0 and printed.splitlines()[0] == "games: 45"

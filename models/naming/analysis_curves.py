@@ -81,8 +81,8 @@ def outcome_shares(games: pd.DataFrame, models: Sequence[str]) -> Any:
 def mixed_population_breakdown(games: pd.DataFrame, speakers: pd.DataFrame | None) -> Any:
     """Per-model figures inside mixed populations (several speakers in one game), when a sweep kept them."""
     if speakers is None or speakers.empty:
-        return {"skipped": "no game of these sweeps played a mixed population with a per-speaker table "
-                           "(a sweep plays one speaker per game; run mixed populations with `llm-mesa naming`)"}
+        return {"skipped": "no game of these sweeps kept a per-speaker table (mixed populations: sweep a "
+                           "policy 'A + B' with --tables speakers, as experiments/sign-mixed.toml does)"}
     group = [c for c in ("condition", "speaker") if c in speakers.columns]
     numeric = [c for c in speakers.columns if c not in (*group, *SWEEP_KEY) and
                pd.api.types.is_numeric_dtype(speakers[c])]

@@ -67,7 +67,7 @@ class NamingGame(Game):
     analysis_module = "llm_mesa.models.naming.analysis"
     figures_module = "llm_mesa.models.naming.figures"
     behaviours_module = "llm_mesa.models.naming.behaviours"
-    tables = ("rounds",)
+    tables = ("rounds", "speakers")
     policy_groups = {"rules": SPEAKER_CONFIGURATIONS}
     conditions = CONDITIONS
     condition_groups = {"study": tuple(CONDITIONS)}
@@ -128,7 +128,10 @@ class NamingGame(Game):
 
             row["model"] = " + ".join(models)
             row["prompt_template_hash"] = TEMPLATE_HASH  # the report's manifest summary names it
-        tables = {"rounds": model.rounds_frame()} if "rounds" in request.tables else {}
+        from .metrics import speakers_frame
+
+        makers = {"rounds": model.rounds_frame, "speakers": lambda: speakers_frame(model)}
+        tables = {name: makers[name]() for name in request.tables}
         return GameResult(row, tables)
 
     def headline(self, games, conditions: Sequence[str], policies: Sequence[str]) -> str:

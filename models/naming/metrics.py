@@ -54,6 +54,9 @@ class Totals:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     outcomes: Counter = field(default_factory=Counter)
+    #: the same sums per speaker (its identity, e.g. ``llm:model=X`` or ``echo``): a mixed
+    #: population's models are told apart
+    by_speaker: dict[str, Counter] = field(default_factory=dict)
 
     @property
     def total_tokens(self) -> int:
@@ -91,6 +94,11 @@ def round_stats(model: "NamingModel", speakers: list["NamingAgent"], pairs: int)
     totals.prompt_tokens += prompt
     totals.completion_tokens += completion
     totals.outcomes.update(outcomes)
+    for agent in speakers:
+        u = agent.utterance
+        counts = totals.by_speaker.setdefault(agent.speaker.identity(), Counter())
+        counts.update({"utterances": 1, "calls": u.calls, "failures": u.failures, "prompt_tokens": u.prompt_tokens,
+                       "completion_tokens": u.completion_tokens, f"outcome_{u.outcome}": 1})
     row: dict[str, Any] = {
         "round": model.steps, "pairs": pairs, "utterances": len(utterances),
         "agreement": said_count / n, "agreement_latest": latest_count / n,
@@ -173,6 +181,22 @@ def summary(model: "NamingModel") -> dict[str, Any]:
     out["completion_tokens"] = totals.completion_tokens
     out["total_tokens"] = totals.total_tokens
     return out
+
+
+def speakers_frame(model: "NamingModel") -> pd.DataFrame:
+    """One row per speaker (a mixed population has several): its agents, utterances, calls,
+    tokens, decoding outcome shares, and the share of its agents holding the top name."""
+    top, _ = most_common([a.name for a in model.players])
+    rows = []
+    for speaker, counts in model.totals.by_speaker.items():
+        agents = [a for a in model.players if a.speaker.identity() == speaker]
+        spoken = max(counts["utterances"], 1)
+        rows.append({"speaker": speaker, "agents": len(agents), "utterances": counts["utterances"],
+                     "calls": counts["calls"], "failures": counts["failures"],
+                     "prompt_tokens": counts["prompt_tokens"], "completion_tokens": counts["completion_tokens"],
+                     **{f"share_{o}": counts[f"outcome_{o}"] / spoken for o in OUTCOMES},
+                     "holding_top_name": sum(a.name == top for a in agents) / max(len(agents), 1)})
+    return pd.DataFrame(rows)
 
 
 def manifest(model: "NamingModel") -> dict[str, Any]:
