@@ -17,22 +17,20 @@ from typing import Any
 
 import networkx as nx
 import numpy as np
-import pandas as pd
 from mesa import DataCollector, Model
 from mesa.discrete_space import Network
 
-from llm_mesa.parameters import ParameterError
 from llm_mesa.graphs import NetworkError, build_topology, highest_degree_nodes, normalise_graph, seeded_layout
+from llm_mesa.parameters import ParameterError
 from llm_mesa.policy import Policy, PolicyError, make_policy
 from llm_mesa.rounds import play_round
 
 from . import measures
 from .agents import ConsensusAgent
 from .game import PARAMETERS
-from .record import ROUND_COLUMNS, ConsensusRecord, round_stat
-from .messages import message_summary
 from .observation import COLOURS, ConsensusDecision, Message, colour_code
-from .preferences import PREFERENCE_DESIGNS, assign_preferences
+from .preferences import assign_preferences
+from .record import ROUND_COLUMNS, ConsensusRecord, round_stat
 
 COMMUNICATION_MODES = ("none", "local", "global")
 LABELS = ("llm", "human")
@@ -206,7 +204,7 @@ class ConsensusModel(ConsensusRecord, Model):
         self.message_log: list[Message] = []
         self.transcript: list[dict[str, Any]] = []  # LLM decisions, for message-content analysis
         self._inbox_by_round: dict[int, dict[int, list[Message]]] = {}
-        self.totals = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0,
+        self.totals = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0, "cost": 0.0,
                        "failures": 0, "decisions": 0, "stubborn_moves": 0, "opportunities": 0}
         self.outcomes: dict[str, int] = {}
         self.pseudo_equilibrium = False
@@ -319,7 +317,8 @@ class ConsensusModel(ConsensusRecord, Model):
                     "colour": decision.colour, "reason": decision.reason, "message": decision.message,
                     "message_to": decision.message_to, "diary": decision.diary, "outcome": decision.outcome,
                     "failed": decision.failed, "calls": decision.calls, "prompt_tokens": decision.prompt_tokens,
-                    "completion_tokens": decision.completion_tokens, "latency_s": decision.latency_s,
+                    "completion_tokens": decision.completion_tokens, "cached_tokens": decision.cached_tokens,
+                    "latency_s": decision.latency_s, "queue_s": decision.queue_s, "server": decision.server,
                     "answer": decision.raw,
                 })
         self.agents.do("advance")

@@ -23,7 +23,7 @@ BASELINE_STREAM = 0x5EED_BA5E  # spawn key of the baseline's own random stream
 ROUND_COLUMNS = (
     "round", "blue_share", "consensus", "largest_component", "largest_component_colour",
     "local_agreement", "pseudo_equilibrium", "flippers", "stubborn_moves", "opportunities",
-    "messages", "private_messages", "calls", "prompt_tokens", "completion_tokens", "cost", "failures",
+    "messages", "private_messages", "calls", "prompt_tokens", "completion_tokens", "cached_tokens", "cost", "failures",
 )
 
 
@@ -37,7 +37,7 @@ class ConsensusRecord:
 
     def _account(self, decisions) -> None:
         totals = self.totals
-        round_calls = round_prompt = round_completion = round_failures = 0
+        round_calls = round_prompt = round_completion = round_failures = round_cached = 0
         round_cost = 0.0
         for agent, d in zip(self.agents_by_node, decisions):
             agent.decision_failed = d.failed is not None
@@ -46,6 +46,7 @@ class ConsensusRecord:
             round_calls += d.calls
             round_prompt += d.prompt_tokens
             round_completion += d.completion_tokens
+            round_cached += d.cached_tokens
             round_cost += d.cost
             round_failures += d.failed is not None
             if d.outcome:
@@ -53,12 +54,14 @@ class ConsensusRecord:
         totals["calls"] += round_calls
         totals["prompt_tokens"] += round_prompt
         totals["completion_tokens"] += round_completion
+        totals["cached_tokens"] += round_cached
         totals["cost"] += round_cost
         totals["failures"] += round_failures
         totals["decisions"] += len(decisions)
         self._round_accounting = {
             "calls": round_calls, "prompt_tokens": round_prompt,
-            "completion_tokens": round_completion, "cost": round_cost, "failures": round_failures,
+            "completion_tokens": round_completion, "cached_tokens": round_cached, "cost": round_cost,
+            "failures": round_failures,
             "messages": self._sent_this_round[0],
             "private_messages": self._sent_this_round[1],
         }
@@ -83,7 +86,8 @@ class ConsensusRecord:
             [[colour_code(c) for c in row] for row in code_history], self.agreement_history,
             window=self.pseudo_window, level=self.pseudo_level)
         accounting = getattr(self, "_round_accounting", None) or dict.fromkeys(
-            ("calls", "prompt_tokens", "completion_tokens", "cost", "failures", "messages", "private_messages"), 0)
+            ("calls", "prompt_tokens", "completion_tokens", "cached_tokens", "cost", "failures", "messages",
+             "private_messages"), 0)
         self._round_stats = {
             "round": self.round,
             "blue_share": float(colours.mean()),
@@ -182,6 +186,9 @@ class ConsensusRecord:
             "calls": totals["calls"],
             "prompt_tokens": totals["prompt_tokens"],
             "completion_tokens": totals["completion_tokens"],
+            # prompt tokens the servers answered from their prompt caches, and their share
+            "cached_prompt_tokens": totals["cached_tokens"],
+            "prompt_cache_share": totals["cached_tokens"] / totals["prompt_tokens"] if totals["prompt_tokens"] else 0.0,
             "cost": totals["cost"],
             "failures": totals["failures"],
             "decisions": totals["decisions"],
