@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.servers < 1:
         raise LocalServerError(f"--servers must be at least 1, not {args.servers}")
-    threads = args.threads or max(1, (os.cpu_count() or 1) // args.servers)
+    threads = args.threads if args.threads is not None else max(1, (os.cpu_count() or 1) // args.servers)
     servers = [LocalModelServer(args.port + i if args.port else 0, cache_dir=args.cache_dir, n_ctx=args.n_ctx,
                                 n_threads=threads, startup_timeout=args.startup_timeout, parallel=args.parallel,
                                 log_path=(args.log.with_name(f"{args.log.stem}-{i}{args.log.suffix}")

@@ -79,6 +79,7 @@ class Packer:
     def __init__(self) -> None:
         self.dict_id: bytes | None = None
         self.zdict: bytes | None = None
+        self._zdict_body = b""
         #: dictionaries known to this process, by ID (its own, and those read from the file)
         self.known: dict[bytes, bytes] = {}
 
@@ -92,8 +93,10 @@ class Packer:
             self.zdict = request + response
             self.dict_id = hashlib.sha256(self.zdict).digest()[:8]
             self.known[self.dict_id] = self.zdict
+            self._zdict_body = zlib.compress(self.zdict, 9)
         assert self.dict_id is not None
-        texts[DICT_PREFIX + self.dict_id.hex()] = zlib.compress(self.zdict, 9)
+        # with every row (INSERT OR IGNORE): no row is ever written without its dictionary
+        texts[DICT_PREFIX + self.dict_id.hex()] = self._zdict_body
         return self._compress(request), self._compress(response), texts
 
     def _compress(self, data: bytes) -> bytes:
