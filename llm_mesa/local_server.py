@@ -276,7 +276,10 @@ class LocalModelServer:
                 # one n_ctx per slot; the KV buffer is unified, so idle slots lend their room
                 "--ctx-size", str(self.n_ctx * self.parallel), "--parallel", str(self.parallel), "--kv-unified",
                 "--threads", threads, "--threads-batch", threads, "--threads-http", str(max(2, self.parallel)),
-                "--cache-prompt", "--cache-reuse", str(CACHE_REUSE_TOKENS), "--jinja", "--no-webui"]
+                "--cache-prompt", "--cache-reuse", str(CACHE_REUSE_TOKENS), "--jinja", "--no-webui",
+                # no repacked weights: they bring in AMX kernels where the CPU reports AMX, and on
+                # machines (VMs) that report it without enabling it the server dies of SIGILL
+                "--no-repack"]
 
     def describe(self) -> dict[str, object]:
         """What a run manifest should record about this endpoint's serving stack."""
