@@ -48,6 +48,10 @@ LEGACY_FORMAT = {
 }
 
 
+#: before, after, after with two servers; and the old server with the new prompt (which of the two helps)
+CONFIGS = ("before", "after", "after-x2", "old-server-new-prompt")
+
+
 class LegacyPolicy(LLMConsensusPolicy):
     """The former request: no length bounds, the message nullable and unbounded."""
 
@@ -63,14 +67,15 @@ class LegacyPolicy(LLMConsensusPolicy):
         return request
 
 
-def play(base_url: str, *, legacy: bool, rounds: int, concurrency: int, max_tokens: int, seed: int) -> dict[str, Any]:
+def play(base_url: str, *, legacy: bool, rounds: int, concurrency: int, max_tokens: int, seed: int,
+         old_server: bool = False) -> dict[str, Any]:
     endpoint = Endpoint(base_url, "gemma3-270m", temperature=0.7, top_p=0.9, max_tokens=max_tokens, seed=seed,
-                        concurrency=concurrency, timeout=600, dialect="json_object" if legacy else "auto")
+                        concurrency=concurrency, timeout=600, dialect="json_object" if old_server else "auto")
     if legacy:
         policy = LegacyPolicy(endpoint, prompt=ConsensusPrompt(rules=LEGACY_RULES, answer_format=LEGACY_FORMAT,
                                                                system_role=False))
-    else:
-        policy = LLMConsensusPolicy(endpoint)
+    else:  # the old server's gemma format drops system messages: the rules go in the user message there
+        policy = LLMConsensusPolicy(endpoint, prompt=ConsensusPrompt(system_role=not old_server))
     model = ConsensusModel(36, "ws", policy=policy, communication="local", rng=seed, max_rounds=rounds)
     round_seconds = []
     for _ in range(rounds):
@@ -99,26 +104,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=48, help="max new tokens of a decision")
     parser.add_argument("--concurrency", type=int, default=4, help="calls in flight per server")
     parser.add_argument("--parallel", type=int, default=1, help="llama-server slots per server")
-    parser.add_argument("--only", choices=("before", "after", "after-x2"), action="append", default=None)
+    parser.add_argument("--only", choices=CONFIGS, action="append", default=None)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
     wanted = args.only or ["before", "after", "after-x2"]
+    old = ("before", "old-server-new-prompt")
     cores = os.cpu_count() or 1
     print(f"machine: {cores} cores, load average {os.getloadavg()[0]:.1f} at start; {args.rounds} rounds x 36 agents, "
           f"local messages, max_tokens {args.max_tokens}, concurrency {args.concurrency} per server")
     results: dict[str, dict[str, Any]] = {}
     for name in wanted:
-        if name == "before" and missing_modules(("llama_cpp",)):
+        if name in old and missing_modules(("llama_cpp",)):
             print("before: skipped (llama-cpp-python is not installed: pip install 'llm-mesa[local-legacy]')")
             continue
         count = 2 if name == "after-x2" else 1
         with ExitStack() as stack:
             servers = [stack.enter_context(LocalModelServer(
-                engine="llama-cpp-python" if name == "before" else "llama-server",
+                engine="llama-cpp-python" if name in old else "llama-server",
                 n_threads=max(1, cores // count), parallel=args.parallel)) for _ in range(count)]
             url = ",".join(s.base_url for s in servers)
             results[name] = play(url, legacy=name == "before", rounds=args.rounds, concurrency=args.concurrency,
-                                 max_tokens=args.max_tokens, seed=args.seed)
+                                 max_tokens=args.max_tokens, seed=args.seed, old_server=name in old)
         print(f"{name}: done; load average {os.getloadavg()[0]:.1f}", flush=True)
 
     print(f"\n{'':<10}{'calls/s':>8}{'valid':>7}{'1st try':>8}{'placeh.':>8}{'messages':>9}{'cached':>7}"
@@ -126,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, r in results.items():
         print(f"{name:<10}{r['calls_per_s']:>8.2f}{r['valid']:>7.0%}{r['first_try']:>8.0%}{r['placeholder']:>8.0%}"
               f"{r['messages']:>9.0%}{r['cache_share']:>7.0%}{r['service_s']:>10.2f}{r['queue_s']:>8.2f}  "
-              + ", ".join(f"{s:.1f}" for s in r["round_seconds"]))
+              + ", ".join(f"{s:.1f}" for s in r["round_seconds"]) + f"  {r['outcomes']}")
     if "before" in results and "after" in results:
         speedup = results["after"]["calls_per_s"] / results["before"]["calls_per_s"]
         print(f"\nafter / before: {speedup:.2f}x calls/s (target >= 2.5x), valid answers {results['after']['valid']:.0%} "
