@@ -229,16 +229,21 @@ def add_endpoint_arguments(parser: argparse.ArgumentParser, **defaults: Any) -> 
     g.add_argument("--base-url", default=d("base_url"), help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (env OPENAI_BASE_URL); "
                    "several servers of the one model: URL1,URL2 (calls spread by free capacity)")
     g.add_argument("--model", default=d("model"), help="model name as the server lists it (env LLM_MESA_MODEL)")
-    g.add_argument("--api-key-env", default=d("api_key_env", "OPENAI_API_KEY"), help="NAME of the environment variable holding the API key (default %(default)s; not needed on loopback)")
+    g.add_argument("--api-key-env", default=d("api_key_env", "OPENAI_API_KEY"),
+                   help="NAME of the environment variable holding the API key (default %(default)s; not needed on loopback)")
     g.add_argument("--temperature", type=float, default=d("temperature"), help="sampling temperature (unset: not sent)")
     g.add_argument("--top-p", type=float, default=d("top_p"), help="nucleus sampling top-p (unset: not sent)")
     g.add_argument("--max-tokens-per-call", type=int, default=d("max_tokens"), help="max_tokens of each call (unset: not sent)")
-    g.add_argument("--max-completion-tokens", type=int, default=d("max_completion_tokens"), help="max_completion_tokens, for reasoning models (excludes --max-tokens-per-call)")
+    g.add_argument("--max-completion-tokens", type=int, default=d("max_completion_tokens"),
+                   help="max_completion_tokens, for reasoning models (excludes --max-tokens-per-call)")
     g.add_argument("--llm-seed", type=int, default=d("seed"), help="seed sent to the server (does not make serving reproducible; recording does)")
     g.add_argument("--extra-body", default=d("extra_body"), help="JSON object merged into each request body, e.g. '{\"repetition_penalty\": 1.1}'")
-    g.add_argument("--dialect", choices=DIALECTS, default=d("dialect", "auto"), help="structured-output dialect (default %(default)s: json_schema, then json_object, then instructions)")
-    g.add_argument("--prompt-mode", choices=PROMPT_MODES, default=d("prompt_mode", "chat"), help="chat messages or a raw /completions prompt (default %(default)s)")
-    g.add_argument("--concurrency", type=int, default=d("concurrency", 64), help="calls in flight to this server (default %(default)s); endpoints sharing a base URL share one limit, the smallest given")
+    g.add_argument("--dialect", choices=DIALECTS, default=d("dialect", "auto"),
+                   help="structured-output dialect (default %(default)s: json_schema, then json_object, then instructions)")
+    g.add_argument("--prompt-mode", choices=PROMPT_MODES, default=d("prompt_mode", "chat"),
+                   help="chat messages or a raw /completions prompt (default %(default)s)")
+    g.add_argument("--concurrency", type=int, default=d("concurrency", 64),
+                   help="calls in flight to this server (default %(default)s); endpoints sharing a base URL share one limit, the smallest given")
     g.add_argument("--timeout", type=float, default=d("timeout", 120.0), help="seconds per call before it is retried (default %(default)s)")
     g.add_argument("--max-attempts", type=int, default=d("max_attempts", 5), help="attempts per call for 429/5xx/timeouts (default %(default)s)")
     g.add_argument("--price", default=d("price"), help="PROMPT,COMPLETION price per 1M tokens, for cost in the usage report")
