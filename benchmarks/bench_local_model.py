@@ -14,13 +14,15 @@ negotiation, reminders) for ``--rounds`` rounds of 36 agents with local messages
 * ``after x2`` two llama-server processes behind one model (``--base-url URL1,URL2``),
               half the threads each.
 
-For each it prints calls/s, the share of valid answers (decoded at once or after the
+Two more take one change at a time: ``old-prompt`` (llama-server, the former prompt)
+and ``old-server-new-prompt``. For each it prints calls/s, the share of valid answers (decoded at once or after the
 reminder), of placeholder or empty reason/diary fields and of messages, the share of
 prompt tokens served from cache, and the seconds of a round. "before" needs the
 ``local-legacy`` extra (it is skipped without it).
 
     python benchmarks/bench_local_model.py                 # before, after, after x2
     python benchmarks/bench_local_model.py --only after --rounds 1
+    python benchmarks/bench_local_model.py --only old-prompt --only after --rounds 1   # the prompt alone
 """
 
 from __future__ import annotations
@@ -48,8 +50,9 @@ LEGACY_FORMAT = {
 }
 
 
-#: before, after, after with two servers; and the old server with the new prompt (which of the two helps)
-CONFIGS = ("before", "after", "after-x2", "old-server-new-prompt")
+#: before, after, after with two servers; and each change alone: the old server with the new prompt,
+#: llama-server with the old prompt
+CONFIGS = ("before", "after", "after-x2", "old-server-new-prompt", "old-prompt")
 
 
 class LegacyPolicy(LLMConsensusPolicy):
@@ -123,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                 engine="llama-cpp-python" if name in old else "llama-server",
                 n_threads=max(1, cores // count), parallel=args.parallel)) for _ in range(count)]
             url = ",".join(s.base_url for s in servers)
-            results[name] = play(url, legacy=name == "before", rounds=args.rounds, concurrency=args.concurrency,
+            results[name] = play(url, legacy=name in ("before", "old-prompt"), rounds=args.rounds, concurrency=args.concurrency,
                                  max_tokens=args.max_tokens, seed=args.seed, old_server=name in old)
         print(f"{name}: done; load average {os.getloadavg()[0]:.1f}", flush=True)
 
