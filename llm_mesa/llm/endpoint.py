@@ -68,6 +68,17 @@ class Endpoint:
     price: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
+        # several servers of one model: "URL1,URL2" (each checked; calls spread by free capacity)
+        urls = [part.strip() for part in str(self.base_url or "").split(",")]
+        if len(urls) > 1:
+            if any(not part for part in urls):
+                raise EndpointError("--base-url has an empty entry; give comma-separated URLs, e.g. "
+                                    "http://127.0.0.1:8000/v1,http://127.0.0.1:8001/v1")
+            checked = [dataclasses.replace(self, base_url=part).base_url for part in urls]
+            if len(set(checked)) != len(checked):
+                raise EndpointError("--base-url names one server twice; give each server once")
+            object.__setattr__(self, "base_url", ",".join(checked))
+            return
         url = (self.base_url or "").strip().rstrip("/")
         try:
             parts = urlparse(url)
@@ -134,8 +145,24 @@ class Endpoint:
 
     # -- what is sent -----------------------------------------------------------------
     @property
+    def base_urls(self) -> tuple[str, ...]:
+        """The servers of this model: one, or several (``--base-url URL1,URL2``)."""
+        return tuple(self.base_url.split(","))
+
+    def for_server(self, url: str) -> Endpoint:
+        """This endpoint on one of its servers (the same object when it has one)."""
+        if url == self.base_url:
+            return self
+        found = _per_server.get((self, url))
+        if found is None:
+            if url not in self.base_urls:
+                raise EndpointError(f"{url} is not one of this endpoint's servers ({self.base_url})")
+            found = _per_server[(self, url)] = dataclasses.replace(self, base_url=url)
+        return found
+
+    @property
     def is_loopback(self) -> bool:
-        return is_loopback_url(self.base_url)
+        return all(is_loopback_url(url) for url in self.base_urls)
 
     def sampling_params(self) -> dict[str, Any]:
         """Exactly the sampling fields sent with every call (extra body merged in)."""
@@ -190,24 +217,33 @@ class Endpoint:
         return cls(base_url=base_url, model=model, **options)
 
 
+_per_server: dict[tuple[Endpoint, str], Endpoint] = {}
+
+
 # -- command line -----------------------------------------------------------------------
 
 def add_endpoint_arguments(parser: argparse.ArgumentParser, **defaults: Any) -> argparse._ArgumentGroup:
     """Add the shared endpoint options; ``defaults`` overrides per game (e.g. temperature=0.7)."""
     g = parser.add_argument_group("LLM endpoint")
     d = defaults.get
-    g.add_argument("--base-url", default=d("base_url"), help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (env OPENAI_BASE_URL)")
+    g.add_argument("--base-url", default=d("base_url"), help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (env OPENAI_BASE_URL); "
+                   "several servers of the one model: URL1,URL2 (calls spread by free capacity)")
     g.add_argument("--model", default=d("model"), help="model name as the server lists it (env LLM_MESA_MODEL)")
-    g.add_argument("--api-key-env", default=d("api_key_env", "OPENAI_API_KEY"), help="NAME of the environment variable holding the API key (default %(default)s; not needed on loopback)")
+    g.add_argument("--api-key-env", default=d("api_key_env", "OPENAI_API_KEY"),
+                   help="NAME of the environment variable holding the API key (default %(default)s; not needed on loopback)")
     g.add_argument("--temperature", type=float, default=d("temperature"), help="sampling temperature (unset: not sent)")
     g.add_argument("--top-p", type=float, default=d("top_p"), help="nucleus sampling top-p (unset: not sent)")
     g.add_argument("--max-tokens-per-call", type=int, default=d("max_tokens"), help="max_tokens of each call (unset: not sent)")
-    g.add_argument("--max-completion-tokens", type=int, default=d("max_completion_tokens"), help="max_completion_tokens, for reasoning models (excludes --max-tokens-per-call)")
+    g.add_argument("--max-completion-tokens", type=int, default=d("max_completion_tokens"),
+                   help="max_completion_tokens, for reasoning models (excludes --max-tokens-per-call)")
     g.add_argument("--llm-seed", type=int, default=d("seed"), help="seed sent to the server (does not make serving reproducible; recording does)")
     g.add_argument("--extra-body", default=d("extra_body"), help="JSON object merged into each request body, e.g. '{\"repetition_penalty\": 1.1}'")
-    g.add_argument("--dialect", choices=DIALECTS, default=d("dialect", "auto"), help="structured-output dialect (default %(default)s: json_schema, then json_object, then instructions)")
-    g.add_argument("--prompt-mode", choices=PROMPT_MODES, default=d("prompt_mode", "chat"), help="chat messages or a raw /completions prompt (default %(default)s)")
-    g.add_argument("--concurrency", type=int, default=d("concurrency", 64), help="calls in flight to this server (default %(default)s); endpoints sharing a base URL share one limit, the smallest given")
+    g.add_argument("--dialect", choices=DIALECTS, default=d("dialect", "auto"),
+                   help="structured-output dialect (default %(default)s: json_schema, then json_object, then instructions)")
+    g.add_argument("--prompt-mode", choices=PROMPT_MODES, default=d("prompt_mode", "chat"),
+                   help="chat messages or a raw /completions prompt (default %(default)s)")
+    g.add_argument("--concurrency", type=int, default=d("concurrency", 64),
+                   help="calls in flight to this server (default %(default)s); endpoints sharing a base URL share one limit, the smallest given")
     g.add_argument("--timeout", type=float, default=d("timeout", 120.0), help="seconds per call before it is retried (default %(default)s)")
     g.add_argument("--max-attempts", type=int, default=d("max_attempts", 5), help="attempts per call for 429/5xx/timeouts (default %(default)s)")
     g.add_argument("--price", default=d("price"), help="PROMPT,COMPLETION price per 1M tokens, for cost in the usage report")

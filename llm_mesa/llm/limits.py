@@ -18,6 +18,11 @@ finish.
 
 A call keeps its place while it backs off between retries, which is what a
 rate-limited server wants. Places are given in arrival order.
+
+An endpoint with several servers (``--base-url URL1,URL2``) has one limit per
+server; ``pick_server`` sends each call to the server with the most free places
+(its limit less the calls in flight, waiting, or picked and not yet arrived),
+the least used one on a tie.
 """
 
 from __future__ import annotations
@@ -34,19 +39,30 @@ if TYPE_CHECKING:
 class ServerLimit:
     """At most ``limit`` calls in flight, ``limit`` being the smallest one given (``lower_to``)."""
 
-    __slots__ = ("_waiters", "in_flight", "limit")
+    __slots__ = ("_waiters", "in_flight", "limit", "picked", "used")
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.in_flight = 0
+        #: calls sent here by ``pick_server`` that have not asked for their place yet
+        self.picked = 0
+        #: calls sent here in all
+        self.used = 0
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
 
     def lower_to(self, limit: int) -> None:
         """Make ``limit`` the limit if it is smaller than the current one."""
         self.limit = min(self.limit, limit)
 
+    @property
+    def free(self) -> int:
+        return self.limit - self.in_flight - len(self._waiters) - self.picked
+
     async def __aenter__(self) -> None:
         await asyncio.sleep(0)  # the other calls of this turn register their endpoints' limits first
+        if self.picked:
+            self.picked -= 1
+        self.used += 1
         if self.in_flight < self.limit and not self._waiters:
             self.in_flight += 1
             return
@@ -76,18 +92,37 @@ class ServerLimit:
 _limits: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, ServerLimit]] = weakref.WeakKeyDictionary()
 
 
-def server_limit(endpoint: Endpoint) -> ServerLimit:
-    """The limit of ``endpoint``'s server on the running loop, lowered to the endpoint's ``concurrency``."""
+def _limit_of(url: str, concurrency: int) -> ServerLimit:
     loop = asyncio.get_running_loop()
     by_server = _limits.get(loop)
     if by_server is None:
         by_server = _limits[loop] = {}
-    limit = by_server.get(endpoint.base_url)
+    limit = by_server.get(url)
     if limit is None:
-        limit = by_server[endpoint.base_url] = ServerLimit(endpoint.concurrency)
+        limit = by_server[url] = ServerLimit(concurrency)
     else:
-        limit.lower_to(endpoint.concurrency)
+        limit.lower_to(concurrency)
     return limit
+
+
+def server_limit(endpoint: Endpoint) -> ServerLimit:
+    """The limit of ``endpoint``'s server on the running loop, lowered to the endpoint's ``concurrency``.
+
+    For an endpoint with several servers every server's limit is registered; the first is returned.
+    """
+    limits = [_limit_of(url, endpoint.concurrency) for url in endpoint.base_urls]
+    return limits[0]
+
+
+def pick_server(endpoint: Endpoint) -> str:
+    """The server for ``endpoint``'s next call: the most free places, then the least used."""
+    urls = endpoint.base_urls
+    if len(urls) == 1:
+        return urls[0]
+    limits = [_limit_of(url, endpoint.concurrency) for url in urls]
+    best = max(range(len(urls)), key=lambda i: (limits[i].free, -limits[i].used - limits[i].picked, -i))
+    limits[best].picked += 1
+    return urls[best]
 
 
 def forget_limits() -> None:

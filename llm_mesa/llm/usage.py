@@ -1,5 +1,10 @@
 """Token, latency, failure and cost ledgers for LLM calls.
 
+Times are kept apart: ``latency_s`` sums service times (from a call's place under its
+server's concurrency limit to its answer), ``queue_s`` the waits for that place, so
+"time per decision" reads honestly from ``latency_s / calls``. ``cached_tokens`` counts
+the prompt tokens servers took from their prompt caches (``cache_share`` of all).
+
 A ``Usage`` sums what its calls cost. Ledgers nest: ``usage.child("round=3")``
 returns a sub-ledger whose records also count in every ancestor, so one record
 lands in the round, the game and the sweep at once. To count a call in two
@@ -32,8 +37,8 @@ PARSE_OUTCOMES = ("ok", "retry_ok", "truncated", "parse_failure", "call_failure"
 class Usage:
     """A ledger of calls: counts, tokens, latency, failures by kind, parse outcomes, cost."""
 
-    __slots__ = ("attempts", "calls", "children", "completion_tokens", "cost", "failures", "latency_s", "name",
-                 "outcomes", "parent", "prompt_tokens", "replayed", "replayed_cost")
+    __slots__ = ("attempts", "cached_tokens", "calls", "children", "completion_tokens", "cost", "failures", "latency_s",
+                 "name", "outcomes", "parent", "prompt_tokens", "queue_s", "replayed", "replayed_cost")
 
     def __init__(self, name: str = "total", parent: Usage | None = None) -> None:
         self.name = name
@@ -42,7 +47,11 @@ class Usage:
         self.calls = 0
         self.prompt_tokens = 0
         self.completion_tokens = 0
+        #: summed service time of the calls (waits for a concurrency slot are in ``queue_s``)
         self.latency_s = 0.0
+        self.queue_s = 0.0
+        #: prompt tokens the servers answered from their prompt caches
+        self.cached_tokens = 0
         self.attempts = 0
         self.replayed = 0
         self.cost = 0.0
@@ -71,6 +80,8 @@ class Usage:
             ledger.prompt_tokens += result.prompt_tokens
             ledger.completion_tokens += result.completion_tokens
             ledger.latency_s += result.latency_s
+            ledger.queue_s += result.queue_s
+            ledger.cached_tokens += result.cached_tokens
             ledger.attempts += result.attempts
             ledger.cost += cost
             if result.replayed:
@@ -89,6 +100,11 @@ class Usage:
         return self.prompt_tokens + self.completion_tokens
 
     @property
+    def cache_share(self) -> float:
+        """The share of prompt tokens served from a prompt cache (0 with no prompt tokens)."""
+        return self.cached_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+
+    @property
     def failed_calls(self) -> int:
         return sum(self.failures.values())
 
@@ -97,7 +113,8 @@ class Usage:
         return {
             "calls": self.calls, "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens, "total_tokens": self.total_tokens,
-            "latency_s": round(self.latency_s, 6), "attempts": self.attempts,
+            "cached_tokens": self.cached_tokens, "cache_share": round(self.cache_share, 6),
+            "latency_s": round(self.latency_s, 6), "queue_s": round(self.queue_s, 6), "attempts": self.attempts,
             "replayed": self.replayed, "cost": self.cost, "replayed_cost": self.replayed_cost,
             "failed_calls": self.failed_calls,
             "failures": dict(self.failures),

@@ -30,10 +30,11 @@ RULE_STREAM = 0x0A11_BA5E
 ROUND_COLUMNS = (
     "round", "blue_share", "consensus", "largest_component", "largest_component_colour",
     "local_agreement", "pseudo_equilibrium", "flippers", "stubborn_moves", "opportunities",
-    "messages", "private_messages", "calls", "prompt_tokens", "completion_tokens", "cost", "failures",
+    "messages", "private_messages", "calls", "prompt_tokens", "completion_tokens", "cached_tokens", "cost", "failures",
 )
 #: per-round accounting of LLM decisions (zero in rule games)
-ACCOUNTING = ("messages", "private_messages", "calls", "prompt_tokens", "completion_tokens", "cost", "failures")
+ACCOUNTING = ("messages", "private_messages", "calls", "prompt_tokens", "completion_tokens", "cached_tokens", "cost",
+              "failures")
 AGENT_COLUMNS = ("node", "colour", "preference", "opportunity", "stubborn_move", "flipped", "failed", "calls",
                  "prompt_tokens", "completion_tokens")
 AGENT_ACCOUNTING = ("failed", "calls", "prompt_tokens", "completion_tokens")

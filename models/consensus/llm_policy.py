@@ -22,6 +22,18 @@ from llm_mesa.policy import Policy, register_policy
 from .observation import ConsensusDecision, ConsensusObservation
 from .prompt import PROMPT_VARIANTS, ConsensusPrompt, answer_schema
 
+#: answers a small model gives for "no message" or copies from a template: not a message
+_PLACEHOLDERS = frozenset({"null", "none", "n/a", "na", "nil", "no", "no message", "nothing", "empty", "message"})
+_FILLER = set(".…-_*?!,;:'\"()[]{}<> \t\n")
+
+
+def is_placeholder(text: object) -> bool:
+    """True for an empty or placeholder-like field ("...", "", "null", "n/a"): no content of its own."""
+    if text is None or isinstance(text, bool):
+        return True
+    value = str(text).strip()
+    return not value or set(value) <= _FILLER or value.lower().strip(".") in _PLACEHOLDERS
+
 
 def decode_answer(text: str, obs: ConsensusObservation) -> ConsensusDecision | None:
     """The decision in an answer, or None when it names no valid colour."""
@@ -32,7 +44,7 @@ def decode_answer(text: str, obs: ConsensusObservation) -> ConsensusDecision | N
     if colour not in ("red", "blue"):
         return None
     message = data.get("message")
-    message = str(message).strip() if message not in (None, "", "null") else None
+    message = None if is_placeholder(message) else str(message).strip()
     message_to = data.get("message_to")
     try:
         message_to = int(message_to) if message_to not in (None, "", "null") else None
@@ -104,10 +116,11 @@ class LLMConsensusPolicy(Policy):
             if result is not None and result.error is None:
                 self.served_by.add((result.model, result.system_fingerprint))
         calls = 1 + (answer.retry is not None)
-        latency = answer.first.latency_s + (answer.retry.latency_s if answer.retry else 0.0)
         cost = answer.cost(self.endpoint)
         decision = answer.value if answer.ok else ConsensusDecision(obs.colour, failed=answer.outcome)
         decision.calls, decision.prompt_tokens, decision.completion_tokens = calls, answer.prompt_tokens, answer.completion_tokens
-        decision.latency_s, decision.cost, decision.outcome = latency, cost, answer.outcome
+        decision.latency_s, decision.queue_s, decision.cached_tokens = answer.latency_s, answer.queue_s, answer.cached_tokens
+        decision.server = (answer.retry or answer.first).server
+        decision.cost, decision.outcome = cost, answer.outcome
         decision.raw = answer.text
         return decision

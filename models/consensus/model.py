@@ -190,7 +190,7 @@ class ConsensusModel(ConsensusRecord, Model):
         self.message_log: list[Message] = []
         self.transcript: list[dict[str, Any]] = []  # LLM decisions, for message-content analysis
         self._inbox_by_round: dict[int, dict[int, list[Message]]] = {}
-        self.totals = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0,
+        self.totals = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0, "cost": 0.0,
                        "failures": 0, "decisions": 0}
         self.outcomes: dict[str, int] = {}
         self.datacollector = ArrayDataCollector(self, collect_agents)
@@ -250,7 +250,8 @@ class ConsensusModel(ConsensusRecord, Model):
                     "colour": decision.colour, "reason": decision.reason, "message": decision.message,
                     "message_to": decision.message_to, "diary": decision.diary, "outcome": decision.outcome,
                     "failed": decision.failed, "calls": decision.calls, "prompt_tokens": decision.prompt_tokens,
-                    "completion_tokens": decision.completion_tokens, "latency_s": decision.latency_s,
+                    "completion_tokens": decision.completion_tokens, "cached_tokens": decision.cached_tokens,
+                    "latency_s": decision.latency_s, "queue_s": decision.queue_s, "server": decision.server,
                     "answer": decision.raw,
                 })
         before = rounds.codes.copy()

@@ -103,7 +103,10 @@ class ConsensusDecision:
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    latency_s: float = 0.0
+    latency_s: float = 0.0  # service time of its calls; waits for a concurrency slot are in queue_s
+    queue_s: float = 0.0
+    cached_tokens: int = 0  # prompt tokens the server took from its prompt cache
+    server: str | None = None  # the base URL that answered (an endpoint may have several)
     cost: float = 0.0
     raw: str = ""  # the answer text an LLM gave
     outcome: str = ""  # e.g. "ok", "retry_ok", "parse_failure", "truncated", "call_failure"

@@ -28,7 +28,7 @@ The game ends as soon as every player in the network holds the same colour.
 Payoff, the same for every player: £{payoff_preferred:.2f} if the whole network ends on your preferred colour; £{payoff_other:.2f} if it ends on the other colour; £0 if the network does not reach one colour by the last round. A single player on the other colour means nobody earns anything.
 {communication}
 You keep a private diary that only you read; rewrite it every round with what you want to remember.
-Answer with one JSON object and nothing else: {answer_format}"""
+{answer_format} Write nothing else."""
 
 COMMUNICATION = {
     "none": "There is no communication: you can only change or keep your colour.",
@@ -39,11 +39,19 @@ COMMUNICATION = {
 }
 DIRECT = " You may also address your message privately to one neighbour by giving its node id in \"message_to\"."
 
+#: The answer's fields, described rather than shown: a small model copies placeholder
+#: text ("...") from a template into every answer. The message is optional, and absent
+#: unless the agent means to send one (a message replaces the colour choice).
+FIELDS = ('"colour": the colour you choose, "red" or "blue"; "reason": why, in a few words of your own; '
+          '"diary": a short note to yourself for later rounds')
+TEXT_CHARS = 80
 ANSWER_FORMAT = {
-    "none": '{"colour": "red" or "blue", "reason": "...", "diary": "..."}',
-    "talk": '{"colour": "red" or "blue", "reason": "...", "diary": "...", "message": "..." or null}',
-    "dm": '{"colour": "red" or "blue", "reason": "...", "diary": "...", "message": "..." or null, '
-          '"message_to": a neighbour\'s node id or null}',
+    "none": "Answer with one JSON object with these keys: " + FIELDS + ".",
+    "talk": ("Answer with one JSON object with these keys: " + FIELDS + "; and only if you decide to send a message "
+             'instead of choosing, "message": your words to the others (leave this key out otherwise).'),
+    "dm": ("Answer with one JSON object with these keys: " + FIELDS + "; and only if you decide to send a message "
+           'instead of choosing, "message": your words to the others (leave this key out otherwise), '
+           'and "message_to": the node id of the one neighbour it is for (leave it out to tell them all).'),
 }
 
 STATE = """Round: {round} of {max_rounds}
@@ -60,22 +68,26 @@ Your private diary:
 {diary}
 Choose your colour for the next round."""
 
-REMINDER = ('Your last reply could not be read. Reply with exactly one JSON object, for example '
-            '{"colour": "red", "reason": "...", "diary": "..."}, and nothing else.')
+REMINDER = ('Your last reply could not be read. Reply with exactly one JSON object with the keys '
+            '"colour" ("red" or "blue"), "reason" and "diary", and nothing else.')
 
 
 def answer_schema(communication: str, direct: bool) -> dict[str, Any]:
     """JSON schema of an answer in this communication condition."""
+    # free text bounded: without it a small model's reasons run into max_tokens (30-40% of
+    # answers cut at 48 tokens on llama-server), with it 68 of 72 answers were valid
+    text = {"type": "string", "maxLength": TEXT_CHARS}
     props: dict[str, Any] = {
         "colour": {"type": "string", "enum": ["red", "blue"]},
-        "reason": {"type": "string"},
-        "diary": {"type": "string"},
+        "reason": dict(text),
+        "diary": dict(text),
     }
     if communication != "none":
-        props["message"] = {"type": ["string", "null"]}
+        props["message"] = dict(text)  # optional: absent unless the agent sends one
         if direct:
-            props["message_to"] = {"type": ["integer", "null"]}
-    return {"type": "object", "properties": props, "required": ["colour", "reason", "diary"]}
+            props["message_to"] = {"type": "integer"}
+    return {"type": "object", "properties": props, "required": ["colour", "reason", "diary"],
+            "additionalProperties": False}
 
 
 @dataclass(frozen=True)
@@ -92,15 +104,20 @@ class ConsensusPrompt:
     communication_text: dict[str, str] = field(default_factory=lambda: dict(COMMUNICATION))
     message_chars: int = 280
     diary_chars: int = 1000
-    #: rules in a system message; off by default because some chat templates
-    #: (Gemma's, in llama.cpp) drop system messages. Either way the rules lead.
-    system_role: bool = False
+    #: the answer format's text per condition (None: ``ANSWER_FORMAT``); e.g. to measure an older one
+    answer_format: dict[str, str] | None = None
+    #: rules in their own (system) message, so a server's prompt cache reuses them at the
+    #: message boundary (llama-server: ~400 of ~530 prompt tokens cached, against ~1 when
+    #: folded into the user message). Gemma's template in llama-server keeps a system
+    #: message (as the head of the first user turn); llama-cpp-python's "gemma" chat format
+    #: drops it: pass ``system_role=False`` there. Either way the rules lead.
+    system_role: bool = True
 
     @cached_property
     def template_hash(self) -> str:
         """Changes whenever any template text changes, so stale answers never replay."""
         parts = [self.rules, self.state, self.reminder, json.dumps(self.communication_text, sort_keys=True),
-                 json.dumps(ANSWER_FORMAT, sort_keys=True), str(self.message_chars), str(self.diary_chars), str(self.system_role)]
+                 json.dumps(self.answer_format or ANSWER_FORMAT, sort_keys=True), str(TEXT_CHARS), str(self.message_chars), str(self.diary_chars), str(self.system_role)]
         return hashlib.sha256("\x1e".join(parts).encode()).hexdigest()[:16]
 
     def delivered(self, text: str) -> str:
@@ -114,7 +131,7 @@ class ConsensusPrompt:
 
     def messages(self, obs: ConsensusObservation) -> list[dict[str, str]]:
         talk = obs.communication != "none"
-        fmt = ANSWER_FORMAT["dm" if talk and obs.direct_messages else "talk" if talk else "none"]
+        fmt = (self.answer_format or ANSWER_FORMAT)["dm" if talk and obs.direct_messages else "talk" if talk else "none"]
         communication = self.communication_text[obs.communication] + (DIRECT if obs.direct_messages else "")
         rules = self.rules.format(
             n_others=obs.n_players - 1, players="humans" if obs.label == "human" else "LLM agents",

@@ -122,9 +122,10 @@ class ConsensusRecord:
                 self.outcomes[d.outcome] = self.outcomes.get(d.outcome, 0) + 1
         per_round = {"calls": int(per_agent["calls"].sum()), "prompt_tokens": int(per_agent["prompt_tokens"].sum()),
                      "completion_tokens": int(per_agent["completion_tokens"].sum()),
+                     "cached_tokens": int(sum(d.cached_tokens for d in decisions)),
                      "cost": float(sum(d.cost for d in decisions)), "failures": int(failed.sum()),
                      "messages": self._sent_this_round[0], "private_messages": self._sent_this_round[1]}
-        for key in ("calls", "prompt_tokens", "completion_tokens", "cost", "failures"):
+        for key in ("calls", "prompt_tokens", "completion_tokens", "cached_tokens", "cost", "failures"):
             totals[key] += per_round[key]
         totals["decisions"] += len(decisions)
         return per_agent, per_round
@@ -207,7 +208,7 @@ class ConsensusRecord:
 #: the message part of the summary of a game without messages (every rule game)
 NO_MESSAGES = {"messages": 0, "private_messages": 0, "distinct_share": None, "template_similarity": None,
                "relayed_mentions": 0}
-NO_LLM = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0, "failures": 0}
+NO_LLM = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0, "cost": 0.0, "failures": 0}
 
 
 def summary_row(parameters: Mapping[str, Any], colours: list[str], preferences: list[str], last: Mapping[str, Any],
@@ -252,6 +253,9 @@ def summary_row(parameters: Mapping[str, Any], colours: list[str], preferences: 
         "calls": totals["calls"],
         "prompt_tokens": totals["prompt_tokens"],
         "completion_tokens": totals["completion_tokens"],
+        # prompt tokens the servers answered from their prompt caches, and their share
+        "cached_prompt_tokens": totals.get("cached_tokens", 0),
+        "prompt_cache_share": totals.get("cached_tokens", 0) / totals["prompt_tokens"] if totals["prompt_tokens"] else 0.0,
         "cost": totals["cost"],
         "failures": totals["failures"],
         "decisions": totals["decisions"],
