@@ -18,8 +18,8 @@ average is printed beside them):
    in a process of its own: decisions/s of the round loop and peak memory
    (target: within 4 GB); with ``--mesa-big`` also through the Mesa model.
 4. The Mesa model on the 36-agent game against an older checkout (``--old
-   PYTHON``: the interpreter of that checkout's venv, e.g. commit 680be42 in
-   /work/wt-old), interleaved in the same run. Target: at least 3x.
+   PYTHON`` or ``$LLM_MESA_BENCH_OLD_PYTHON``: the interpreter of that checkout's
+   venv, e.g. commit 680be42), interleaved in the same run. Target: at least 3x.
 
 Usage:
   python benchmarks/bench_consensus_rules.py            # full: a few minutes
@@ -53,7 +53,8 @@ from llm_mesa.models.consensus.conditions import RULE_CONFIGURATIONS, STUDY_COND
 from llm_mesa.sweep import limit_blas_threads  # noqa: E402
 
 RULE = "majority-inertia:inertia=0.2"
-OLD_DEFAULT = "/work/wt-old/.venv/bin/python"
+#: an older checkout's interpreter for the 36-agent ratio (e.g. a venv of commit 680be42), from the environment
+OLD_DEFAULT = os.environ.get("LLM_MESA_BENCH_OLD_PYTHON")
 RATE_36 = """
 import sys, time
 from llm_mesa.models.consensus import ConsensusModel
@@ -175,7 +176,7 @@ def main() -> None:
     parser.add_argument("--mesa-big", action="store_true",
                         help="also play the largest game through the Mesa model (a minute of construction)")
     parser.add_argument("--old", default=OLD_DEFAULT, help="python of an older checkout's venv, for the 36-agent"
-                        f" ratio (default {OLD_DEFAULT}; skipped when absent)")
+                        " ratio (default: $LLM_MESA_BENCH_OLD_PYTHON; skipped when not given)")
     args = parser.parse_args()
     quick = args.quick
     load_before = os.getloadavg()
@@ -185,7 +186,7 @@ def main() -> None:
         big = big_game(args.big_n or (100_000 if quick else 1_000_000))
         big_mesa = big_game(big["n"], BIG_MESA) if args.mesa_big else None
         new36, old36 = [], []
-        if Path(args.old).exists():
+        if args.old and Path(args.old).exists():
             for _ in range(1 if quick else 3):  # interleaved: old, new, old, new...
                 old36 += rate_36(args.old, 1)
                 new36 += rate_36(sys.executable, 1)
@@ -215,7 +216,7 @@ def main() -> None:
         print(f"\n4. Mesa model, 36 agents: {new:,.0f} decisions/s against {old:,.0f} for {args.old} "
               f"({new / old:.1f}x; target >= 3x)")
     else:
-        print(f"\n4. Mesa model, 36 agents: no older checkout at {args.old}; skipped")
+        print("\n4. Mesa model, 36 agents: skipped (give --old PYTHON of an older checkout's venv)")
 
 
 if __name__ == "__main__":
