@@ -94,11 +94,7 @@ def round_stats(model: "NamingModel", speakers: list["NamingAgent"], pairs: int)
     totals.prompt_tokens += prompt
     totals.completion_tokens += completion
     totals.outcomes.update(outcomes)
-    for agent in speakers:
-        u = agent.utterance
-        counts = totals.by_speaker.setdefault(agent.speaker.identity(), Counter())
-        counts.update({"utterances": 1, "calls": u.calls, "failures": u.failures, "prompt_tokens": u.prompt_tokens,
-                       "completion_tokens": u.completion_tokens, f"outcome_{u.outcome}": 1})
+    _count_by_speaker(model, totals, speakers)
     row: dict[str, Any] = {
         "round": model.steps, "pairs": pairs, "utterances": len(utterances),
         "agreement": said_count / n, "agreement_latest": latest_count / n,
@@ -111,6 +107,36 @@ def round_stats(model: "NamingModel", speakers: list["NamingAgent"], pairs: int)
     for outcome in OUTCOMES:
         row[f"outcome_{outcome}"] = outcomes.get(outcome, 0)
     return row
+
+
+def _count_by_speaker(model: "NamingModel", totals: Totals, speakers: list["NamingAgent"]) -> None:
+    """Add a round to the per-speaker sums of a mixed population (a population of one speaker
+    needs none: its sums are the game's, see ``speaker_counts``)."""
+    if model.single_speaker:
+        return
+    by_policy: dict[int, tuple[Any, list]] = {}
+    for agent in speakers:
+        by_policy.setdefault(id(agent.speaker), (agent.speaker, []))[1].append(agent.utterance)
+    for policy, said in by_policy.values():
+        counts = totals.by_speaker.setdefault(policy.identity(), Counter())
+        counts["utterances"] += len(said)
+        counts["calls"] += sum(u.calls for u in said)
+        counts["failures"] += sum(u.failures for u in said)
+        counts["prompt_tokens"] += sum(u.prompt_tokens for u in said)
+        counts["completion_tokens"] += sum(u.completion_tokens for u in said)
+        for u in said:
+            counts["outcome_" + u.outcome] += 1
+
+
+def speaker_counts(model: "NamingModel") -> dict[str, Counter]:
+    """Per speaker: utterances, calls, failures, tokens and decoding outcomes over the game."""
+    if not model.single_speaker:
+        return model.totals.by_speaker
+    t = model.totals
+    counts = Counter({"utterances": sum(t.outcomes.values()), "calls": t.calls, "failures": t.failures,
+                      "prompt_tokens": t.prompt_tokens, "completion_tokens": t.completion_tokens})
+    counts.update({f"outcome_{o}": k for o, k in t.outcomes.items()})
+    return {model.players[0].speaker.identity(): counts}
 
 
 def rounds_frame(model: "NamingModel") -> pd.DataFrame:
@@ -188,7 +214,7 @@ def speakers_frame(model: "NamingModel") -> pd.DataFrame:
     tokens, decoding outcome shares, and the share of its agents holding the top name."""
     top, _ = most_common([a.name for a in model.players])
     rows = []
-    for speaker, counts in model.totals.by_speaker.items():
+    for speaker, counts in speaker_counts(model).items():
         agents = [a for a in model.players if a.speaker.identity() == speaker]
         spoken = max(counts["utterances"], 1)
         rows.append({"speaker": speaker, "agents": len(agents), "utterances": counts["utterances"],

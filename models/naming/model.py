@@ -142,6 +142,8 @@ class NamingModel(mesa.Model):
         for index in range(self.n):
             NamingAgent(self, self.random.choice(self.lexicon), speakers[index], self.memory_size)
         self.players: list[NamingAgent] = list(self.agents)
+        #: one speaker object for everyone (per-speaker sums are then the game's own)
+        self.single_speaker = all(agent.speaker is self.players[0].speaker for agent in self.players)
         self.round_stats: dict[str, Any] = metrics.empty_round(self)
         self.totals = metrics.Totals()
         self.datacollector = mesa.DataCollector(
@@ -189,7 +191,7 @@ class NamingModel(mesa.Model):
         # all speak (LLM calls together), every utterance is checked, and only then do all update
         utterances = play_round(speakers, self.random, advance=False)
         for agent, utterance in zip(speakers, utterances, strict=True):
-            if not isinstance(utterance, Utterance):
+            if utterance.__class__ is not Utterance and not isinstance(utterance, Utterance):
                 raise TypeError(f"speaker {agent.speaker.spec()!r} gave no utterance for agent {agent.unique_id} "
                                 f"in round {self.steps} (got {type(utterance).__name__}); a naming speaker "
                                 "must return an Utterance for every agent it speaks for")
