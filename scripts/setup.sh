@@ -35,6 +35,14 @@ fi
 # without LLAMA_CPP_BUILD_JOBS its cmake runs unlimited parallel jobs (and can exhaust
 # memory); its tests and examples are not needed.
 export LLAMA_CPP_BUILD_JOBS="${LLAMA_CPP_BUILD_JOBS:-$(nproc 2>/dev/null || echo 2)}"
-export CMAKE_ARGS="${CMAKE_ARGS:--DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF}"
+# On x86-64 the build is native except for AMX: virtual machines (ours among them) report
+# AMX without enabling it, and ggml's AMX kernels then die of SIGILL on the first matrix
+# product; without them the AVX2/AVX-512 repacked kernels serve. Set CMAKE_ARGS to override.
+llama_cmake_args="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF"
+if [ "$(uname -m)" = "x86_64" ]; then
+    no_amx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+    llama_cmake_args="$llama_cmake_args '-DCMAKE_C_FLAGS=$no_amx' '-DCMAKE_CXX_FLAGS=$no_amx'"
+fi
+export CMAKE_ARGS="${CMAKE_ARGS:-$llama_cmake_args}"
 .venv/bin/python -m pip install -q -e ".[$extras]"
 echo "setup: llm-mesa installed in .venv ($(.venv/bin/python --version)), extras: $extras"
