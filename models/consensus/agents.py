@@ -90,6 +90,7 @@ class ConsensusAgent(FixedAgent, PolicyAgent):
             neighbour_colours=tuple(a.colour for a in self.neighbours),
             communication=model.communication,
             direct_messages=model.direct_messages,
+            message_replaces_move=model.message_replaces_move,
             label=model.label,
             rounds_left=model.max_rounds - model.round,
             max_rounds=model.max_rounds,

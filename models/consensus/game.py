@@ -108,7 +108,8 @@ class ConsensusGame(Game):
         obs = ConsensusObservation(
             agent_id=n - 1, round=min(10, rounds), preference="red", colour="red", neighbour_ids=neighbours,
             neighbour_colours=("blue",) * degree, communication=full["communication"],
-            direct_messages=full["direct_messages"], label=full["label"], history=history,
+            direct_messages=full["direct_messages"], message_replaces_move=full["message_replaces_move"],
+            label=full["label"], history=history,
             inbox=[Message(v, 1, "x" * 80) for v in neighbours] if talk else [], diary="x" * 200,
             max_rounds=rounds, n_players=n, payoff_preferred=full["payoff_preferred"],
             payoff_other=full["payoff_other"])

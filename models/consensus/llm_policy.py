@@ -10,6 +10,7 @@ never crashes the game: the agent keeps its colour and the decision is marked
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from llm_mesa.llm.answers import ask, parse_json_answer
@@ -35,25 +36,42 @@ def is_placeholder(text: object) -> bool:
     return not value or set(value) <= _FILLER or value.lower().strip(".") in _PLACEHOLDERS
 
 
+def _is_message(value: object) -> bool:
+    return isinstance(value, str) and not is_placeholder(value)  # None, or NaN from a table: none
+
+
+def placeholder_share(answers: Iterable[Mapping[str, Any]]) -> float:
+    """Share of decoded answers (transcript rows) with a placeholder or empty field of their
+    form: the diary, and a move's reason (a message has no reason; a placeholder message
+    decodes to no answer at all)."""
+    rows = list(answers)
+    marked = sum(is_placeholder(r["diary"]) or (not _is_message(r["message"]) and is_placeholder(r["reason"]))
+                 for r in rows)
+    return marked / max(1, len(rows))
+
+
 def decode_answer(text: str, obs: ConsensusObservation) -> ConsensusDecision | None:
-    """The decision in an answer, or None when it names no valid colour."""
+    """The decision in an answer, or None when it decides nothing.
+
+    An answer is a move (a valid colour) or, where communication is on, a message:
+    where a message replaces the move (the study) a message alone keeps the current
+    colour. A placeholder message ("...", "null") is no message.
+    """
     data = parse_json_answer(text)
     if not data:
         return None
-    colour = str(data.get("colour", data.get("color", ""))).strip().lower()
-    if colour not in ("red", "blue"):
-        return None
     message = data.get("message")
-    message = None if is_placeholder(message) else str(message).strip()
-    message_to = data.get("message_to")
+    message = None if is_placeholder(message) or obs.communication == "none" else str(message).strip()
+    message_to = data.get("message_to") if message is not None and obs.direct_messages else None
     try:
         message_to = int(message_to) if message_to not in (None, "", "null") else None
     except (TypeError, ValueError):
         message_to = None
-    if obs.communication == "none":
-        message, message_to = None, None
-    elif not obs.direct_messages:
-        message_to = None
+    colour = str(data.get("colour", data.get("color", ""))).strip().lower()
+    if colour not in ("red", "blue"):
+        if message is None or not obs.message_replaces_move:
+            return None
+        colour = obs.colour  # a message instead of a move
     return ConsensusDecision(colour=colour, reason=str(data.get("reason", ""))[:2000], message=message,
                              message_to=message_to, diary=str(data.get("diary", ""))[:4000])
 
@@ -101,7 +119,7 @@ class LLMConsensusPolicy(Policy):
 
     def request(self, obs: ConsensusObservation) -> LLMRequest:
         key = f"g={obs.game_key}|agent={obs.agent_id}|round={obs.round}"
-        schema = answer_schema(obs.communication, obs.direct_messages)
+        schema = answer_schema(obs.communication, obs.direct_messages, obs.message_replaces_move)
         prompt = self.prompt_for(obs.prompt)
         if self.endpoint.prompt_mode == "completion":
             return LLMRequest(prompt=prompt.completion_prompt(obs), schema=None, sample_key=key,

@@ -64,6 +64,7 @@ class ConsensusObservation:
     neighbour_colours: tuple[Colour, ...]
     communication: str = "none"  # none | local | global
     direct_messages: bool = False
+    message_replaces_move: bool = True  # a message is sent instead of a move (the study), or with it
     label: str = "llm"  # what the rules call the other players: "llm" or "human"
     history: list[RoundRecord] = field(default_factory=list)
     inbox: list[Message] = field(default_factory=list)

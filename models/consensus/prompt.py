@@ -37,21 +37,33 @@ COMMUNICATION = {
     "global": ("Instead of choosing a colour you may send a short message to every player in the network; "
                "a player who sends a message keeps its current colour this round."),
 }
+#: the rules when a message goes with the choice of colour (``message_replaces_move=False``)
+COMMUNICATION_ALONGSIDE = {
+    "local": "Besides choosing a colour you may send a short message to all your neighbours.",
+    "global": "Besides choosing a colour you may send a short message to every player in the network.",
+}
 DIRECT = " You may also address your message privately to one neighbour by giving its node id in \"message_to\"."
 
 #: The answer's fields, described rather than shown: a small model copies placeholder
-#: text ("...") from a template into every answer. The message is optional, and absent
-#: unless the agent means to send one (a message replaces the colour choice).
-FIELDS = ('"colour": the colour you choose, "red" or "blue"; "reason": why, in a few words of your own; '
-          '"diary": a short note to yourself for later rounds')
-TEXT_CHARS = 80
+#: text ("...") from a template into every answer. Where a message replaces the move
+#: (the study), the answer takes one of two forms, a move or a message: a message needs
+#: no colour and a move no message, so neither form pays for the other's fields (with
+#: all four in one answer, a 270M model's answers ran into 48 tokens in two of three).
+MOVE = ('"colour": the colour you choose, "red" or "blue"; "reason": why, in a few words of your own; '
+        '"diary": a short note to yourself for later rounds')
+TALK = '"message": your words to the others; "diary": a short note to yourself for later rounds'
+TO = '; "message_to": the node id of the one neighbour it is for (leave it out to tell them all)'
+OPTIONAL_MESSAGE = '; and only if you want to say something, "message": your words to the others (leave it out otherwise)'
+#: free text is bounded so that an answer fits a small token budget (see ``answer_schema``)
+TEXT_CHARS = 60
 ANSWER_FORMAT = {
-    "none": "Answer with one JSON object with these keys: " + FIELDS + ".",
-    "talk": ("Answer with one JSON object with these keys: " + FIELDS + "; and only if you decide to send a message "
-             'instead of choosing, "message": your words to the others (leave this key out otherwise).'),
-    "dm": ("Answer with one JSON object with these keys: " + FIELDS + "; and only if you decide to send a message "
-           'instead of choosing, "message": your words to the others (leave this key out otherwise), '
-           'and "message_to": the node id of the one neighbour it is for (leave it out to tell them all).'),
+    "none": "Answer with one JSON object with these keys: " + MOVE + ".",
+    "talk": ("Answer with one JSON object in one of two forms. To choose a colour, with these keys: " + MOVE
+             + ". Or, to send a message instead, with these keys: " + TALK + "."),
+    "dm": ("Answer with one JSON object in one of two forms. To choose a colour, with these keys: " + MOVE
+           + ". Or, to send a message instead, with these keys: " + TALK + TO + "."),
+    "talk+move": "Answer with one JSON object with these keys: " + MOVE + OPTIONAL_MESSAGE + ".",
+    "dm+move": "Answer with one JSON object with these keys: " + MOVE + OPTIONAL_MESSAGE + TO + ".",
 }
 
 STATE = """Round: {round} of {max_rounds}
@@ -72,22 +84,40 @@ REMINDER = ('Your last reply could not be read. Reply with exactly one JSON obje
             '"colour" ("red" or "blue"), "reason" and "diary", and nothing else.')
 
 
-def answer_schema(communication: str, direct: bool) -> dict[str, Any]:
-    """JSON schema of an answer in this communication condition."""
-    # free text bounded: without it a small model's reasons run into max_tokens (30-40% of
-    # answers cut at 48 tokens on llama-server), with it 68 of 72 answers were valid
+def format_key(communication: str, direct: bool, message_replaces_move: bool = True) -> str:
+    """Which ``ANSWER_FORMAT`` (and answer schema) a condition uses."""
+    if communication == "none":  # no message reaches anyone, private or not
+        return "none"
+    return ("dm" if direct else "talk") + ("" if message_replaces_move else "+move")
+
+
+def answer_schema(communication: str, direct: bool, message_replaces_move: bool = True) -> dict[str, Any]:
+    """JSON schema of an answer in this communication condition.
+
+    Free text is bounded (``TEXT_CHARS``): unbounded, a small model's reasons ran into
+    48 tokens in 30-40% of answers on llama-server. Where a message replaces the move,
+    the answer is a move or a message (``anyOf``): the agent keeps its colour when it talks.
+    """
     text = {"type": "string", "maxLength": TEXT_CHARS}
-    props: dict[str, Any] = {
+    move: dict[str, Any] = {
         "colour": {"type": "string", "enum": ["red", "blue"]},
         "reason": dict(text),
         "diary": dict(text),
     }
-    if communication != "none":
-        props["message"] = dict(text)  # optional: absent unless the agent sends one
-        if direct:
-            props["message_to"] = {"type": "integer"}
-    return {"type": "object", "properties": props, "required": ["colour", "reason", "diary"],
-            "additionalProperties": False}
+    kind = format_key(communication, direct, message_replaces_move)
+    if kind == "none":
+        return _object(move, ["colour", "reason", "diary"])
+    extra: dict[str, Any] = {"message": dict(text)}
+    if direct:
+        extra["message_to"] = {"type": "integer"}
+    if not message_replaces_move:  # one form; the message optional
+        return _object(move | extra, ["colour", "reason", "diary"])
+    talk = extra | {"diary": dict(text)}
+    return {"anyOf": [_object(move, ["colour", "reason", "diary"]), _object(talk, ["message", "diary"])]}
+
+
+def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
 @dataclass(frozen=True)
@@ -117,7 +147,8 @@ class ConsensusPrompt:
     def template_hash(self) -> str:
         """Changes whenever any template text changes, so stale answers never replay."""
         parts = [self.rules, self.state, self.reminder, json.dumps(self.communication_text, sort_keys=True),
-                 json.dumps(self.answer_format or ANSWER_FORMAT, sort_keys=True), str(TEXT_CHARS), str(self.message_chars), str(self.diary_chars), str(self.system_role)]
+                 json.dumps(self.answer_format or ANSWER_FORMAT, sort_keys=True),
+                 json.dumps(COMMUNICATION_ALONGSIDE, sort_keys=True), str(TEXT_CHARS), str(self.message_chars), str(self.diary_chars), str(self.system_role)]
         return hashlib.sha256("\x1e".join(parts).encode()).hexdigest()[:16]
 
     def delivered(self, text: str) -> str:
@@ -130,9 +161,10 @@ class ConsensusPrompt:
         return f"- node {message.sender} said {scope}: {json.dumps(text, ensure_ascii=False)}"
 
     def messages(self, obs: ConsensusObservation) -> list[dict[str, str]]:
-        talk = obs.communication != "none"
-        fmt = (self.answer_format or ANSWER_FORMAT)["dm" if talk and obs.direct_messages else "talk" if talk else "none"]
-        communication = self.communication_text[obs.communication] + (DIRECT if obs.direct_messages else "")
+        kind = format_key(obs.communication, obs.direct_messages, obs.message_replaces_move)
+        fmt = (self.answer_format or ANSWER_FORMAT)[kind]
+        texts = self.communication_text if obs.message_replaces_move or obs.communication == "none" else COMMUNICATION_ALONGSIDE
+        communication = texts[obs.communication] + (DIRECT if kind.startswith("dm") else "")
         rules = self.rules.format(
             n_others=obs.n_players - 1, players="humans" if obs.label == "human" else "LLM agents",
             max_rounds=obs.max_rounds, payoff_preferred=obs.payoff_preferred,

@@ -1,0 +1,99 @@
+"""The consensus answer: a move or, where a message replaces the move, a message.
+
+Why: the study's agent answers a colour and a reason, or instead sends a message, and
+rewrites its diary. The answer schema (what a server decodes with) and the decoder (what
+the game reads) must agree on that: a message alone keeps the agent's colour, a
+placeholder is no message, and neither form carries the other's fields, so an answer
+fits a small token budget. Checked with ``jsonschema`` against the schema sent.
+"""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+
+from llm_mesa.models.consensus.llm_policy import decode_answer
+from llm_mesa.models.consensus.observation import ConsensusObservation
+from llm_mesa.models.consensus.prompt import ANSWER_FORMAT, TEXT_CHARS, ConsensusPrompt, answer_schema
+
+MOVE = {"colour": "blue", "reason": "two neighbours are blue", "diary": "follow the majority"}
+TALK = {"message": "let us all pick blue", "diary": "asked for blue"}
+
+
+def observation(communication: str = "local", direct: bool = False, replaces: bool = True) -> ConsensusObservation:
+    return ConsensusObservation(agent_id=3, round=2, preference="red", colour="red", neighbour_ids=(1, 2),
+                                neighbour_colours=("blue", "blue"), communication=communication,
+                                direct_messages=direct, message_replaces_move=replaces)
+
+
+def valid(answer: dict, communication: str = "local", direct: bool = False, replaces: bool = True) -> bool:
+    try:
+        jsonschema.validate(answer, answer_schema(communication, direct, replaces))
+    except jsonschema.ValidationError:
+        return False
+    return True
+
+
+def test_where_a_message_replaces_the_move_an_answer_is_one_or_the_other():
+    assert valid(MOVE) and valid(TALK)
+    assert not valid(MOVE | {"message": "hello"})  # both at once: the move form has no message
+    assert not valid({"message": "hello"})  # the diary is rewritten every round
+    assert not valid({"colour": "green", "reason": "r", "diary": "d"})
+    assert valid(TALK | {"message_to": 2}, direct=True) and not valid(TALK | {"message_to": 2})
+
+
+def test_a_message_alone_keeps_the_colour_and_a_move_sends_nothing():
+    obs = observation()
+    talk = decode_answer(json.dumps(TALK), obs)
+    assert talk is not None and (talk.colour, talk.message, talk.diary) == ("red", TALK["message"], TALK["diary"])
+    move = decode_answer(json.dumps(MOVE), obs)
+    assert move is not None and (move.colour, move.message, move.reason) == ("blue", None, MOVE["reason"])
+
+
+@pytest.mark.parametrize("placeholder", ["...", "", " ", "null", "N/A", "…", None])
+def test_a_placeholder_is_no_message(placeholder):
+    obs = observation()
+    assert decode_answer(json.dumps({"message": placeholder, "diary": "d"}), obs) is None  # decides nothing
+    decision = decode_answer(json.dumps(MOVE | {"message": placeholder}), obs)
+    assert decision is not None and decision.colour == "blue" and decision.message is None
+
+
+def test_where_a_message_goes_with_the_move_the_colour_is_required_and_the_message_optional():
+    assert valid(MOVE, replaces=False) and valid(MOVE | {"message": "hi"}, replaces=False)
+    assert not valid(TALK, replaces=False)
+    obs = observation(replaces=False)
+    assert decode_answer(json.dumps(TALK), obs) is None
+    both = decode_answer(json.dumps(MOVE | {"message": "hi"}), obs)
+    assert both is not None and (both.colour, both.message) == ("blue", "hi")
+
+
+def test_without_communication_there_is_no_message_private_or_not():
+    for direct in (False, True):
+        assert answer_schema("none", direct) == answer_schema("none", False)
+        assert not valid(TALK, "none", direct)
+        decision = decode_answer(json.dumps(MOVE | {"message": "hi", "message_to": 1}), observation("none", direct))
+        assert decision is not None and decision.message is None and decision.message_to is None
+
+
+def test_free_text_is_bounded_and_the_format_shows_nothing_to_copy():
+    for communication, direct, replaces in [("none", False, True), ("local", False, True), ("global", True, True),
+                                            ("local", True, False)]:
+        schema = answer_schema(communication, direct, replaces)
+        forms = schema.get("anyOf", [schema])
+        texts = [spec for form in forms for spec in form["properties"].values() if spec["type"] == "string" and "enum" not in spec]
+        assert texts and all(spec["maxLength"] == TEXT_CHARS for spec in texts)
+        assert not valid({"colour": "red", "reason": "x" * (TEXT_CHARS + 1), "diary": "d"}, communication, direct, replaces)
+    assert not any('"..."' in text for text in ANSWER_FORMAT.values())
+
+
+@pytest.mark.parametrize("replaces", [True, False])
+def test_the_rules_say_whether_a_message_replaces_the_move(replaces):
+    rules, state = (m["content"] for m in ConsensusPrompt().messages(observation("local", True, replaces)))
+    assert ("Instead of choosing a colour" in rules) is replaces
+    assert ("Besides choosing a colour" in rules) is not replaces
+    assert ("in one of two forms" in rules) is replaces
+    assert '"message_to"' in rules
+    none_rules = ConsensusPrompt().messages(observation("none", True))[0]["content"]
+    assert "message" not in none_rules.split("There is no communication")[1]
