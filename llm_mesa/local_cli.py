@@ -24,8 +24,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="loopback port to listen on (default 0: a free one; with --servers K, the first of K)")
     parser.add_argument("--servers", type=int, default=1,
                         help="start K servers of the same model; their base URLs print comma-separated, as --base-url takes them")
-    parser.add_argument("--parallel", type=int, default=1,
-                        help="slots per server answering together (default 1: on a CPU they share the cores; use more on a GPU)")
+    parser.add_argument("--parallel", type=int, default=4,
+                        help="slots per server decoding together (default %(default)s: batched decoding pays off even on 2 CPU cores)")
     parser.add_argument("--cache-dir", type=Path, default=None,
                         help="where the model file goes (default $LLM_MESA_CACHE or ~/.cache/llm-mesa)")
     parser.add_argument("--n-ctx", type=int, default=DEFAULT_N_CTX, help="context window in tokens, per slot")
@@ -71,6 +71,9 @@ def run(args: argparse.Namespace) -> int:
                     return 0
             _say(f"base_url: {','.join(server.base_url for server in servers)}")
             _say(f"model: {servers[0].model}")
+            # one-line JSON: the model otherwise pads answers with whitespace up to their token limit
+            _say(f"use with: --base-url {','.join(server.base_url for server in servers)} "
+                 f"--model {servers[0].model} --compact-json")
             pids = ", ".join(str(server.process.pid) for server in servers if server.process)
             _say(f"(llama-server pid {pids}; Ctrl-C stops it)")
             while not stop_requested.wait(0.5):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import email.utils
 import json
 import threading
@@ -41,6 +42,7 @@ from llm_mesa.llm import (
 )
 from llm_mesa.llm import client as client_module
 from llm_mesa.llm.limits import forget_limits
+from llm_mesa.llm.store import request_identity, request_key
 from llm_mesa.loopback.server import LoopbackServer
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
@@ -166,6 +168,32 @@ def test_only_set_sampling_parameters_are_sent(server):
     assert sent["temperature"] == 0.7 and sent["repetition_penalty"] == 1.1
     for unset in ("top_p", "max_tokens", "max_completion_tokens", "seed", "response_format"):
         assert unset not in sent
+
+
+def test_compact_json_bans_whitespace_runs_only_where_json_is_asked_for(server):
+    """llama.cpp's JSON grammar lets a small model pad answers with newlines and tabs."""
+    plain = Endpoint(server.base_url, "scripted", dialect="json_schema")
+    compact = dataclasses.replace(plain, compact_json=True)
+    call(compact, LLMRequest(messages=HELLO, schema=SCHEMA))
+    bias = server.requests[-1]["logit_bias"]
+    assert bias == dialects.COMPACT_JSON_LOGIT_BIAS and set(bias.values()) == {False}
+    assert all(key.strip(" ") and set(key) <= {"\n", "\t", " "} for key in bias)  # whitespace runs only
+    assert {"\n", "\t"} <= set(bias) and " " not in bias  # one space between tokens stays possible
+    call(compact, LLMRequest(messages=HELLO))  # free text: newlines are allowed
+    assert "logit_bias" not in server.requests[-1]
+    call(plain, LLMRequest(messages=HELLO, schema=SCHEMA))
+    assert "logit_bias" not in server.requests[-1]
+    request = LLMRequest(messages=HELLO, schema=SCHEMA)
+    assert request_identity(plain, request) == {k: v for k, v in request_identity(compact, request).items()
+                                                if k != "compact_json"}  # keys recorded without it hold
+    assert request_key(request_identity(plain, request)) != request_key(request_identity(compact, request))
+    with pytest.raises(EndpointError, match="drop logit_bias from --extra-body"):
+        Endpoint(server.base_url, "m", compact_json=True, extra_body={"logit_bias": {"1": -5}})
+    with pytest.raises(EndpointError, match="true or false"):
+        Endpoint(server.base_url, "m", compact_json="yes")
+    parser = argparse.ArgumentParser()
+    add_endpoint_arguments(parser)
+    assert endpoint_from_args(parser.parse_args(["--base-url", server.base_url, "--model", "m", "--compact-json"])).compact_json
 
 
 @pytest.mark.parametrize("kwargs, fix", [

@@ -31,7 +31,7 @@ from llm_mesa import cli, local_server
 from llm_mesa.llm.dialects import forget_negotiations
 from llm_mesa.llm.store import ResponseStore
 from llm_mesa.local_server import INSTALL_HINT, MODEL_ALIAS, LocalModelServer, LocalServerError, check_port_free, ensure_model_file, require_extra
-from llm_mesa.models.consensus.llm_policy import is_placeholder
+from llm_mesa.models.consensus.llm_policy import is_placeholder, placeholder_share
 
 pytestmark = [pytest.mark.realmodel, pytest.mark.slow]
 
@@ -238,7 +238,7 @@ def test_cli_prints_where_the_model_is_and_stops_on_a_signal(model_cache: Path, 
         assert process.stdout is not None
         printed: dict[str, str] = {}
         deadline = time.monotonic() + 240
-        while "model" not in printed and time.monotonic() < deadline:
+        while "use with" not in printed and time.monotonic() < deadline:
             line = process.stdout.readline()
             if not line:
                 break
@@ -246,6 +246,7 @@ def test_cli_prints_where_the_model_is_and_stops_on_a_signal(model_cache: Path, 
             printed[key.strip()] = value.strip()
         assert printed.get("model") == MODEL_ALIAS, process.stderr.read() if process.poll() is not None else printed
         base_url = printed["base_url"]
+        assert printed["use with"] == f"--base-url {base_url} --model {MODEL_ALIAS} --compact-json"
         port = int(base_url.rsplit(":", 1)[1].split("/")[0])
         assert [m.id for m in openai.OpenAI(base_url=base_url, api_key="x", max_retries=0).models.list().data] \
             == [MODEL_ALIAS]
@@ -360,11 +361,11 @@ def test_consensus_game_accounts_for_every_call_and_replays_exactly(server: Loca
     # what the model wrote: placeholder-like fields ("...", empty) never count as messages
     transcript = tables["transcript"]
     answered = transcript[transcript["outcome"].isin(["ok", "retry_ok"])]
-    placeholder = answered["reason"].map(is_placeholder) | answered["diary"].map(is_placeholder)
+    placeholder = placeholder_share(answered.to_dict("records"))
     sent = answered["message"].notna()
     assert not any(is_placeholder(m) for m in answered["message"].dropna())
-    print(f"\nreal model, new prompt: {len(answered)} valid answers of {decisions}; placeholder or empty reason/diary "
-          f"{placeholder.mean():.0%}; messages {sent.mean():.0%}; prompt cache share {summary['prompt_cache_share']:.0%}")
+    print(f"\nreal model, new prompt: {len(answered)} valid answers of {decisions}; placeholder or empty fields "
+          f"{placeholder:.0%}; messages {sent.mean():.0%}; prompt cache share {summary['prompt_cache_share']:.0%}")
 
 
 @needs_llama_cpp

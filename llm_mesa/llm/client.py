@@ -155,6 +155,8 @@ def _body(endpoint: Endpoint, request: LLMRequest, dialect: str) -> dict[str, An
     fmt = dialects.response_format(dialect, request.schema, request.schema_name)
     if fmt is not None:
         body["response_format"] = fmt
+        if endpoint.compact_json:
+            body["logit_bias"] = dialects.COMPACT_JSON_LOGIT_BIAS
     return body
 
 

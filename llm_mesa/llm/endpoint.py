@@ -66,6 +66,8 @@ class Endpoint:
     max_attempts: int = 5
     #: (prompt, completion) price per 1M tokens, for cost accounting
     price: tuple[float, float] | None = None
+    #: llama.cpp servers: JSON answers on one line (``dialects.COMPACT_JSON_LOGIT_BIAS``)
+    compact_json: bool = False
 
     def __post_init__(self) -> None:
         # several servers of one model: "URL1,URL2" (each checked; calls spread by free capacity)
@@ -133,6 +135,10 @@ class Endpoint:
             if ours:
                 raise EndpointError(f"--extra-body may not set {', '.join(ours)}: the project sets it (and records it); "
                                     "use --model, --temperature, --top-p, --max-tokens-per-call, --llm-seed or --dialect")
+        if not isinstance(self.compact_json, bool):
+            raise EndpointError(f"compact_json must be true or false, got {self.compact_json!r}")
+        if self.compact_json and self.extra_body and "logit_bias" in self.extra_body:
+            raise EndpointError("--compact-json sends its own logit_bias; drop logit_bias from --extra-body (or --compact-json)")
         if self.price is not None:
             try:
                 prompt_price, completion_price = (float(p) for p in self.price)
@@ -247,6 +253,9 @@ def add_endpoint_arguments(parser: argparse.ArgumentParser, **defaults: Any) -> 
     g.add_argument("--timeout", type=float, default=d("timeout", 120.0), help="seconds per call before it is retried (default %(default)s)")
     g.add_argument("--max-attempts", type=int, default=d("max_attempts", 5), help="attempts per call for 429/5xx/timeouts (default %(default)s)")
     g.add_argument("--price", default=d("price"), help="PROMPT,COMPLETION price per 1M tokens, for cost in the usage report")
+    g.add_argument("--compact-json", action="store_true", default=d("compact_json", False),
+                   help="llama.cpp servers (llm-mesa local): JSON answers on one line, newline and tab tokens banned, "
+                        "so a small model cannot pad an answer with whitespace up to its token limit")
     return g
 
 
@@ -321,7 +330,8 @@ def endpoint_from_args(args: argparse.Namespace) -> Endpoint:
         max_tokens=args.max_tokens_per_call, max_completion_tokens=args.max_completion_tokens,
         seed=args.llm_seed, extra_body=_parse_json_object(args.extra_body, "--extra-body"),
         dialect=args.dialect, prompt_mode=args.prompt_mode, concurrency=args.concurrency,
-        timeout=args.timeout, max_attempts=args.max_attempts, price=_parse_price(args.price))
+        timeout=args.timeout, max_attempts=args.max_attempts, price=_parse_price(args.price),
+        compact_json=getattr(args, "compact_json", False))
 
 
 def endpoint_from_spec(options: dict[str, Any], args: argparse.Namespace, where: str) -> Endpoint:

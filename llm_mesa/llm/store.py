@@ -90,6 +90,7 @@ def request_identity(endpoint: Endpoint, request: LLMRequest) -> dict[str, Any]:
         "prompt": request.prompt,
         "schema": request.schema,
         "sample_key": request.sample_key,
+        **({"compact_json": True} if endpoint.compact_json else {}),  # absent when off: older keys hold
     }
 
 

@@ -209,7 +209,7 @@ _LLM_OPTIONS = {"base_url": "--base-url", "model": "--model", "api_key_env": "--
                 "max_completion_tokens": "--max-completion-tokens", "seed": "--llm-seed",
                 "extra_body": "--extra-body", "dialect": "--dialect", "prompt_mode": "--prompt-mode",
                 "concurrency": "--concurrency", "timeout": "--timeout", "max_attempts": "--max-attempts",
-                "price": "--price"}
+                "price": "--price", "compact_json": "--compact-json"}
 
 
 def _apply_experiment(args: argparse.Namespace):

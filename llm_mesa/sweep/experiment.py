@@ -59,7 +59,8 @@ MAX_REPETITIONS = 1_000_000
 TOP_LEVEL = ("game", "description", "repetitions", "seed", "conditions", "policies", "tables",
              "parameters", "axes", "llm", "budget", "execution")
 LLM_KEYS = ("base_url", "model", "api_key_env", "temperature", "top_p", "max_tokens", "max_completion_tokens",
-            "seed", "extra_body", "dialect", "prompt_mode", "concurrency", "timeout", "max_attempts", "price")
+            "seed", "extra_body", "dialect", "prompt_mode", "concurrency", "timeout", "max_attempts", "price",
+            "compact_json")
 BUDGET_KEYS = ("max_tokens", "max_cost")
 EXECUTION_KEYS = ("processes", "games_in_flight", "batch_size", "executor")
 
