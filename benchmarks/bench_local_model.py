@@ -9,14 +9,15 @@ negotiation, reminders) for ``--rounds`` rounds of 36 agents with local messages
               answer format, rules folded into the user message, no length bounds,
               ``json_object`` schema dialect);
 * ``after``   llama.cpp's ``llama-server`` (``llm-mesa local``): the new prompt (fields
-              described, message optional, free text bounded to 80 characters, rules
-              as their own system message so the prompt cache keeps them), ``json_schema``;
+              described, an answer that is a move or a message, free text bounded to
+              60 characters, rules as their own system message so the prompt cache
+              keeps them), ``json_schema``;
 * ``after x2`` two llama-server processes behind one model (``--base-url URL1,URL2``),
               half the threads each.
 
 Two more take one change at a time: ``old-prompt`` (llama-server, the former prompt)
 and ``old-server-new-prompt``. For each it prints calls/s, the share of valid answers (decoded at once or after the
-reminder), of placeholder or empty reason/diary fields and of messages, the share of
+reminder), of answers with a placeholder or empty field and of messages, the share of
 prompt tokens served from cache, and the seconds of a round. "before" needs the
 ``local-legacy`` extra (it is skipped without it).
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import time
 from contextlib import ExitStack
@@ -36,9 +38,9 @@ from typing import Any
 
 from llm_mesa.llm.endpoint import Endpoint
 from llm_mesa.local_server import LocalModelServer, missing_modules
-from llm_mesa.models.consensus.llm_policy import LLMConsensusPolicy, is_placeholder
+from llm_mesa.models.consensus.llm_policy import LLMConsensusPolicy, placeholder_share
 from llm_mesa.models.consensus.model import ConsensusModel
-from llm_mesa.models.consensus.prompt import RULES, ConsensusPrompt, answer_schema
+from llm_mesa.models.consensus.prompt import RULES, ConsensusPrompt
 
 #: the prompt before issue 13: placeholders a small model copies, rules in the user message
 LEGACY_RULES = RULES.replace("{answer_format} Write nothing else.", "Answer with one JSON object and nothing else: {answer_format}")
@@ -56,24 +58,25 @@ CONFIGS = ("before", "after", "after-x2", "old-server-new-prompt", "old-prompt")
 
 
 class LegacyPolicy(LLMConsensusPolicy):
-    """The former request: no length bounds, the message nullable and unbounded."""
+    """The former request: one answer form with every field, no length bounds, the message nullable."""
 
     def request(self, obs):
         request = super().request(obs)
-        schema = answer_schema(obs.communication, obs.direct_messages)
-        for field in schema["properties"].values():
-            field.pop("maxLength", None)
-        if "message" in schema["properties"]:
-            schema["properties"]["message"] = {"type": ["string", "null"]}
-        schema.pop("additionalProperties", None)
-        request.schema = schema
+        props: dict[str, Any] = {"colour": {"type": "string", "enum": ["red", "blue"]},
+                                 "reason": {"type": "string"}, "diary": {"type": "string"}}
+        if obs.communication != "none":
+            props["message"] = {"type": ["string", "null"]}
+            if obs.direct_messages:
+                props["message_to"] = {"type": "integer"}
+        request.schema = {"type": "object", "properties": props, "required": ["colour", "reason", "diary"]}
         return request
 
 
 def play(base_url: str, *, legacy: bool, rounds: int, concurrency: int, max_tokens: int, seed: int,
          old_server: bool = False) -> dict[str, Any]:
     endpoint = Endpoint(base_url, "gemma3-270m", temperature=0.7, top_p=0.9, max_tokens=max_tokens, seed=seed,
-                        concurrency=concurrency, timeout=600, dialect="json_object" if old_server else "auto")
+                        concurrency=concurrency, timeout=600, dialect="json_object" if old_server else "auto",
+                        compact_json=not (legacy or old_server))
     if legacy:
         policy = LegacyPolicy(endpoint, prompt=ConsensusPrompt(rules=LEGACY_RULES, answer_format=LEGACY_FORMAT,
                                                                system_role=False))
@@ -89,59 +92,75 @@ def play(base_url: str, *, legacy: bool, rounds: int, concurrency: int, max_toke
         round_seconds.append(time.perf_counter() - began)
     rows = model.transcript
     valid = [r for r in rows if r["outcome"] in ("ok", "retry_ok")]
-    placeholder = sum(is_placeholder(r["reason"]) or is_placeholder(r["diary"]) for r in valid)
     usage = policy.usage
     return {
         "calls": usage.calls, "decisions": len(rows), "seconds": sum(round_seconds), "round_seconds": round_seconds,
         "calls_per_s": usage.calls / sum(round_seconds), "valid": len(valid) / len(rows),
         "first_try": sum(r["outcome"] == "ok" for r in rows) / len(rows),
-        "placeholder": placeholder / max(1, len(valid)), "messages": sum(r["message"] is not None for r in valid) / max(1, len(valid)),
+        "placeholder": placeholder_share(valid), "messages": sum(r["message"] is not None for r in valid) / max(1, len(valid)),
         "cache_share": usage.cache_share, "outcomes": dict(usage.outcomes),
         "service_s": usage.latency_s / max(1, usage.calls), "queue_s": usage.queue_s / max(1, usage.calls),
     }
 
 
+def run_config(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    """One configuration on fresh servers: the former server (before), or llama-server."""
+    old = name in ("before", "old-server-new-prompt")
+    cores = os.cpu_count() or 1
+    count = 2 if name == "after-x2" else 1
+    with ExitStack() as stack:
+        servers = [stack.enter_context(LocalModelServer(
+            engine="llama-cpp-python" if old else "llama-server", n_threads=max(1, cores // count),
+            # the former server serves one request at a time: more in flight only queue there
+            parallel=1 if old else max(1, args.parallel // count))) for _ in range(count)]
+        url = ",".join(s.base_url for s in servers)
+        return play(url, legacy=name in ("before", "old-prompt"), rounds=args.rounds,
+                    concurrency=args.old_concurrency if old else max(1, args.concurrency // count),
+                    max_tokens=args.max_tokens, seed=args.seed, old_server=old)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=2, help="rounds of 36 decisions per configuration")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="runs of every configuration, interleaved (the machine's speed drifts; compare medians)")
     parser.add_argument("--max-tokens", type=int, default=48, help="max new tokens of a decision")
-    parser.add_argument("--concurrency", type=int, default=4, help="calls in flight per server")
-    parser.add_argument("--parallel", type=int, default=1, help="llama-server slots per server")
+    parser.add_argument("--concurrency", type=int, default=8, help="calls in flight to llama-server (shared among servers)")
+    parser.add_argument("--parallel", type=int, default=4, help="llama-server slots (shared among servers)")
+    parser.add_argument("--old-concurrency", type=int, default=4, help="calls in flight to the former server")
     parser.add_argument("--only", choices=CONFIGS, action="append", default=None)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
     wanted = args.only or ["before", "after", "after-x2"]
-    old = ("before", "old-server-new-prompt")
-    cores = os.cpu_count() or 1
-    print(f"machine: {cores} cores, load average {os.getloadavg()[0]:.1f} at start; {args.rounds} rounds x 36 agents, "
-          f"local messages, max_tokens {args.max_tokens}, concurrency {args.concurrency} per server")
-    results: dict[str, dict[str, Any]] = {}
-    for name in wanted:
-        if name in old and missing_modules(("llama_cpp",)):
-            print("before: skipped (llama-cpp-python is not installed: pip install 'llm-mesa[local-legacy]')")
-            continue
-        count = 2 if name == "after-x2" else 1
-        with ExitStack() as stack:
-            servers = [stack.enter_context(LocalModelServer(
-                engine="llama-cpp-python" if name in old else "llama-server",
-                n_threads=max(1, cores // count), parallel=args.parallel)) for _ in range(count)]
-            url = ",".join(s.base_url for s in servers)
-            results[name] = play(url, legacy=name in ("before", "old-prompt"), rounds=args.rounds, concurrency=args.concurrency,
-                                 max_tokens=args.max_tokens, seed=args.seed, old_server=name in old)
-        print(f"{name}: done; load average {os.getloadavg()[0]:.1f}", flush=True)
-
+    if missing_modules(("llama_cpp",)) and {"before", "old-server-new-prompt"} & set(wanted):
+        print("before: skipped (llama-cpp-python is not installed: pip install 'llm-mesa[local-legacy]')")
+        wanted = [w for w in wanted if w not in ("before", "old-server-new-prompt")]
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start; {args.rounds} rounds x 36 "
+          f"agents, local messages, max_tokens {args.max_tokens}; llama-server: {args.parallel} slots, "
+          f"{args.concurrency} in flight; former server: {args.old_concurrency} in flight; {args.repeats} repeats")
+    results: dict[str, list[dict[str, Any]]] = {name: [] for name in wanted}
     print(f"\n{'':<10}{'calls/s':>8}{'valid':>7}{'1st try':>8}{'placeh.':>8}{'messages':>9}{'cached':>7}"
           f"{'service s':>10}{'queue s':>8}  round seconds")
-    for name, r in results.items():
-        print(f"{name:<10}{r['calls_per_s']:>8.2f}{r['valid']:>7.0%}{r['first_try']:>8.0%}{r['placeholder']:>8.0%}"
-              f"{r['messages']:>9.0%}{r['cache_share']:>7.0%}{r['service_s']:>10.2f}{r['queue_s']:>8.2f}  "
-              + ", ".join(f"{s:.1f}" for s in r["round_seconds"]) + f"  {r['outcomes']}")
+    for _ in range(args.repeats):
+        for name in wanted:
+            r = run_config(name, args)
+            results[name].append(r)
+            print(f"{name:<10}{r['calls_per_s']:>8.2f}{r['valid']:>7.0%}{r['first_try']:>8.0%}{r['placeholder']:>8.0%}"
+                  f"{r['messages']:>9.0%}{r['cache_share']:>7.0%}{r['service_s']:>10.2f}{r['queue_s']:>8.2f}  "
+                  + ", ".join(f"{s:.1f}" for s in r["round_seconds"])
+                  + f"  {r['outcomes']}; load {os.getloadavg()[0]:.1f}", flush=True)
+    median = {name: statistics.median(r["calls_per_s"] for r in runs) for name, runs in results.items()}
+    print("\nmedians: " + ", ".join(f"{name} {rate:.2f} calls/s" for name, rate in median.items()))
+    for name, runs in results.items():
+        rounds = [s for r in runs for s in r["round_seconds"]]
+        valid = sum(r["valid"] * r["decisions"] for r in runs) / sum(r["decisions"] for r in runs)
+        print(f"  {name}: median round {statistics.median(rounds):.1f} s, valid answers {valid:.0%}")
     if "before" in results and "after" in results:
-        speedup = results["after"]["calls_per_s"] / results["before"]["calls_per_s"]
-        print(f"\nafter / before: {speedup:.2f}x calls/s (target >= 2.5x), valid answers {results['after']['valid']:.0%} "
-              f"(target >= 95%)")
+        ratios = [a["calls_per_s"] / b["calls_per_s"] for a, b in zip(results["after"], results["before"], strict=True)]
+        print(f"after / before, per repeat: {', '.join(f'{x:.2f}x' for x in ratios)}; median {statistics.median(ratios):.2f}x "
+              "(target >= 2.5x with >= 95% valid)")
     if "after-x2" in results and "after" in results:
-        print(f"two servers / one: {results['after-x2']['calls_per_s'] / results['after']['calls_per_s']:.2f}x calls/s")
+        print(f"two servers / one: {median['after-x2'] / median['after']:.2f}x calls/s")
     return 0
 
 

@@ -23,7 +23,7 @@ What the LLM layer relies on: ``response_format`` json_schema constrains decodin
 cut by ``max_tokens`` is invalid JSON with ``finish_reason="length"``; the prompt cache is on,
 so the rules every agent shares, leading the prompt as their own message (Gemma's template
 keeps a system message), are computed once; usage reports ``prompt_tokens_details.cached_tokens``;
-``--parallel`` slots serve requests together (they pay off on a GPU); ``/v1/completions`` takes
+``--parallel`` slots decode requests as one batch; ``/v1/completions`` takes
 a raw prompt. The model is the *base* Gemma 3 270M: a test of the plumbing, not a player worth
 studying. Its output goes through a pipe into memory, not a file: a server whose parent dies
 (even by SIGKILL) gets SIGTERM from the kernel and leaves no log behind. ``--log FILE`` keeps
@@ -211,7 +211,7 @@ class LocalModelServer:
 
     def __init__(self, port: int = 0, *, cache_dir: Path | str | None = None, n_ctx: int = DEFAULT_N_CTX,
                  n_threads: int | None = None, startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
-                 log_path: Path | str | None = None, parallel: int = 1, engine: str = "llama-server") -> None:
+                 log_path: Path | str | None = None, parallel: int = 4, engine: str = "llama-server") -> None:
         if port < 0 or port > 65535:
             raise LocalServerError(f"--port must be between 0 and 65535, not {port}")
         if n_threads is not None and n_threads < 1:
