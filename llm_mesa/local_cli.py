@@ -22,8 +22,9 @@ from llm_mesa.local_server import DEFAULT_N_CTX, DEFAULT_STARTUP_TIMEOUT, LocalM
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=0,
                         help="loopback port to listen on (default 0: a free one; with --servers K, the first of K)")
-    parser.add_argument("--servers", type=int, default=1,
-                        help="start K servers of the same model; their base URLs print comma-separated, as --base-url takes them")
+    parser.add_argument("--servers", type=_server_count, default="auto",
+                        help="start K servers of the same model; their base URLs print comma-separated, as --base-url "
+                             f"takes them (default auto: one single-threaded server per core, at most {MAX_AUTO_SERVERS})")
     parser.add_argument("--parallel", type=int, default=4,
                         help="slots per server decoding together (default %(default)s: batched decoding pays off even on 2 CPU cores)")
     parser.add_argument("--cache-dir", type=Path, default=None,
@@ -37,6 +38,27 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="copy the server's output here and keep it (default: none is written)")
     parser.add_argument("--prepare-only", action="store_true",
                         help="assemble the model file into the cache, check the server binary and exit (e.g. in a CI install step)")
+
+
+#: On a CPU, servers scale better than threads for a small model: one llama-server decodes
+#: its slots' tokens in turn, and here it ran as fast with one thread as with two, while two
+#: single-threaded servers answered 1.2x faster than one with both cores
+#: (benchmarks/bench_local_model.py). The cap bounds memory (~0.5 GB a server) and the URL list.
+MAX_AUTO_SERVERS = 4
+
+
+def auto_servers() -> int:
+    """How many servers ``llm-mesa local`` starts by default on this machine."""
+    return max(1, min(os.cpu_count() or 1, MAX_AUTO_SERVERS))
+
+
+def _server_count(text: str) -> int:
+    if text == "auto":
+        return auto_servers()
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of servers; give K >= 1 or auto") from None
 
 
 def _say(*parts: str, err: bool = False) -> None:

@@ -157,6 +157,8 @@ ROWS = [
     (["serve", "--frob"], "unrecognized arguments: --frob"),
     (["local", "--port", "99999"], "--port must be between 0 and 65535, not 99999"),
     (["local", "--threads", "0"], "--threads must be at least 1, not 0"),
+    (["local", "--servers", "0"], "--servers must be at least 1, not 0"),
+    (["local", "--servers", "many"], "'many' is not a number of servers; give K >= 1 or auto"),
     (["local", "--model-path", "/nonexistent.gguf"], "unrecognized arguments: --model-path /nonexistent.gguf"),
     (["local", "--frob"], "unrecognized arguments: --frob"),
     (["viz", "--port", "0"], "--port 0 is not a TCP port; use e.g. --port 8521"),

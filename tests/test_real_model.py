@@ -27,7 +27,7 @@ import openai
 import pandas as pd
 import pytest
 
-from llm_mesa import cli, local_server
+from llm_mesa import cli, local_cli, local_server
 from llm_mesa.llm.dialects import forget_negotiations
 from llm_mesa.llm.store import ResponseStore
 from llm_mesa.local_server import INSTALL_HINT, MODEL_ALIAS, LocalModelServer, LocalServerError, check_port_free, ensure_model_file, require_extra
@@ -247,16 +247,20 @@ def test_cli_prints_where_the_model_is_and_stops_on_a_signal(model_cache: Path, 
         assert printed.get("model") == MODEL_ALIAS, process.stderr.read() if process.poll() is not None else printed
         base_url = printed["base_url"]
         assert printed["use with"] == f"--base-url {base_url} --model {MODEL_ALIAS} --compact-json"
-        port = int(base_url.rsplit(":", 1)[1].split("/")[0])
-        assert [m.id for m in openai.OpenAI(base_url=base_url, api_key="x", max_retries=0).models.list().data] \
-            == [MODEL_ALIAS]
-        server_pids = _server_pids(port)
-        assert len(server_pids) == 1
+        urls = base_url.split(",")
+        assert len(urls) == local_cli.auto_servers()  # one single-threaded server per core, at most 4
+        ports = [int(url.rsplit(":", 1)[1].split("/")[0]) for url in urls]
+        for url in urls:
+            assert [m.id for m in openai.OpenAI(base_url=url, api_key="x", max_retries=0).models.list().data] \
+                == [MODEL_ALIAS]
+        server_pids = [pid for port in ports for pid in _server_pids(port)]
+        assert len(server_pids) == len(ports)
         process.send_signal(stop_signal)
         assert process.wait(timeout=60) == 0
-        assert _process_gone(server_pids[0])
-        assert _server_pids(port) == []
-        check_port_free(port)
+        assert all(_process_gone(pid) for pid in server_pids)
+        for port in ports:
+            assert _server_pids(port) == []
+            check_port_free(port)
         logs_after = sorted((model_cache / "logs").glob("*")) if (model_cache / "logs").exists() else []
         assert logs_after == logs_before
     finally:
@@ -296,7 +300,7 @@ def test_consensus_game_accounts_for_every_call_and_replays_exactly(server: Loca
     game = ["consensus", "--n", "6", "--topology", "ba", "--max-rounds", "3", "--comm", "local",
             "--seed", "7", "--baseline-permutations", "20", "--policy", "llm", "--model", server.model,
             "--temperature", "0.7", "--top-p", "0.9", "--max-tokens-per-call", "160", "--llm-seed", "11",
-            "--concurrency", "1", "--timeout", "300"]
+            "--concurrency", "1", "--timeout", "300", "--compact-json"]
     assert cli.main([*game, "--base-url", server.base_url, "--record", str(record),
                      "--out", str(tmp_path / "live")]) == 0
     live = tmp_path / "live"
@@ -330,6 +334,8 @@ def test_consensus_game_accounts_for_every_call_and_replays_exactly(server: Loca
     assert summary["failures"] == decisions - outcomes["ok"] - outcomes["retry_ok"]
     # llama-server takes json_schema, the best dialect: negotiated, used, recorded
     assert manifest["endpoint"]["negotiated_dialect"] == "json_schema"
+    assert manifest["endpoint"]["compact_json"] is True  # one-line JSON, and the manifest says so
+    assert all(row["request"]["compact_json"] for row in rows)
     assert {row["response"]["dialect"] for row in rows} == {"json_schema"}
     # the rules, their own system message, come from the prompt cache after the first calls
     assert summary["cached_prompt_tokens"] > 0 and 0 < summary["prompt_cache_share"] < 1
