@@ -8,20 +8,23 @@ negotiation, reminders) for ``--rounds`` rounds of 36 agents with local messages
 * ``before``  llama-cpp-python's server, the former prompt (a ``"..."``-placeholder
               answer format, rules folded into the user message, no length bounds,
               ``json_object`` schema dialect);
-* ``after``   llama.cpp's ``llama-server`` (``llm-mesa local``): the new prompt (fields
+* ``after``   llama.cpp's ``llama-server`` as ``llm-mesa local`` serves it: the new prompt (fields
               described, an answer that is a move or a message, free text bounded to
               60 characters, rules as their own system message so the prompt cache
-              keeps them), ``json_schema``;
-* ``after x2`` two llama-server processes behind one model (``--base-url URL1,URL2``),
-              half the threads each.
+              keeps them), ``json_schema`` with ``--compact-json``, 4 slots a server;
+* ``after-1`` one llama-server with every core, for comparison: on a CPU, servers scale
+              better than threads (``llm-mesa local`` starts one single-threaded server per
+              core by default, at most 4); ``after-x2`` is two servers on any machine.
 
 Two more take one change at a time: ``old-prompt`` (llama-server, the former prompt)
-and ``old-server-new-prompt``. For each it prints calls/s, the share of valid answers (decoded at once or after the
-reminder), of answers with a placeholder or empty field and of messages, the share of
-prompt tokens served from cache, and the seconds of a round. "before" needs the
-``local-legacy`` extra (it is skipped without it).
+and ``old-server-new-prompt``. For each it prints calls/s, the share of valid answers
+(decoded at once or after the reminder), of answers with a placeholder or empty field
+and of messages, the share of prompt tokens served from cache, and the seconds of a
+round; with ``--repeats`` the configurations run interleaved (this machine's speed
+drifts by a quarter over minutes) and the medians and per-repeat ratios are printed.
+"before" needs the ``local-legacy`` extra (it is skipped without it).
 
-    python benchmarks/bench_local_model.py                 # before, after, after x2
+    python benchmarks/bench_local_model.py --repeats 3     # before, after, after-1
     python benchmarks/bench_local_model.py --only after --rounds 1
     python benchmarks/bench_local_model.py --only old-prompt --only after --rounds 1   # the prompt alone
 """
@@ -37,6 +40,7 @@ from contextlib import ExitStack
 from typing import Any
 
 from llm_mesa.llm.endpoint import Endpoint
+from llm_mesa.local_cli import auto_servers
 from llm_mesa.local_server import LocalModelServer, missing_modules
 from llm_mesa.models.consensus.llm_policy import LLMConsensusPolicy, placeholder_share
 from llm_mesa.models.consensus.model import ConsensusModel
@@ -52,9 +56,9 @@ LEGACY_FORMAT = {
 }
 
 
-#: before, after, after with two servers; and each change alone: the old server with the new prompt,
+#: before, after, after on one server or two; and each change alone: the old server with the new prompt,
 #: llama-server with the old prompt
-CONFIGS = ("before", "after", "after-x2", "old-server-new-prompt", "old-prompt")
+CONFIGS = ("before", "after", "after-1", "after-x2", "old-server-new-prompt", "old-prompt")
 
 
 class LegacyPolicy(LLMConsensusPolicy):
@@ -107,15 +111,15 @@ def run_config(name: str, args: argparse.Namespace) -> dict[str, Any]:
     """One configuration on fresh servers: the former server (before), or llama-server."""
     old = name in ("before", "old-server-new-prompt")
     cores = os.cpu_count() or 1
-    count = 2 if name == "after-x2" else 1
+    count = {"after": auto_servers(), "after-x2": 2}.get(name, 1)  # as llm-mesa local starts them
     with ExitStack() as stack:
         servers = [stack.enter_context(LocalModelServer(
             engine="llama-cpp-python" if old else "llama-server", n_threads=max(1, cores // count),
             # the former server serves one request at a time: more in flight only queue there
-            parallel=1 if old else max(1, args.parallel // count))) for _ in range(count)]
+            parallel=1 if old else args.parallel)) for _ in range(count)]
         url = ",".join(s.base_url for s in servers)
         return play(url, legacy=name in ("before", "old-prompt"), rounds=args.rounds,
-                    concurrency=args.old_concurrency if old else max(1, args.concurrency // count),
+                    concurrency=args.old_concurrency if old else args.concurrency,
                     max_tokens=args.max_tokens, seed=args.seed, old_server=old)
 
 
@@ -125,13 +129,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=1,
                         help="runs of every configuration, interleaved (the machine's speed drifts; compare medians)")
     parser.add_argument("--max-tokens", type=int, default=48, help="max new tokens of a decision")
-    parser.add_argument("--concurrency", type=int, default=8, help="calls in flight to llama-server (shared among servers)")
-    parser.add_argument("--parallel", type=int, default=4, help="llama-server slots (shared among servers)")
+    parser.add_argument("--concurrency", type=int, default=8, help="calls in flight to each llama-server")
+    parser.add_argument("--parallel", type=int, default=4, help="slots of each llama-server (llm-mesa local's default)")
     parser.add_argument("--old-concurrency", type=int, default=4, help="calls in flight to the former server")
     parser.add_argument("--only", choices=CONFIGS, action="append", default=None)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
-    wanted = args.only or ["before", "after", "after-x2"]
+    wanted = args.only or ["before", "after", "after-1"]
     if missing_modules(("llama_cpp",)) and {"before", "old-server-new-prompt"} & set(wanted):
         print("before: skipped (llama-cpp-python is not installed: pip install 'llm-mesa[local-legacy]')")
         wanted = [w for w in wanted if w not in ("before", "old-server-new-prompt")]
@@ -159,8 +163,8 @@ def main(argv: list[str] | None = None) -> int:
         ratios = [a["calls_per_s"] / b["calls_per_s"] for a, b in zip(results["after"], results["before"], strict=True)]
         print(f"after / before, per repeat: {', '.join(f'{x:.2f}x' for x in ratios)}; median {statistics.median(ratios):.2f}x "
               "(target >= 2.5x with >= 95% valid)")
-    if "after-x2" in results and "after" in results:
-        print(f"two servers / one: {median['after-x2'] / median['after']:.2f}x calls/s")
+    if "after-1" in results and "after" in results:
+        print(f"{auto_servers()} servers (llm-mesa local's default here) / one: {median['after'] / median['after-1']:.2f}x calls/s")
     return 0
 
 
