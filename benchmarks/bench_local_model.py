@@ -13,7 +13,7 @@ negotiation, reminders) for ``--rounds`` rounds of 36 agents with local messages
               60 characters, rules as their own system message so the prompt cache
               keeps them), ``json_schema`` with ``--compact-json``, 4 slots a server;
 * ``after-1`` one llama-server with every core, for comparison: on a CPU, servers scale
-              better than threads (``llm-mesa local`` starts one single-threaded server per
+              better than threads (``llm-mesa local`` starts one server per
               core by default, at most 4); ``after-x2`` is two servers on any machine.
 
 Two more take one change at a time: ``old-prompt`` (llama-server, the former prompt)

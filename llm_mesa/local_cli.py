@@ -24,7 +24,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="loopback port to listen on (default 0: a free one; with --servers K, the first of K)")
     parser.add_argument("--servers", type=_server_count, default="auto",
                         help="start K servers of the same model; their base URLs print comma-separated, as --base-url "
-                             f"takes them (default auto: one single-threaded server per core, at most {MAX_AUTO_SERVERS})")
+                             f"takes them (default auto: one server per core, at most {MAX_AUTO_SERVERS}, the cores shared out)")
     parser.add_argument("--parallel", type=int, default=4,
                         help="slots per server decoding together (default %(default)s: batched decoding pays off even on 2 CPU cores)")
     parser.add_argument("--cache-dir", type=Path, default=None,

@@ -14,7 +14,7 @@ import json
 import jsonschema
 import pytest
 
-from llm_mesa.models.consensus.llm_policy import decode_answer
+from llm_mesa.models.consensus.llm_policy import decode_answer, placeholder_share
 from llm_mesa.models.consensus.observation import ConsensusObservation
 from llm_mesa.models.consensus.prompt import ANSWER_FORMAT, TEXT_CHARS, ConsensusPrompt, answer_schema
 
@@ -97,3 +97,24 @@ def test_the_rules_say_whether_a_message_replaces_the_move(replaces):
     assert '"message_to"' in rules
     none_rules = ConsensusPrompt().messages(observation("none", True))[0]["content"]
     assert "message" not in none_rules.split("There is no communication")[1]
+
+
+def test_a_custom_prompt_keeps_its_own_words_where_a_message_goes_with_the_move():
+    own = ConsensusPrompt(alongside_text={"local": "You may also tell your neighbours something."},
+                          answer_format={"none": "Answer in JSON."})
+    rules = own.messages(observation("local", False, replaces=False))[0]["content"]
+    assert "You may also tell your neighbours something." in rules and "Besides choosing" not in rules
+    assert ANSWER_FORMAT["talk+move"] in rules  # a format key the custom one lacks comes from the default
+    assert own.template_hash != ConsensusPrompt().template_hash
+
+
+def test_the_placeholder_share_reads_each_form_and_empty_table_cells():
+    nan = float("nan")
+    rows = [
+        {"colour": "red", "reason": "two neighbours are red", "diary": "stay", "message": None},  # a real move
+        {"colour": "red", "reason": "...", "diary": "stay", "message": None},  # placeholder reason
+        {"colour": "red", "reason": "", "diary": "asked for blue", "message": "pick blue"},  # a message: no reason
+        {"colour": "red", "reason": "...", "diary": "d", "message": "pick blue"},  # a move with a message (alongside)
+        {"colour": "red", "reason": nan, "diary": nan, "message": nan},  # empty cells read back from a table
+    ]
+    assert placeholder_share(rows) == 3 / 5

@@ -177,8 +177,10 @@ def test_compact_json_bans_whitespace_runs_only_where_json_is_asked_for(server):
     call(compact, LLMRequest(messages=HELLO, schema=SCHEMA))
     bias = server.requests[-1]["logit_bias"]
     assert bias == dialects.COMPACT_JSON_LOGIT_BIAS and set(bias.values()) == {False}
-    assert all(key.strip(" ") and set(key) <= {"\n", "\t", " "} for key in bias)  # whitespace runs only
-    assert {"\n", "\t"} <= set(bias) and " " not in bias  # one space between tokens stays possible
+    assert {"\n", "\n\n", "\t"} <= set(bias)
+    # newline and tab runs only: a key holding a space would ban the lone space token too
+    # (llama-server bans every token of a key; Gemma writes "node 3" with one)
+    assert all(set(key) <= {"\n", "\t"} for key in bias)
     call(compact, LLMRequest(messages=HELLO))  # free text: newlines are allowed
     assert "logit_bias" not in server.requests[-1]
     call(plain, LLMRequest(messages=HELLO, schema=SCHEMA))

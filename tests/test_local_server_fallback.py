@@ -85,3 +85,11 @@ def test_other_start_failures_are_not_retried(stand_in: Path, tmp_path: Path, mo
     with pytest.raises(LocalServerError, match=r"exited with status 1 .*something else went wrong"):
         server.start()
     assert server.repack and not server.running
+
+
+def test_a_server_that_dies_of_sigill_without_repacking_too_is_one_error_not_a_loop(stand_in: Path, tmp_path: Path) -> None:
+    stand_in.write_text(STAND_IN.replace('if "--no-repack" not in argv:', "if True:"))
+    server = LocalModelServer(cache_dir=tmp_path / "cache", startup_timeout=30)
+    with pytest.warns(RuntimeWarning, match="SIGILL"), pytest.raises(LocalServerError, match=r"exited with status -4"):
+        server.start()
+    assert not server.repack and not server.running

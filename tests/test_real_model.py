@@ -248,7 +248,7 @@ def test_cli_prints_where_the_model_is_and_stops_on_a_signal(model_cache: Path, 
         base_url = printed["base_url"]
         assert printed["use with"] == f"--base-url {base_url} --model {MODEL_ALIAS} --compact-json"
         urls = base_url.split(",")
-        assert len(urls) == local_cli.auto_servers()  # one single-threaded server per core, at most 4
+        assert len(urls) == local_cli.auto_servers()  # one server per core, at most 4
         ports = [int(url.rsplit(":", 1)[1].split("/")[0]) for url in urls]
         for url in urls:
             assert [m.id for m in openai.OpenAI(base_url=url, api_key="x", max_retries=0).models.list().data] \

@@ -90,7 +90,8 @@ def request_identity(endpoint: Endpoint, request: LLMRequest) -> dict[str, Any]:
         "prompt": request.prompt,
         "schema": request.schema,
         "sample_key": request.sample_key,
-        **({"compact_json": True} if endpoint.compact_json else {}),  # absent when off: older keys hold
+        # only where it can be sent (with a schema); absent when off, so older keys hold
+        **({"compact_json": True} if endpoint.compact_json and request.schema is not None else {}),
     }
 
 

@@ -30,8 +30,8 @@ _FILLER = set(".…-_*?!,;:'\"()[]{}<> \t\n")
 
 def is_placeholder(text: object) -> bool:
     """True for an empty or placeholder-like field ("...", "", "null", "n/a"): no content of its own."""
-    if text is None or isinstance(text, bool):
-        return True
+    if text is None or isinstance(text, bool) or (isinstance(text, float) and text != text):
+        return True  # NaN: an empty cell read back from a table
     value = str(text).strip()
     return not value or set(value) <= _FILLER or value.lower().strip(".") in _PLACEHOLDERS
 
@@ -42,11 +42,12 @@ def _is_message(value: object) -> bool:
 
 def placeholder_share(answers: Iterable[Mapping[str, Any]]) -> float:
     """Share of decoded answers (transcript rows) with a placeholder or empty field of their
-    form: the diary, and a move's reason (a message has no reason; a placeholder message
-    decodes to no answer at all)."""
+    form: the diary, and a move's reason (a placeholder message decodes to no answer at all)."""
     rows = list(answers)
-    marked = sum(is_placeholder(r["diary"]) or (not _is_message(r["message"]) and is_placeholder(r["reason"]))
-                 for r in rows)
+    # a move's reason counts, with or without a message (message_replaces_move=False); a
+    # message form has none (decoded as "")
+    is_move = [not _is_message(r["message"]) or bool(r["reason"]) for r in rows]
+    marked = sum(is_placeholder(r["diary"]) or (move and is_placeholder(r["reason"])) for r, move in zip(rows, is_move))
     return marked / max(1, len(rows))
 
 

@@ -132,9 +132,12 @@ class ConsensusPrompt:
     state: str = STATE
     reminder: str = REMINDER
     communication_text: dict[str, str] = field(default_factory=lambda: dict(COMMUNICATION))
+    #: the communication rules where a message goes with the move (``message_replaces_move=False``)
+    alongside_text: dict[str, str] = field(default_factory=lambda: dict(COMMUNICATION_ALONGSIDE))
     message_chars: int = 280
     diary_chars: int = 1000
-    #: the answer format's text per condition (None: ``ANSWER_FORMAT``); e.g. to measure an older one
+    #: the answer format's text per ``format_key`` (None: ``ANSWER_FORMAT``, which also fills keys
+    #: a given one lacks); e.g. to measure an older one
     answer_format: dict[str, str] | None = None
     #: rules in their own (system) message, so a server's prompt cache reuses them at the
     #: message boundary (llama-server: ~400 of ~530 prompt tokens cached, against ~1 when
@@ -148,7 +151,7 @@ class ConsensusPrompt:
         """Changes whenever any template text changes, so stale answers never replay."""
         parts = [self.rules, self.state, self.reminder, json.dumps(self.communication_text, sort_keys=True),
                  json.dumps(self.answer_format or ANSWER_FORMAT, sort_keys=True),
-                 json.dumps(COMMUNICATION_ALONGSIDE, sort_keys=True), str(TEXT_CHARS), str(self.message_chars), str(self.diary_chars), str(self.system_role)]
+                 json.dumps(self.alongside_text, sort_keys=True), str(TEXT_CHARS), str(self.message_chars), str(self.diary_chars), str(self.system_role)]
         return hashlib.sha256("\x1e".join(parts).encode()).hexdigest()[:16]
 
     def delivered(self, text: str) -> str:
@@ -162,8 +165,8 @@ class ConsensusPrompt:
 
     def messages(self, obs: ConsensusObservation) -> list[dict[str, str]]:
         kind = format_key(obs.communication, obs.direct_messages, obs.message_replaces_move)
-        fmt = (self.answer_format or ANSWER_FORMAT)[kind]
-        texts = self.communication_text if obs.message_replaces_move or obs.communication == "none" else COMMUNICATION_ALONGSIDE
+        fmt = (self.answer_format or {}).get(kind, ANSWER_FORMAT[kind])
+        texts = self.communication_text if obs.message_replaces_move or obs.communication == "none" else self.alongside_text
         communication = texts[obs.communication] + (DIRECT if kind.startswith("dm") else "")
         rules = self.rules.format(
             n_others=obs.n_players - 1, players="humans" if obs.label == "human" else "LLM agents",
