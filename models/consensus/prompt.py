@@ -55,7 +55,7 @@ TALK = '"message": your words to the others; "diary": a short note to yourself f
 TO = '; "message_to": the node id of the one neighbour it is for (leave it out to tell them all)'
 OPTIONAL_MESSAGE = '; and only if you want to say something, "message": your words to the others (leave it out otherwise)'
 #: free text is bounded so that an answer fits a small token budget (see ``answer_schema``)
-TEXT_CHARS = 60
+TEXT_CHARS = 48
 ANSWER_FORMAT = {
     "none": "Answer with one JSON object with these keys: " + MOVE + ".",
     "talk": ("Answer with one JSON object in one of two forms. To choose a colour, with these keys: " + MOVE
