@@ -44,11 +44,14 @@ def placeholder_share(answers: Iterable[Mapping[str, Any]]) -> float:
     """Share of decoded answers (transcript rows) with a placeholder or empty field of their
     form: the diary, and a move's reason (a placeholder message decodes to no answer at all)."""
     rows = list(answers)
+    return sum(map(_has_placeholder, rows)) / max(1, len(rows))
+
+
+def _has_placeholder(row: Mapping[str, Any]) -> bool:
     # a move's reason counts, with or without a message (message_replaces_move=False); a
     # message form has none (decoded as "")
-    is_move = [not _is_message(r["message"]) or bool(r["reason"]) for r in rows]
-    marked = sum(is_placeholder(r["diary"]) or (move and is_placeholder(r["reason"])) for r, move in zip(rows, is_move))
-    return marked / max(1, len(rows))
+    is_move = not _is_message(row["message"]) or bool(row["reason"])
+    return is_placeholder(row["diary"]) or (is_move and is_placeholder(row["reason"]))
 
 
 def decode_answer(text: str, obs: ConsensusObservation) -> ConsensusDecision | None:
