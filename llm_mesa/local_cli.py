@@ -91,11 +91,11 @@ def run(args: argparse.Namespace) -> int:
                 stack.enter_context(server)
                 if stop_requested.is_set():
                     return 0
-            _say(f"base_url: {','.join(server.base_url for server in servers)}")
+            urls = ",".join(server.base_url for server in servers)
+            _say(f"base_url: {urls}")
             _say(f"model: {servers[0].model}")
             # one-line JSON: the model otherwise pads answers with whitespace up to their token limit
-            _say(f"use with: --base-url {','.join(server.base_url for server in servers)} "
-                 f"--model {servers[0].model} --compact-json")
+            _say(f"use with: --base-url {urls} --model {servers[0].model} --compact-json")
             pids = ", ".join(str(server.process.pid) for server in servers if server.process)
             _say(f"(llama-server pid {pids}; Ctrl-C stops it)")
             while not stop_requested.wait(0.5):
