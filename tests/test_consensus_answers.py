@@ -14,9 +14,17 @@ import json
 import jsonschema
 import pytest
 
-from llm_mesa.models.consensus.llm_policy import decode_answer, placeholder_share
+from llm_mesa.llm.endpoint import Endpoint
+from llm_mesa.models.consensus.llm_policy import LLMConsensusPolicy, decode_answer, placeholder_share
 from llm_mesa.models.consensus.observation import ConsensusObservation
-from llm_mesa.models.consensus.prompt import ANSWER_FORMAT, TEXT_CHARS, ConsensusPrompt, answer_schema
+from llm_mesa.models.consensus.prompt import (
+    ANSWER_FORMAT,
+    MAX_TEXT_CHARS,
+    MIN_TEXT_CHARS,
+    ConsensusPrompt,
+    answer_schema,
+    text_chars,
+)
 
 MOVE = {"colour": "blue", "reason": "two neighbours are blue", "diary": "follow the majority"}
 TALK = {"message": "let us all pick blue", "diary": "asked for blue"}
@@ -77,15 +85,43 @@ def test_without_communication_there_is_no_message_private_or_not():
         assert decision is not None and decision.message is None and decision.message_to is None
 
 
-def test_free_text_is_bounded_and_the_format_shows_nothing_to_copy():
-    for communication, direct, replaces in [("none", False, True), ("local", False, True), ("global", True, True),
-                                            ("local", True, False)]:
-        schema = answer_schema(communication, direct, replaces)
-        forms = schema.get("anyOf", [schema])
-        texts = [spec for form in forms for spec in form["properties"].values() if spec["type"] == "string" and "enum" not in spec]
-        assert texts and all(spec["maxLength"] == TEXT_CHARS for spec in texts)
-        assert not valid({"colour": "red", "reason": "x" * (TEXT_CHARS + 1), "diary": "d"}, communication, direct, replaces)
+CONDITIONS = [("none", False, True), ("local", False, True), ("global", True, True), ("local", True, False)]
+
+
+def text_bounds(schema: dict) -> list[int]:
+    forms = schema.get("anyOf", [schema])
+    return [spec["maxLength"] for form in forms for spec in form["properties"].values()
+            if spec["type"] == "string" and "enum" not in spec]
+
+
+@pytest.mark.parametrize("budget", [None, 16, 48, 64, 300])
+def test_free_text_is_bounded_by_the_token_budget_and_the_format_shows_nothing_to_copy(budget):
+    for communication, direct, replaces in CONDITIONS:
+        bound = text_chars(budget, communication, direct, replaces)
+        bounds = text_bounds(answer_schema(communication, direct, replaces, budget))
+        assert bounds and set(bounds) == {bound}
+        assert MIN_TEXT_CHARS <= bound <= MAX_TEXT_CHARS
+        too_long = {"colour": "red", "reason": "x" * (bound + 1), "diary": "d"}
+        schema = answer_schema(communication, direct, replaces, budget)
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(too_long, schema)
     assert not any('"..."' in text for text in ANSWER_FORMAT.values())
+
+
+def test_a_larger_budget_never_bounds_text_tighter_and_a_third_field_shares_it():
+    budgets = range(1, 400)
+    for condition in CONDITIONS:
+        bounds = [text_chars(b, *condition) for b in budgets]
+        assert bounds == sorted(bounds) and bounds[0] == MIN_TEXT_CHARS and bounds[-1] == MAX_TEXT_CHARS
+    assert text_chars(48, "local", False, False) < text_chars(48, "local", False, True) < 48
+    assert text_chars(None) == MAX_TEXT_CHARS == text_chars(300)  # the study's budget: a whole message
+
+
+@pytest.mark.parametrize("budget", [None, 48, 300])
+def test_the_policy_bounds_text_by_its_own_endpoints_budget(budget):
+    endpoint = Endpoint("http://127.0.0.1:9/v1", "m", max_tokens=budget)
+    schema = LLMConsensusPolicy(endpoint).request(observation()).schema
+    assert set(text_bounds(schema)) == {text_chars(budget)}
 
 
 @pytest.mark.parametrize("replaces", [True, False])

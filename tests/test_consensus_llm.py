@@ -103,13 +103,20 @@ def test_timeouts_are_retried_and_counted(server):
     assert server.stats()["by_fault"].get("timeout", 0) == 12 * s["rounds"]
 
 
-def test_truncated_answers_are_counted_apart_and_keep_the_colour(server):
-    server.reset()
+def test_a_cut_answer_gets_the_reminder_and_a_second_cut_is_counted_apart(server):
+    server.reset()  # every distinct prompt's first answer is cut: the reminder's answer too
     m = game(llm(server, "rule:majority-inertia?fail_first=1&fault=truncate"), max_rounds=2)
     s = m.summary()
     assert m.outcomes == {"truncated": 24}
-    assert s["truncated"] == 24 and s["parse_failures"] == 0 and s["failures"] == 24 and s["calls"] == 24
+    assert s["truncated"] == 24 and s["parse_failures"] == 0 and s["failures"] == 24 and s["calls"] == 48
     assert m.colours == m.preferences
+    server.reset()  # cut at random: the reminder's answer mostly comes whole
+    m = game(llm(server, "rule:majority-inertia?ptruncate=0.3"), max_rounds=4)
+    s = m.summary()
+    decisions = 12 * s["rounds"]
+    assert sum(m.outcomes.values()) == decisions and m.outcomes.get("retry_ok", 0) > 0
+    retried = m.outcomes.get("retry_ok", 0) + m.outcomes.get("truncated", 0)
+    assert s["calls"] == decisions + retried == server.stats()["answered"]
 
 
 def test_a_call_that_keeps_failing_keeps_the_colour_and_marks_the_game(server):

@@ -54,8 +54,16 @@ MOVE = ('"colour": the colour you choose, "red" or "blue"; "reason": why, in a f
 TALK = '"message": your words to the others; "diary": a short note to yourself for later rounds'
 TO = '; "message_to": the node id of the one neighbour it is for (leave it out to tell them all)'
 OPTIONAL_MESSAGE = '; and only if you want to say something, "message": your words to the others (leave it out otherwise)'
-#: free text is bounded so that an answer fits a small token budget (see ``answer_schema``)
-TEXT_CHARS = 48
+#: Free text is bounded by the completion budget (``text_chars``), so that an answer fits it:
+#: the keys and punctuation of the longest form take about this many tokens (Gemma 3: 14-20) ...
+FORMAT_TOKENS = 20
+#: ... and each free-text field gets an equal share of the rest at this many characters a token:
+#: English runs 3-4, digits one each (Gemma 3 270M's diaries copy neighbour lists, "2:blue, 5:red",
+#: at 1.5), so a field of numbers still fits beside a sentence
+CHARS_PER_TOKEN = 2.5
+#: the bound without a budget, or with a large one: what a message delivers (``message_chars``)
+MAX_TEXT_CHARS = 280
+MIN_TEXT_CHARS = 8
 ANSWER_FORMAT = {
     "none": "Answer with one JSON object with these keys: " + MOVE + ".",
     "talk": ("Answer with one JSON object in one of two forms. To choose a colour, with these keys: " + MOVE
@@ -91,14 +99,32 @@ def format_key(communication: str, direct: bool, message_replaces_move: bool = T
     return ("dm" if direct else "talk") + ("" if message_replaces_move else "+move")
 
 
-def answer_schema(communication: str, direct: bool, message_replaces_move: bool = True) -> dict[str, Any]:
-    """JSON schema of an answer in this communication condition.
+def text_chars(max_tokens: int | None, communication: str = "local", direct: bool = False,
+               message_replaces_move: bool = True) -> int:
+    """The bound on each free-text field for a completion budget of ``max_tokens`` (None: unset).
 
-    Free text is bounded (``TEXT_CHARS``): unbounded, a small model's reasons ran into
-    48 tokens in 30-40% of answers on llama-server. Where a message replaces the move,
-    the answer is a move or a message (``anyOf``): the agent keeps its colour when it talks.
+    Why: an answer cut by the token limit decides nothing, and a cut is not retried (the
+    same prompt is cut again). Unbounded, a small model's reasons ran into 48 tokens in
+    30-40% of answers on llama-server; bounded at a fixed 48 characters, 8% still did, on
+    diaries of node numbers. A fixed bound also starved large budgets: the study's 300
+    tokens allow a message of ``MAX_TEXT_CHARS``.
     """
-    text = {"type": "string", "maxLength": TEXT_CHARS}
+    if max_tokens is None:
+        return MAX_TEXT_CHARS
+    fields = 3 if format_key(communication, direct, message_replaces_move).endswith("+move") else 2
+    share = (max_tokens - FORMAT_TOKENS) / fields * CHARS_PER_TOKEN
+    return int(min(MAX_TEXT_CHARS, max(MIN_TEXT_CHARS, share)))
+
+
+def answer_schema(communication: str, direct: bool, message_replaces_move: bool = True,
+                  max_tokens: int | None = None) -> dict[str, Any]:
+    """JSON schema of an answer in this condition, its free text bounded to fit ``max_tokens``.
+
+    Where a message replaces the move, the answer is a move or a message (``anyOf``): the
+    agent keeps its colour when it talks.
+    """
+    bound = text_chars(max_tokens, communication, direct, message_replaces_move)
+    text = {"type": "string", "maxLength": bound}
     move: dict[str, Any] = {
         "colour": {"type": "string", "enum": ["red", "blue"]},
         "reason": dict(text),
@@ -151,7 +177,7 @@ class ConsensusPrompt:
         """Changes whenever any template text changes, so stale answers never replay."""
         parts = [self.rules, self.state, self.reminder, json.dumps(self.communication_text, sort_keys=True),
                  json.dumps(self.answer_format or ANSWER_FORMAT, sort_keys=True),
-                 json.dumps(self.alongside_text, sort_keys=True), str(TEXT_CHARS), str(self.message_chars), str(self.diary_chars), str(self.system_role)]
+                 json.dumps(self.alongside_text, sort_keys=True), str(self.message_chars), str(self.diary_chars), str(self.system_role)]
         return hashlib.sha256("\x1e".join(parts).encode()).hexdigest()[:16]
 
     def delivered(self, text: str) -> str:
