@@ -10,8 +10,9 @@ negotiation, reminders) for ``--rounds`` rounds of 36 agents with local messages
               ``json_object`` schema dialect);
 * ``after``   llama.cpp's ``llama-server`` as ``llm-mesa local`` serves it: the new prompt (fields
               described, an answer that is a move or a message, free text bounded to
-              48 characters, rules as their own system message so the prompt cache
-              keeps them), ``json_schema`` with ``--compact-json``, 4 slots a server;
+              fit the token budget, a cut answer reminded once, rules as their own
+              system message so the prompt cache keeps them), ``json_schema`` with
+              ``--compact-json``, 4 slots a server;
 * ``after-1`` one llama-server with every core, for comparison: on a CPU, servers scale
               better than threads (``llm-mesa local`` starts one server per
               core by default, at most 4); ``after-x2`` is two servers on any machine.

@@ -154,3 +154,14 @@ def test_the_placeholder_share_reads_each_form_and_empty_table_cells():
         {"colour": "red", "reason": nan, "diary": nan, "message": nan},  # empty cells read back from a table
     ]
     assert placeholder_share(rows) == 3 / 5
+
+
+def test_a_field_that_copies_its_own_description_is_a_placeholder():
+    # Gemma 3 270M wrote "why" as its reason and "a short note to yourself for later" as its diary
+    copied = [{"colour": "red", "reason": "Why", "diary": "stay", "message": None},
+              {"colour": "red", "reason": "both are red", "diary": "a short note to yourself for later", "message": None}]
+    own = [{"colour": "red", "reason": "why not red", "diary": "a short note: stay red", "message": None}]
+    assert placeholder_share(copied) == 1 and placeholder_share(own) == 0
+    obs = observation()
+    assert decode_answer(json.dumps({"message": "your words", "diary": "d"}), obs) is None  # no message: reminded
+    assert decode_answer(json.dumps({"message": "why red?", "diary": "d"}), obs).message == "why red?"

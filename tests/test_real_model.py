@@ -369,7 +369,7 @@ def test_consensus_game_accounts_for_every_call_and_replays_exactly(server: Loca
     answered = transcript[transcript["outcome"].isin(["ok", "retry_ok"])]
     placeholder = placeholder_share(answered.to_dict("records"))
     sent = answered["message"].notna()
-    assert not any(is_placeholder(m) for m in answered["message"].dropna())
+    assert not any(is_placeholder(m, "message") for m in answered["message"].dropna())
     print(f"\nreal model, new prompt: {len(answered)} valid answers of {decisions}; placeholder or empty fields "
           f"{placeholder:.0%}; messages {sent.mean():.0%}; prompt cache share {summary['prompt_cache_share']:.0%}")
 

@@ -10,6 +10,7 @@ never crashes the game: the agent keeps its colour and the decision is marked
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -21,23 +22,33 @@ from llm_mesa.llm.usage import Usage
 from llm_mesa.policy import Policy, register_policy
 
 from .observation import ConsensusDecision, ConsensusObservation
-from .prompt import PROMPT_VARIANTS, ConsensusPrompt, answer_schema
+from .prompt import FIELD_TEXT, PROMPT_VARIANTS, ConsensusPrompt, answer_schema
 
 #: answers a small model gives for "no message" or copies from a template: not a message
 _PLACEHOLDERS = frozenset({"null", "none", "n/a", "na", "nil", "no", "no message", "nothing", "empty", "message"})
 _FILLER = set(".…-_*?!,;:'\"()[]{}<> \t\n")
+_WORD = re.compile(r"[a-z']+")
 
 
-def is_placeholder(text: object) -> bool:
-    """True for an empty or placeholder-like field ("...", "", "null", "n/a"): no content of its own."""
+def is_placeholder(text: object, field: str | None = None) -> bool:
+    """True for an empty or placeholder-like field ("...", "", "null", "n/a"), or, given its
+    ``field``, one that copies words of the field's own description ("why", "a short note"):
+    no content of its own."""
     if text is None or isinstance(text, bool) or (isinstance(text, float) and text != text):
         return True  # NaN: an empty cell read back from a table
     value = str(text).strip()
-    return not value or set(value) <= _FILLER or value.lower().strip(".") in _PLACEHOLDERS
+    if not value or set(value) <= _FILLER or value.lower().strip(".") in _PLACEHOLDERS:
+        return True
+    return field in FIELD_TEXT and _is_run_of(_WORD.findall(value.lower()), _WORD.findall(FIELD_TEXT[field].lower()))
+
+
+def _is_run_of(words: list[str], described: list[str]) -> bool:
+    n = len(words)
+    return n > 0 and any(described[i:i + n] == words for i in range(len(described) - n + 1))
 
 
 def _is_message(value: object) -> bool:
-    return isinstance(value, str) and not is_placeholder(value)  # None, or NaN from a table: none
+    return isinstance(value, str) and not is_placeholder(value, "message")  # None, or NaN from a table: none
 
 
 def placeholder_share(answers: Iterable[Mapping[str, Any]]) -> float:
@@ -51,7 +62,7 @@ def _has_placeholder(row: Mapping[str, Any]) -> bool:
     # a move's reason counts, with or without a message (message_replaces_move=False); a
     # message form has none (decoded as "")
     is_move = not _is_message(row["message"]) or bool(row["reason"])
-    return is_placeholder(row["diary"]) or (is_move and is_placeholder(row["reason"]))
+    return is_placeholder(row["diary"], "diary") or (is_move and is_placeholder(row["reason"], "reason"))
 
 
 def decode_answer(text: str, obs: ConsensusObservation) -> ConsensusDecision | None:
@@ -65,7 +76,7 @@ def decode_answer(text: str, obs: ConsensusObservation) -> ConsensusDecision | N
     if not data:
         return None
     message = data.get("message")
-    message = None if is_placeholder(message) or obs.communication == "none" else str(message).strip()
+    message = None if is_placeholder(message, "message") or obs.communication == "none" else str(message).strip()
     message_to = data.get("message_to") if message is not None and obs.direct_messages else None
     try:
         message_to = int(message_to) if message_to not in (None, "", "null") else None

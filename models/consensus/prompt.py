@@ -49,9 +49,18 @@ DIRECT = " You may also address your message privately to one neighbour by givin
 #: (the study), the answer takes one of two forms, a move or a message: a message needs
 #: no colour and a move no message, so neither form pays for the other's fields (with
 #: all four in one answer, a 270M model's answers ran into 48 tokens in two of three).
-MOVE = ('"colour": the colour you choose, "red" or "blue"; "reason": why, in a few words of your own; '
-        '"diary": a short note to yourself for later rounds')
-TALK = '"message": your words to the others; "diary": a short note to yourself for later rounds'
+#: each field's description: a small model also copies these ("why", "a short note to yourself"),
+#: which ``llm_policy.is_placeholder`` counts as no content of its own
+FIELD_TEXT = {"colour": 'the colour you choose, "red" or "blue"', "reason": "why, in a few words of your own",
+              "diary": "a short note to yourself for later rounds", "message": "your words to the others"}
+
+
+def _described(*fields: str) -> str:
+    return "; ".join(f'"{name}": {FIELD_TEXT[name]}' for name in fields)
+
+
+MOVE = _described("colour", "reason", "diary")
+TALK = _described("message", "diary")
 TO = '; "message_to": the node id of the one neighbour it is for (leave it out to tell them all)'
 OPTIONAL_MESSAGE = '; and only if you want to say something, "message": your words to the others (leave it out otherwise)'
 #: Free text is bounded by the completion budget (``text_chars``), so that an answer fits it:
