@@ -19,6 +19,7 @@ from llm_mesa.models.consensus.llm_policy import LLMConsensusPolicy, decode_answ
 from llm_mesa.models.consensus.observation import ConsensusObservation
 from llm_mesa.models.consensus.prompt import (
     ANSWER_FORMAT,
+    FIELD_TEXT,
     MAX_TEXT_CHARS,
     MIN_TEXT_CHARS,
     ConsensusPrompt,
@@ -156,10 +157,12 @@ def test_the_placeholder_share_reads_each_form_and_empty_table_cells():
     assert placeholder_share(rows) == 3 / 5
 
 
-def test_a_field_that_copies_its_own_description_is_a_placeholder():
-    # Gemma 3 270M wrote "why" as its reason and "a short note to yourself for later" as its diary
-    copied = [{"colour": "red", "reason": "Why", "diary": "stay", "message": None},
-              {"colour": "red", "reason": "both are red", "diary": "a short note to yourself for later", "message": None}]
+def test_a_field_that_copies_its_own_name_or_description_is_a_placeholder():
+    # Gemma 3 270M wrote "why" as its reason under "why, in a few words of your own", and "reason"
+    reason_words, diary_words = FIELD_TEXT["reason"].split(), FIELD_TEXT["diary"].split()
+    copied = [{"colour": "red", "reason": " ".join(reason_words[:3]).title(), "diary": "stay", "message": None},
+              {"colour": "red", "reason": "both are red", "diary": " ".join(diary_words[1:]) + ".", "message": None},
+              {"colour": "red", "reason": "Reason", "diary": "stay", "message": None}]
     own = [{"colour": "red", "reason": "why not red", "diary": "a short note: stay red", "message": None}]
     assert placeholder_share(copied) == 1 and placeholder_share(own) == 0
     obs = observation()

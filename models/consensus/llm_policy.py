@@ -32,14 +32,15 @@ _WORD = re.compile(r"[a-z']+")
 
 def is_placeholder(text: object, field: str | None = None) -> bool:
     """True for an empty or placeholder-like field ("...", "", "null", "n/a"), or, given its
-    ``field``, one that copies words of the field's own description ("why", "a short note"):
-    no content of its own."""
+    ``field``, one that copies words of the field's name or description ("reason", "why",
+    "a short note"): no content of its own."""
     if text is None or isinstance(text, bool) or (isinstance(text, float) and text != text):
         return True  # NaN: an empty cell read back from a table
     value = str(text).strip()
     if not value or set(value) <= _FILLER or value.lower().strip(".") in _PLACEHOLDERS:
         return True
-    return field in FIELD_TEXT and _is_run_of(_WORD.findall(value.lower()), _WORD.findall(FIELD_TEXT[field].lower()))
+    described = f"{field} {FIELD_TEXT[field]}" if field in FIELD_TEXT else ""  # its name too: "reason"
+    return _is_run_of(_WORD.findall(value.lower()), _WORD.findall(described.lower()))
 
 
 def _is_run_of(words: list[str], described: list[str]) -> bool:

@@ -49,10 +49,12 @@ DIRECT = " You may also address your message privately to one neighbour by givin
 #: (the study), the answer takes one of two forms, a move or a message: a message needs
 #: no colour and a move no message, so neither form pays for the other's fields (with
 #: all four in one answer, a 270M model's answers ran into 48 tokens in two of three).
-#: each field's description: a small model also copies these ("why", "a short note to yourself"),
-#: which ``llm_policy.is_placeholder`` counts as no content of its own
-FIELD_TEXT = {"colour": 'the colour you choose, "red" or "blue"', "reason": "why, in a few words of your own",
-              "diary": "a short note to yourself for later rounds", "message": "your words to the others"}
+#: each field's description. A small model also copies these, which ``llm_policy.is_placeholder``
+#: counts as no content of its own: Gemma 3 270M wrote "why" and "a short note to yourself"
+#: in 44-51% of round-1 answers under "why, in a few words of your own" and "a short note to
+#: yourself for later rounds", 14-23% under these (36 answers each, two seeds)
+FIELD_TEXT = {"colour": 'the colour you choose, "red" or "blue"', "reason": "what you saw that made you choose it",
+              "diary": "what you want to remember next round", "message": "your words to the others"}
 
 
 def _described(*fields: str) -> str:
