@@ -63,7 +63,10 @@ CONFIGS = ("before", "after", "after-1", "after-x2", "old-server-new-prompt", "o
 
 
 class LegacyPolicy(LLMConsensusPolicy):
-    """The former request: one answer form with every field, no length bounds, the message nullable."""
+    """The former request: one answer form with every field, no length bounds, the message nullable,
+    and a cut answer final."""
+
+    retry_cut_answers = False
 
     def request(self, obs):
         request = super().request(obs)

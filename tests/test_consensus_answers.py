@@ -116,6 +116,8 @@ def test_a_larger_budget_never_bounds_text_tighter_and_a_third_field_shares_it()
         assert bounds == sorted(bounds) and bounds[0] == MIN_TEXT_CHARS and bounds[-1] == MAX_TEXT_CHARS
     assert text_chars(48, "local", False, False) < text_chars(48, "local", False, True) < 48
     assert text_chars(None) == MAX_TEXT_CHARS == text_chars(300)  # the study's budget: a whole message
+    assert text_chars(300, "local", False, False) == 233  # three fields share it
+    assert text_chars(48, "local", True, False) < text_chars(48, "local", False, False)  # a private message's keys
 
 
 @pytest.mark.parametrize("budget", [None, 48, 300])
@@ -158,13 +160,16 @@ def test_the_placeholder_share_reads_each_form_and_empty_table_cells():
 
 
 def test_a_field_that_copies_its_own_name_or_description_is_a_placeholder():
-    # Gemma 3 270M wrote "why" as its reason under "why, in a few words of your own", and "reason"
+    # Gemma 3 270M copied descriptions ("why" under "why, in a few words of your own") and key names
     reason_words, diary_words = FIELD_TEXT["reason"].split(), FIELD_TEXT["diary"].split()
     copied = [{"colour": "red", "reason": " ".join(reason_words[:3]).title(), "diary": "stay", "message": None},
               {"colour": "red", "reason": "both are red", "diary": " ".join(diary_words[1:]) + ".", "message": None},
-              {"colour": "red", "reason": "Reason", "diary": "stay", "message": None}]
-    own = [{"colour": "red", "reason": "why not red", "diary": "a short note: stay red", "message": None}]
+              {"colour": "red", "reason": "Reason", "diary": "stay", "message": None},
+              {"colour": "red", "reason": "", "diary": "stay", "message": "Your words"}]
+    own = [{"colour": "red", "reason": "why not red", "diary": "Round 2: stay red", "message": None},
+           {"colour": "red", "reason": "you", "diary": "remember", "message": None},  # one word in common is not a copy
+           {"colour": "red", "reason": "", "diary": "d", "message": "to 2"}]
     assert placeholder_share(copied) == 1 and placeholder_share(own) == 0
     obs = observation()
-    assert decode_answer(json.dumps({"message": "your words", "diary": "d"}), obs) is None  # no message: reminded
-    assert decode_answer(json.dumps({"message": "why red?", "diary": "d"}), obs).message == "why red?"
+    for message in ("to 2", "The others", "your words"):  # the game keeps every real-looking message
+        assert decode_answer(json.dumps({"message": message, "diary": "d"}), obs).message == message

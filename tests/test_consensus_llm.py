@@ -110,6 +110,9 @@ def test_a_cut_answer_gets_the_reminder_and_a_second_cut_is_counted_apart(server
     assert m.outcomes == {"truncated": 24}
     assert s["truncated"] == 24 and s["parse_failures"] == 0 and s["failures"] == 24 and s["calls"] == 48
     assert m.colours == m.preferences
+    server.reset()  # without a schema nothing bounds the text: a cut answer is final
+    m = game(llm(server, "rule:majority-inertia?fail_first=1&fault=truncate", prompt_mode="completion"), max_rounds=2)
+    assert m.outcomes == {"truncated": 24} and m.summary()["calls"] == 24
     server.reset()  # cut at random: the reminder's answer mostly comes whole
     m = game(llm(server, "rule:majority-inertia?ptruncate=0.3"), max_rounds=4)
     s = m.summary()

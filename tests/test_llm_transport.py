@@ -189,6 +189,10 @@ def test_compact_json_bans_whitespace_runs_only_where_json_is_asked_for(server):
     assert request_identity(plain, request) == {k: v for k, v in request_identity(compact, request).items()
                                                 if k != "compact_json"}  # keys recorded without it hold
     assert request_key(request_identity(plain, request)) != request_key(request_identity(compact, request))
+    # the key names the ban list: answers drawn under the former one (runs of 1-3 newlines,
+    # 1-4 tabs) do not replay as this one's
+    former = dict.fromkeys(["\n" * k for k in range(1, 4)] + ["\t" * k for k in range(1, 5)], False)
+    assert request_identity(compact, request)["compact_json"] == dialects.COMPACT_JSON_ID != dialects.ban_list_id(former)
     with pytest.raises(EndpointError, match="drop logit_bias from --extra-body"):
         Endpoint(server.base_url, "m", compact_json=True, extra_body={"logit_bias": {"1": -5}})
     with pytest.raises(EndpointError, match="true or false"):

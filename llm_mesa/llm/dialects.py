@@ -22,6 +22,8 @@ dialect it was given under), so a replayed run's manifest says what was used.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -101,6 +103,15 @@ def response_format(dialect: str, schema: dict[str, Any] | None, name: str = "an
 #: string keys.
 COMPACT_JSON_LOGIT_BIAS: dict[str, bool] = dict.fromkeys(
     ["\n" * k for k in range(1, 17)] + ["\t" * k for k in range(1, 21)], False)
+
+
+def ban_list_id(bias: dict[str, bool]) -> str:
+    """A short name for a ban list: what a recording's key holds for ``--compact-json``, so
+    answers drawn under another list are never replayed as this one's."""
+    return hashlib.sha256(json.dumps(sorted(bias)).encode()).hexdigest()[:12]
+
+
+COMPACT_JSON_ID = ban_list_id(COMPACT_JSON_LOGIT_BIAS)
 
 
 def is_response_format_refusal(status: int, body_text: str) -> bool:

@@ -62,6 +62,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llm_mesa.llm.compact import DICT_PREFIX, Packer
+from llm_mesa.llm.dialects import COMPACT_JSON_ID
 
 if TYPE_CHECKING:
     from llm_mesa.llm.client import LLMRequest, LLMResult
@@ -90,8 +91,9 @@ def request_identity(endpoint: Endpoint, request: LLMRequest) -> dict[str, Any]:
         "prompt": request.prompt,
         "schema": request.schema,
         "sample_key": request.sample_key,
-        # only where it can be sent (with a schema); absent when off, so older keys hold
-        **({"compact_json": True} if endpoint.compact_json and request.schema is not None else {}),
+        # only where it can be sent (with a schema); absent when off, so older keys hold; which
+        # whitespace is banned, when on
+        **({"compact_json": COMPACT_JSON_ID} if endpoint.compact_json and request.schema is not None else {}),
     }
 
 

@@ -27,34 +27,41 @@ from .prompt import FIELD_TEXT, PROMPT_VARIANTS, ConsensusPrompt, answer_schema
 #: answers a small model gives for "no message" or copies from a template: not a message
 _PLACEHOLDERS = frozenset({"null", "none", "n/a", "na", "nil", "no", "no message", "nothing", "empty", "message"})
 _FILLER = set(".…-_*?!,;:'\"()[]{}<> \t\n")
-_WORD = re.compile(r"[a-z']+")
+_WORD = re.compile(r"[a-z0-9']+")
 
 
 def is_placeholder(text: object, field: str | None = None) -> bool:
     """True for an empty or placeholder-like field ("...", "", "null", "n/a"), or, given its
-    ``field``, one that copies words of the field's name or description ("reason", "why",
-    "a short note"): no content of its own."""
+    ``field``, one that is its bare key name ("reason") or copies two or more words in a row
+    of its description in ``FIELD_TEXT`` ("what you saw"): no content of its own.
+
+    The game decodes messages without ``field`` (a real message may share two words with
+    "your words to the others"); the placeholder share, a measurement, passes it.
+    """
     if text is None or isinstance(text, bool) or (isinstance(text, float) and text != text):
         return True  # NaN: an empty cell read back from a table
     value = str(text).strip()
     if not value or set(value) <= _FILLER or value.lower().strip(".") in _PLACEHOLDERS:
         return True
-    described = f"{field} {FIELD_TEXT[field]}" if field in FIELD_TEXT else ""  # its name too: "reason"
-    return _is_run_of(_WORD.findall(value.lower()), _WORD.findall(described.lower()))
+    if field not in FIELD_TEXT:
+        return False
+    words = _WORD.findall(value.lower())
+    return words == [field] or _is_run_of(words, _WORD.findall(FIELD_TEXT[field].lower()))
 
 
 def _is_run_of(words: list[str], described: list[str]) -> bool:
     n = len(words)
-    return n > 0 and any(described[i:i + n] == words for i in range(len(described) - n + 1))
+    return n >= 2 and any(described[i:i + n] == words for i in range(len(described) - n + 1))
 
 
 def _is_message(value: object) -> bool:
-    return isinstance(value, str) and not is_placeholder(value, "message")  # None, or NaN from a table: none
+    return isinstance(value, str) and not is_placeholder(value)  # None, or NaN from a table: none
 
 
 def placeholder_share(answers: Iterable[Mapping[str, Any]]) -> float:
     """Share of decoded answers (transcript rows) with a placeholder or empty field of their
-    form: the diary, and a move's reason (a placeholder message decodes to no answer at all)."""
+    form: the diary, a move's reason, and a message that copies its description (a
+    placeholder message decodes to no message at all)."""
     rows = list(answers)
     return sum(map(_has_placeholder, rows)) / max(1, len(rows))
 
@@ -63,7 +70,8 @@ def _has_placeholder(row: Mapping[str, Any]) -> bool:
     # a move's reason counts, with or without a message (message_replaces_move=False); a
     # message form has none (decoded as "")
     is_move = not _is_message(row["message"]) or bool(row["reason"])
-    return is_placeholder(row["diary"], "diary") or (is_move and is_placeholder(row["reason"], "reason"))
+    return (is_placeholder(row["diary"], "diary") or (is_move and is_placeholder(row["reason"], "reason"))
+            or (_is_message(row["message"]) and is_placeholder(row["message"], "message")))
 
 
 def decode_answer(text: str, obs: ConsensusObservation) -> ConsensusDecision | None:
@@ -77,7 +85,7 @@ def decode_answer(text: str, obs: ConsensusObservation) -> ConsensusDecision | N
     if not data:
         return None
     message = data.get("message")
-    message = None if is_placeholder(message, "message") or obs.communication == "none" else str(message).strip()
+    message = None if is_placeholder(message) or obs.communication == "none" else str(message).strip()
     message_to = data.get("message_to") if message is not None and obs.direct_messages else None
     try:
         message_to = int(message_to) if message_to not in (None, "", "null") else None
@@ -107,6 +115,8 @@ class LLMConsensusPolicy(Policy):
 
     is_async = True
     needs_history = True
+    #: a cut answer gets the one reminder (where a schema bounds its text; see ``adecide``)
+    retry_cut_answers = True
 
     def __init__(self, endpoint: Endpoint | None = None, *, store: ResponseStore | None = None,
                  usage: Usage | None = None, prompt: ConsensusPrompt | None = None, **endpoint_options: Any):
@@ -135,7 +145,8 @@ class LLMConsensusPolicy(Policy):
 
     def request(self, obs: ConsensusObservation) -> LLMRequest:
         key = f"g={obs.game_key}|agent={obs.agent_id}|round={obs.round}"
-        budget = self.endpoint.max_tokens or self.endpoint.max_completion_tokens
+        # max_completion_tokens also covers a reasoning model's thinking: no budget for text
+        budget = self.endpoint.max_tokens
         schema = answer_schema(obs.communication, obs.direct_messages, obs.message_replaces_move, budget)
         prompt = self.prompt_for(obs.prompt)
         if self.endpoint.prompt_mode == "completion":
@@ -145,12 +156,14 @@ class LLMConsensusPolicy(Policy):
                           template_hash=prompt.template_hash, purpose="decide", schema_name="decision")
 
     async def adecide(self, obs: ConsensusObservation, rng: random.Random) -> ConsensusDecision:
-        # a cut answer gets the reminder too: its free text is already bounded to the budget
-        # (``text_chars``), so a cut is a draw that wandered into digits ("2:blue, 5:red, 8:"),
-        # and a fresh draw fits (Gemma 3 270M: 3-6% of answers cut, at 48 tokens)
-        answer = await ask(self.endpoint, self.request(obs), lambda text: decode_answer(text, obs),
+        # A cut answer gets the reminder too where a schema bounds its free text to the budget
+        # (``text_chars``): a cut is then a draw that wandered into digits ("2:blue, 5:red, 8:"),
+        # and a fresh draw fits (Gemma 3 270M: 3-6% of answers cut, at 48 tokens). Without a
+        # schema (completion mode) nothing bounds it, and the reminder would be cut again.
+        request = self.request(obs)
+        answer = await ask(self.endpoint, request, lambda text: decode_answer(text, obs),
                            self.prompt_for(obs.prompt).reminder, store=self.store, usage=self.usage,
-                           retry_truncated=True)
+                           retry_truncated=self.retry_cut_answers and request.schema is not None)
         for result in (answer.first, answer.retry):
             if result is not None and result.error is None:
                 self.served_by.add((result.model, result.system_fingerprint))

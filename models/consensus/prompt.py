@@ -49,10 +49,11 @@ DIRECT = " You may also address your message privately to one neighbour by givin
 #: (the study), the answer takes one of two forms, a move or a message: a message needs
 #: no colour and a move no message, so neither form pays for the other's fields (with
 #: all four in one answer, a 270M model's answers ran into 48 tokens in two of three).
-#: each field's description. A small model also copies these, which ``llm_policy.is_placeholder``
-#: counts as no content of its own: Gemma 3 270M wrote "why" and "a short note to yourself"
+
+#: Each field's description. A small model copies these too, which ``llm_policy.is_placeholder``
+#: counts as no content of its own: Gemma 3 270M wrote "why" or "a short note to yourself"
 #: in 44-51% of round-1 answers under "why, in a few words of your own" and "a short note to
-#: yourself for later rounds", 14-23% under these (36 answers each, two seeds)
+#: yourself for later rounds"; under these, 14-23% of answers copied (36 answers each, two seeds).
 FIELD_TEXT = {"colour": 'the colour you choose, "red" or "blue"', "reason": "what you saw that made you choose it",
               "diary": "what you want to remember next round", "message": "your words to the others"}
 
@@ -64,15 +65,17 @@ def _described(*fields: str) -> str:
 MOVE = _described("colour", "reason", "diary")
 TALK = _described("message", "diary")
 TO = '; "message_to": the node id of the one neighbour it is for (leave it out to tell them all)'
-OPTIONAL_MESSAGE = '; and only if you want to say something, "message": your words to the others (leave it out otherwise)'
+OPTIONAL_MESSAGE = f'; and only if you want to say something, "message": {FIELD_TEXT["message"]} (leave it out otherwise)'
 #: Free text is bounded by the completion budget (``text_chars``), so that an answer fits it:
-#: the keys and punctuation of the longest form take about this many tokens (Gemma 3: 14-20) ...
+#: the keys and punctuation of the longest form take about this many tokens (Gemma 3: 14-20,
+#: and about 26 with a private message beside the move) ...
 FORMAT_TOKENS = 20
+FORMAT_TOKENS_BY_FORM = {"dm+move": 26}
 #: ... and each free-text field gets an equal share of the rest at this many characters a token:
 #: English runs 3-4, digits one each (Gemma 3 270M's diaries copy neighbour lists, "2:blue, 5:red",
 #: at 1.5), so a field of numbers still fits beside a sentence
 CHARS_PER_TOKEN = 2.5
-#: the bound without a budget, or with a large one: what a message delivers (``message_chars``)
+#: the bound without a budget, or with a large one: what a message delivers (``ConsensusPrompt.message_chars``)
 MAX_TEXT_CHARS = 280
 MIN_TEXT_CHARS = 8
 ANSWER_FORMAT = {
@@ -114,16 +117,17 @@ def text_chars(max_tokens: int | None, communication: str = "local", direct: boo
                message_replaces_move: bool = True) -> int:
     """The bound on each free-text field for a completion budget of ``max_tokens`` (None: unset).
 
-    Why: an answer cut by the token limit decides nothing, and a cut is not retried (the
-    same prompt is cut again). Unbounded, a small model's reasons ran into 48 tokens in
-    30-40% of answers on llama-server; bounded at a fixed 48 characters, 8% still did, on
-    diaries of node numbers. A fixed bound also starved large budgets: the study's 300
-    tokens allow a message of ``MAX_TEXT_CHARS``.
+    Why: an answer cut by the token limit decides nothing, and its reminder has the same
+    budget. Unbounded, a small model's reasons ran into 48 tokens in 30-40% of answers on
+    llama-server; bounded at a fixed 48 characters, 3-8% still did, on diaries of node
+    numbers. A fixed bound also starved large budgets: the study's 300 tokens allow a
+    message of ``MAX_TEXT_CHARS`` (233 characters where a message goes with the move).
     """
     if max_tokens is None:
         return MAX_TEXT_CHARS
-    fields = 3 if format_key(communication, direct, message_replaces_move).endswith("+move") else 2
-    share = (max_tokens - FORMAT_TOKENS) / fields * CHARS_PER_TOKEN
+    kind = format_key(communication, direct, message_replaces_move)
+    fields = 3 if kind.endswith("+move") else 2
+    share = (max_tokens - FORMAT_TOKENS_BY_FORM.get(kind, FORMAT_TOKENS)) / fields * CHARS_PER_TOKEN
     return int(min(MAX_TEXT_CHARS, max(MIN_TEXT_CHARS, share)))
 
 
