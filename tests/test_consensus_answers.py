@@ -165,10 +165,10 @@ def test_a_field_that_copies_its_own_name_or_description_is_a_placeholder():
     copied = [{"colour": "red", "reason": " ".join(reason_words[:3]).title(), "diary": "stay", "message": None},
               {"colour": "red", "reason": "both are red", "diary": " ".join(diary_words[1:]) + ".", "message": None},
               {"colour": "red", "reason": "Reason", "diary": "stay", "message": None},
-              {"colour": "red", "reason": "", "diary": "stay", "message": "Your words"}]
+              {"colour": "red", "reason": "", "diary": "stay", "message": "Your words"},
+              {"colour": "red", "reason": "you", "diary": "remember", "message": None}]  # one word alone
     own = [{"colour": "red", "reason": "why not red", "diary": "Round 2: stay red", "message": None},
-           {"colour": "red", "reason": "you", "diary": "remember", "message": None},  # one word in common is not a copy
-           {"colour": "red", "reason": "", "diary": "d", "message": "to 2"}]
+           {"colour": "red", "reason": "", "diary": "d", "message": "to 2"}]  # digits are words of their own
     assert placeholder_share(copied) == 1 and placeholder_share(own) == 0
     obs = observation()
     for message in ("to 2", "The others", "your words"):  # the game keeps every real-looking message

@@ -32,11 +32,12 @@ _WORD = re.compile(r"[a-z0-9']+")
 
 def is_placeholder(text: object, field: str | None = None) -> bool:
     """True for an empty or placeholder-like field ("...", "", "null", "n/a"), or, given its
-    ``field``, one that is its bare key name ("reason") or copies two or more words in a row
-    of its description in ``FIELD_TEXT`` ("what you saw"): no content of its own.
+    ``field``, one that is its bare key name ("reason") or nothing but words in a row of
+    its description in ``FIELD_TEXT`` ("why" under "why, in a few words of your own"): no
+    content of its own. Digits count as words, so "to 2" copies nothing.
 
-    The game decodes messages without ``field`` (a real message may share two words with
-    "your words to the others"); the placeholder share, a measurement, passes it.
+    The game decodes messages without ``field`` (a real message, "the others", may be
+    made of the description's words); the placeholder share, a measurement, passes it.
     """
     if text is None or isinstance(text, bool) or (isinstance(text, float) and text != text):
         return True  # NaN: an empty cell read back from a table
@@ -51,7 +52,7 @@ def is_placeholder(text: object, field: str | None = None) -> bool:
 
 def _is_run_of(words: list[str], described: list[str]) -> bool:
     n = len(words)
-    return n >= 2 and any(described[i:i + n] == words for i in range(len(described) - n + 1))
+    return n > 0 and any(described[i:i + n] == words for i in range(len(described) - n + 1))
 
 
 def _is_message(value: object) -> bool:
