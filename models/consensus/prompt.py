@@ -52,8 +52,8 @@ DIRECT = " You may also address your message privately to one neighbour by givin
 
 #: Each field's description. A small model copies these too, which ``llm_policy.is_placeholder``
 #: counts as no content of its own: Gemma 3 270M wrote "why" or "a short note to yourself"
-#: in 44-51% of round-1 answers under "why, in a few words of your own" and "a short note to
-#: yourself for later rounds"; under these, 14-23% of answers copied (36 answers each, two seeds).
+#: in 51-58% of round-1 answers under "why, in a few words of your own" and "a short note to
+#: yourself for later rounds"; under these, 18-19% of answers copied (36 answers each, two seeds).
 FIELD_TEXT = {"colour": 'the colour you choose, "red" or "blue"', "reason": "what you saw that made you choose it",
               "diary": "what you want to remember next round", "message": "your words to the others"}
 
