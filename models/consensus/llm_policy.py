@@ -28,6 +28,8 @@ from .prompt import FIELD_TEXT, PROMPT_VARIANTS, ConsensusPrompt, answer_schema
 _PLACEHOLDERS = frozenset({"null", "none", "n/a", "na", "nil", "no", "no message", "nothing", "empty", "message"})
 _FILLER = set(".…-_*?!,;:'\"()[]{}<> \t\n")
 _WORD = re.compile(r"[a-z0-9']+")
+#: each field's description as words, once (``is_placeholder`` reads them for every row)
+_DESCRIBED = {name: _WORD.findall(text.lower()) for name, text in FIELD_TEXT.items()}
 
 
 def is_placeholder(text: object, field: str | None = None) -> bool:
@@ -44,10 +46,10 @@ def is_placeholder(text: object, field: str | None = None) -> bool:
     value = str(text).strip()
     if not value or set(value) <= _FILLER or value.lower().strip(".") in _PLACEHOLDERS:
         return True
-    if field not in FIELD_TEXT:
+    if field not in _DESCRIBED:
         return False
     words = _WORD.findall(value.lower())
-    return words == [field] or _is_run_of(words, _WORD.findall(FIELD_TEXT[field].lower()))
+    return words == [field] or _is_run_of(words, _DESCRIBED[field])
 
 
 def _is_run_of(words: list[str], described: list[str]) -> bool:
@@ -70,9 +72,10 @@ def placeholder_share(answers: Iterable[Mapping[str, Any]]) -> float:
 def _has_placeholder(row: Mapping[str, Any]) -> bool:
     # a move's reason counts, with or without a message (message_replaces_move=False); a
     # message form has none (decoded as "")
-    is_move = not _is_message(row["message"]) or bool(row["reason"])
+    sent = _is_message(row["message"])
+    is_move = not sent or bool(row["reason"])
     return (is_placeholder(row["diary"], "diary") or (is_move and is_placeholder(row["reason"], "reason"))
-            or (_is_message(row["message"]) and is_placeholder(row["message"], "message")))
+            or (sent and is_placeholder(row["message"], "message")))
 
 
 def decode_answer(text: str, obs: ConsensusObservation) -> ConsensusDecision | None:
