@@ -48,8 +48,8 @@ import consensus_yardstick  # noqa: E402
 from llm_mesa.graph_measures import Adjacency  # noqa: E402
 from llm_mesa.models.consensus import ConsensusModel  # noqa: E402
 from llm_mesa.models.consensus.batched import Stack  # noqa: E402
-from llm_mesa.models.consensus.batched_setup import game_setup  # noqa: E402
 from llm_mesa.models.consensus.conditions import RULE_CONFIGURATIONS, STUDY_CONDITIONS  # noqa: E402
+from llm_mesa.models.consensus.setup import game_setup  # noqa: E402
 from llm_mesa.sweep import limit_blas_threads  # noqa: E402
 
 RULE = "majority-inertia:inertia=0.2"
@@ -68,11 +68,12 @@ BIG_GAME = """
 import resource, sys, time
 from llm_mesa.graph_measures import Adjacency
 from llm_mesa.models.consensus.batched import Stack
-from llm_mesa.models.consensus.batched_setup import game_setup
+from llm_mesa.models.consensus.setup import game_setup
 import random
 n = int(sys.argv[1])
 t0 = time.process_time()
-setup = game_setup(random.Random(1), 1, 1, n=n, topology="ba", policy="majority-inertia", baseline_permutations=0)
+setup = game_setup(random.Random(1), 1, 1, parameters={"n": n, "topology": "ba", "baseline_permutations": 0},
+                   policy="majority-inertia")
 adjacency = Adjacency.from_graph(setup.graph)  # the networkx graph stays, as in play_games
 stack = Stack([setup], [adjacency], [1], agents=True)
 t1 = time.process_time()
@@ -127,8 +128,8 @@ def rate_10k(n: int, rounds: int, reps: int) -> dict:
         t0 = time.process_time()
         model.run()
         mesa.append(n * model.round / (time.process_time() - t0))
-        setup = game_setup(random.Random(seed), seed, seed, n=n, topology="ba", policy=RULE, max_rounds=rounds,
-                           baseline_permutations=0)
+        setup = game_setup(random.Random(seed), seed, seed, policy=RULE,
+                           parameters={"n": n, "topology": "ba", "max_rounds": rounds, "baseline_permutations": 0})
         stack = Stack([setup], [Adjacency.from_graph(setup.graph)], [seed], agents=True)
         t0 = time.process_time()
         (game,) = stack.play()

@@ -136,7 +136,7 @@ def sweep(base_url: str, model: str, rounds: int, games: int, concurrency: int, 
         cpu0, wall0 = time.process_time(), time.perf_counter()
         result = run_sweep({"caveman-cliques": condition}, {"llm": endpoint}, games, Path(tmp) / "sweep",
                            games_in_flight=games, store_mode="record" if record else "off",
-                           check_endpoints=False)
+                           check_endpoints=False, game="consensus")
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     rows = result.results
     return GameRun(wall, cpu, int(rows["calls"].sum()), [int(r) for r in rows["rounds"]], int(rows["failures"].sum()))

@@ -42,7 +42,7 @@ def rule_grid(seeds: int) -> dict[str, tuple[float, int]]:
                           ("Dask LocalCluster, 2 workers", {"executor": "local-cluster:2"})):
         with tempfile.TemporaryDirectory() as tmp:
             started = time.perf_counter()
-            result = run_sweep(dict(STUDY_CONDITIONS), dict(RULE_CONFIGURATIONS), seeds, Path(tmp) / "grid", **kwargs)
+            result = run_sweep(dict(STUDY_CONDITIONS), dict(RULE_CONFIGURATIONS), seeds, Path(tmp) / "grid", **kwargs, game="consensus")
             out[label] = (time.perf_counter() - started, result.played)
     return out
 
@@ -56,7 +56,7 @@ def llm_games(base_url: str, games: int, rounds: int, latency: float, concurrenc
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
         result = run_sweep({"cliques": condition}, {"llm": endpoint}, games, Path(tmp) / "llm",
-                           games_in_flight=games, store_mode="off", check_endpoints=False)
+                           games_in_flight=games, store_mode="off", check_endpoints=False, game="consensus")
         wall = time.perf_counter() - started
     rows = result.results
     return {"wall": wall, "calls": float(rows["calls"].sum()), "rounds": float(rows["rounds"].sum()),

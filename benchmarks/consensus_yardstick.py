@@ -22,7 +22,7 @@ from scipy.sparse import block_diag, csr_array
 from scipy.sparse.csgraph import connected_components
 
 from llm_mesa.graphs import build_topology
-from llm_mesa.models.consensus.batched_rounds import RULE_STREAM
+from llm_mesa.models.consensus.array_state import RULE_STREAM
 from llm_mesa.models.consensus.preferences import assign_preferences
 from llm_mesa.policy import parse_policy_spec
 

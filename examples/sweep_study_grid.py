@@ -43,7 +43,7 @@ def main() -> None:
 
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     result = run_sweep(STUDY_CONDITIONS, RULE_CONFIGURATIONS, args.seeds, args.out,
-                       processes=args.processes, progress=progress)
+                       processes=args.processes, progress=progress, game="consensus")
     print(f"{result.played} games played, {result.skipped} already present")
     print("consensus (successes / games):")
     print(result.headline())

@@ -1,8 +1,9 @@
 """The ``llm-mesa`` command: one subcommand per use, each in its own module.
 
 A subcommand module exposes ``configure(parser)`` (adds its options) and
-``run(args) -> int`` (its exit status). Bad input raises ``UsageError`` (or any
-``ValueError`` subclass of ours): one line on stderr, exit status 2.
+``run(args) -> int`` (its exit status). Bad input raises ``LlmMesaError`` (any
+subclass, from any module): one line on stderr and the error's exit status (2 for
+bad input, 3 for an invalid game, 4 for a sweep stopped by its budget).
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import importlib
 import os
 import sys
 
-#: the core's own subcommands; each installed game adds its own (``Game.cli_module``)
+from llm_mesa.errors import LlmMesaError, one_line
+
+#: the core's own subcommands; each installed game adds its own (``Game.cli()``)
 CORE_SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "sweep": ("llm_mesa.sweep.cli", "run a parameter sweep of any game, appending results to Parquet"),
     "serve": ("llm_mesa.loopback.cli", "start the loopback OpenAI-compatible stand-in endpoint"),
@@ -25,15 +28,24 @@ CORE_SUBCOMMANDS: dict[str, tuple[str, str]] = {
 
 
 def subcommands() -> dict[str, tuple[str, str]]:
-    """Every subcommand: one per installed game (found through the game registry), then the core's."""
+    """Every subcommand: one per installed game (found through the game registry), then the core's.
+
+    A game's entry is ``(game name, help)``: its module is asked of the game when the
+    subcommand is built (its own, or the core's generic one).
+    """
     from llm_mesa.games import game_names, get_game
 
-    games = {}
-    for name in game_names():
-        game = get_game(name)
-        if game.cli_module:
-            games[name] = (game.cli_module, f"play {game.summary}")
+    games = {name: (f"game:{name}", f"play {get_game(name).summary or 'one game of ' + name}")
+             for name in game_names() if name not in CORE_SUBCOMMANDS}
     return {**games, **CORE_SUBCOMMANDS}
+
+
+def _subcommand_module(module_name: str):
+    if module_name.startswith("game:"):
+        from llm_mesa.games import get_game
+
+        return get_game(module_name[len("game:"):]).cli()
+    return importlib.import_module(module_name)
 
 
 def _version() -> str:
@@ -45,7 +57,7 @@ def _version() -> str:
         return "unknown"
 
 
-class UsageError(ValueError):
+class UsageError(LlmMesaError):
     """Bad input; the message is one line that names the fix."""
 
 
@@ -65,12 +77,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         if command is not None and name != command:
             sub.add_parser(name, help=help_text)
             continue
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name and module_name.startswith(exc.name):
-                continue  # that part of the package is not built yet
-            raise
+        module = _subcommand_module(module_name)
         p = sub.add_parser(name, help=help_text, description=(module.__doc__ or help_text).strip(),
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         module.configure(p)
@@ -82,8 +89,12 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if sys.stdout is None:  # started with stdout closed (>&-): print nowhere rather than fail
         sys.stdout = open(os.devnull, "w")
-    command = argv[0] if argv and argv[0] in subcommands() else None
-    parser = build_parser(command)
+    try:
+        command = argv[0] if argv and argv[0] in subcommands() else None
+        parser = build_parser(command)
+    except LlmMesaError as exc:  # a broken game installation: named, in one line
+        print(f"llm-mesa: error: {one_line(exc)}", file=sys.stderr)
+        return exc.exit_status
     args = parser.parse_args(argv)
     args._argv = list(argv)  # which options were written out (an experiment file fills in the rest)
     try:
@@ -103,11 +114,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"llm-mesa {args.command}: error: cannot write the output ({os.strerror(exc.errno)}); "
               "free some space or write elsewhere (--out writes files)", file=sys.stderr)
         return 2
-    except ValueError as exc:  # our errors are ValueError subclasses with a one-line fix
-        if type(exc).__module__.startswith(("llm_mesa", "models")):
-            print(f"llm-mesa {args.command}: error: {exc}", file=sys.stderr)
-            return 2
-        raise
+    except LlmMesaError as exc:  # whoever raised it: one line naming the fix, and its exit status
+        print(f"llm-mesa {args.command}: error: {one_line(exc)}", file=sys.stderr)
+        return exc.exit_status
 
 
 if __name__ == "__main__":

@@ -1,241 +1,397 @@
-"""Games as plugins: what a game gives the core, and how the core finds it.
+"""The game contract: what a game gives the core, and how the core finds it.
 
-The core (policy registry, round, sweep engine, CLI shell, loopback server)
-never imports a game. A game declares itself under the entry-point group
-``llm_mesa.games`` (see ``pyproject.toml``) as a ``Game`` object; the core
-finds it there by name. A third game is a new folder and one entry point,
-with no edit to the core.
+A game is a ``Game`` subclass in the game's own package, declared under the
+entry-point group ``llm_mesa.games`` (``mygame = "mypackage.game:GAME"``). The
+core (CLI shell, sweep engine, dry run, analysis, report, explorer, loopback
+stand-in) reaches every game through this contract alone and names none.
+
+**Required** (a game that gives only these works in every command and page,
+with generic output):
+
+* ``name`` and ``parameters``: the one definition of the game's parameters
+  (validation, command-line options, explorer controls, sweep axes);
+* ``build(parameters, policy, seed)``: the Mesa model that plays one game. It
+  steps with ``step()`` until ``running`` is False and records its rounds with a
+  Mesa ``DataCollector``; the summary row and the ``rounds`` table derive from it.
+
+**Optional**, each with a working default (see each member): the summary row and
+tables (``summary_row``, ``table``, ``tables``), playing several games together
+(``play_batch``, ``batch_size``), named design cells (``design``), rule policies
+and groups (``policies``), the LLM policy, its sampling defaults and stand-in
+behaviours (``llm``), an estimate of LLM use for dry runs (``estimate``), the
+statistics, report panels, explorer view and own subcommand (``extensions``).
+
+Why an ABC with defaults rather than a Protocol: nearly every member is optional
+and has a behaviour the core relies on; an ABC gives each a default that works, so a
+game overrides only what it improves, and forgetting ``build`` fails when the
+class is instantiated rather than in the middle of a sweep.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import cache
-from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any
+from importlib.metadata import EntryPoint, entry_points
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from llm_mesa.errors import LlmMesaError
+from llm_mesa.game_types import (
+    ROUNDS,
+    Extensions,
+    GameResult,
+    LlmEstimate,
+    LlmSupport,
+    PlayRequest,
+    PolicyCatalog,
+    StudyDesign,
+    Table,
+)
 from llm_mesa.parameters import ParameterSet
 
 if TYPE_CHECKING:
+    import argparse
+
     import pandas as pd
+    from mesa import Model
+
+    from llm_mesa.llm.endpoint import Endpoint
+    from llm_mesa.llm.store import ResponseStore
+    from llm_mesa.policy import Policy
+    from llm_mesa.sweep.grid import Population
+    from llm_mesa.views import GameView
 
 ENTRY_POINT_GROUP = "llm_mesa.games"
+#: a model that is still running after this many steps is stopped (its ``running`` flag never fell)
+STEP_LIMIT = 10_000_000
 
-
-class GameError(ValueError):
+class GameError(LlmMesaError):
     """An unknown game or a game that cannot be played as asked; the message names the fix."""
 
 
-@dataclass
-class GameResult:
-    """One finished game: its summary row and the per-game tables asked for."""
-
-    row: dict[str, Any]
-    tables: dict[str, "pd.DataFrame"] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class PlayRequest:
-    """Everything needed to play one game of a sweep (picklable, for worker processes).
-
-    ``policy`` is a rule policy spec, or ``"llm"`` with ``endpoint`` set; ``store``
-    the record/replay store the game's LLM calls go through (or None).
-    """
-
-    parameters: dict[str, Any]
-    policy: str
-    seed: int
-    tables: tuple[str, ...] = ()
-    endpoint: Any = None
-    store: Any = None
+def _load(target: str) -> Any:
+    """``"module:attribute"`` (or a module) imported."""
+    module, _, attribute = target.partition(":")
+    loaded = importlib.import_module(module)
+    return getattr(loaded, attribute) if attribute else loaded
 
 
-class Game:
-    """What a game gives the core. Subclass it in the game's own folder.
+class Game(ABC):
+    """What a game gives the core. See the module docstring for required and optional members."""
 
-    Attributes:
-        name: the game's name on the command line (``--game NAME``).
-        summary: one line for help texts.
-        parameters: the one definition of the game's parameters.
-        policy_module: the module that registers the game's rule policies.
-        lazy_policies: heavy policies (LLM) by name: (module, one-line summary),
-            imported only when asked for, so a rule-only game never imports openai.
-        cli_module: the module of the game's own subcommand (``configure``/``run``).
-        behaviours_module: the module registering the game's loopback behaviours.
-        tables: per-game tables a sweep may keep besides its summary row.
-        policy_groups: named sets of policies for sweeps (e.g. ``rules``).
-        conditions: named parameter settings (a study's design cells).
-        condition_groups: named lists of conditions (e.g. ``study``).
-    """
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    parameters: ClassVar[ParameterSet] = ParameterSet(())
+    tables: ClassVar[tuple[Table, ...]] = (ROUNDS,)
+    #: pandas types of summary-row columns that may be missing in some games
+    row_types: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    policies: ClassVar[PolicyCatalog] = PolicyCatalog()
+    design: ClassVar[StudyDesign] = StudyDesign()
+    llm: ClassVar[LlmSupport] = LlmSupport()
+    extensions: ClassVar[Extensions] = Extensions()
 
-    name: str = ""
-    summary: str = ""
-    parameters: ParameterSet = ParameterSet(())
-    policy_module: str = ""
-    lazy_policies: Mapping[str, tuple[str, str]] = {}
-    cli_module: str | None = None
-    behaviours_module: str | None = None
-    tables: tuple[str, ...] = ()
-    policy_groups: Mapping[str, Mapping[str, str]] = {}
-    conditions: Mapping[str, Mapping[str, Any]] = {}
-    condition_groups: Mapping[str, Sequence[str]] = {}
-    #: modules of the game's statistics (``configure``, ``analyze``, ``format_report``) and figures
-    #: (``report_panels``), imported only by ``llm-mesa analyze``/``report``
-    analysis_module: str | None = None
-    figures_module: str | None = None
-    #: whether a sweep may give one game a mixed population (``A + B``; ``PlayRequest.endpoint``
-    #: is then a ``llm_mesa.sweep.grid.Population``)
-    populations: bool = False
-    #: what the sweep grid calls the policy parameter of the model (``policy``, ``speaker``)
-    policy_parameter: str = "policy"
+    # --- required -------------------------------------------------------------------
+    @abstractmethod
+    def build(self, parameters: Mapping[str, Any], policy: str | Policy | Sequence[str | Policy],
+              seed: int) -> Model:
+        """The Mesa model of one game with these (validated) parameters, agents' policy and seed."""
 
-    def load_policies(self) -> None:
-        """Register the game's built-in (rule) policies."""
-        if self.policy_module:
-            importlib.import_module(self.policy_module)
-
+    # --- one game, to its end ---------------------------------------------------------
     def play(self, request: PlayRequest) -> GameResult:
-        """Play one game to its end and return its summary row and tables."""
-        raise NotImplementedError(f"game {self.name!r} cannot be played by the sweep engine")
+        """Play one game to its end: its summary row and the tables asked for.
+
+        Default: ``build`` it with the request's policy (the LLM policy when the
+        request has an endpoint), step it until it stops, then ``summary_row`` and
+        ``table``; an LLM policy's usage is added to the row.
+        """
+        policy: Any = request.policy
+        llm = None
+        if request.endpoint is not None:
+            llm = policy = self.llm_policy(request.endpoint, request.store)
+        model = self.build(self.parameters.validate(request.parameters, complete=True), policy, request.seed)
+        rounds = run_model(model)
+        row = self.summary_row(model)
+        row.setdefault("rounds", rounds)
+        if llm is not None:
+            row.setdefault("model", getattr(request.endpoint, "model", None))
+            row.update(usage_fields(llm))
+        return GameResult(row, {name: self.table(model, name) for name in request.tables})
+
+    def summary_row(self, model: Model) -> dict[str, Any]:
+        """A finished game's summary row. Default: the model's ``summary()`` if it has one,
+        else the last row of its DataCollector's model variables."""
+        summary = getattr(model, "summary", None)
+        if callable(summary):
+            return dict(summary())
+        rounds = self.table(model, "rounds")
+        last = rounds.iloc[-1].to_dict() if len(rounds) else {}
+        row = {k: _scalar(v) for k, v in last.items() if k != "round"}
+        row["rounds"] = int(rounds["round"].iloc[-1]) if len(rounds) else 0
+        return {k: v for k, v in row.items() if v is not None}
+
+    def table(self, model: Model, name: str) -> pd.DataFrame:
+        """One of the game's tables of a finished (or running) game.
+
+        Default for ``rounds``: the DataCollector's model variables with a ``round``
+        column (0 is the initial state); for ``agents``: its agent variables.
+        """
+        import pandas as pd
+
+        collector = getattr(model, "datacollector", None)
+        if collector is None:
+            raise GameError(f"the {self.name} game's model has no DataCollector; give the game a table() "
+                            f"for {name!r}")
+        if name == "rounds":
+            frame = collector.get_model_vars_dataframe().reset_index(drop=True)
+            return frame.assign(round=range(len(frame)))[["round", *frame.columns]]
+        if name == "agents":
+            frame = collector.get_agent_vars_dataframe().reset_index()
+            return frame.rename(columns={frame.columns[0]: "round", frame.columns[1]: "agent"})
+        if name not in {t.name for t in self.tables}:
+            raise GameError(f"the {self.name} game has no table {name!r}")
+        return pd.DataFrame()
 
     def play_batch(self, requests: Sequence[PlayRequest]) -> list[GameResult]:
-        """Play several games to their ends; their results in order.
-
-        One by one by default; a game overrides it to play games together (the
-        consensus game advances rule games at once as arrays).
-        """
+        """Several games to their ends, in order. Default: one by one."""
         return [self.play(request) for request in requests]
 
     def batch_size(self, request: PlayRequest) -> int:
-        """How many games like ``request`` a sweep hands ``play_batch`` at once in one process.
-
-        1 (the default) keeps every game written as soon as it finishes.
-        """
+        """How many games like ``request`` a sweep hands ``play_batch`` at once (1: each written when done)."""
         return 1
 
-    def llm_policy(self, endpoint: Any, store: Any = None) -> Any:
-        """The game's LLM policy for ``endpoint``, recording to ``store``."""
-        raise NotImplementedError(f"game {self.name!r} has no LLM policy")
-
     def check(self, parameters: Mapping[str, Any], seed: int) -> None:
-        """Build (not play) one game with these parameters: bad input fails before a sweep starts."""
+        """Build (not play) one game: bad input fails before a sweep starts.
 
-    def estimate(self, parameters: Mapping[str, Any], endpoint: Any) -> dict[str, Any]:
-        """One game's LLM use at most, from its parameters and prompt templates (no call is made).
-
-        Keys: ``calls``, ``rounds``, ``prompt_tokens_per_call``, ``completion_tokens_per_call``,
-        ``may_stop_early``. Used by ``llm-mesa sweep --dry-run``.
+        Default: ``build`` with the first rule configuration (or the game's first policy).
         """
-        raise NotImplementedError(f"game {self.name!r} cannot estimate its LLM use")
+        self.build(self.parameters.validate(parameters, complete=True), self.first_policy(), seed)
 
-    def headline(self, games: "pd.DataFrame", conditions: Sequence[str], policies: Sequence[str]) -> str:
-        """The study's headline table over a sweep's games, as text."""
-        return f"{len(games)} games"
+    def first_policy(self) -> str:
+        """A rule policy of the game to build a game with when the policy does not matter."""
+        for group in self.policy_groups.values():
+            for spec in group.values():
+                return spec
+        raise GameError(f"the {self.name} game registers no rule policy; register one with "
+                        "llm_mesa.register_policy(NAME, GAME)")
 
-    def _delegate(self, module: str | None, name: str) -> Any:
-        """A function of the game's analysis or figures module, imported only when asked for."""
-        return None if module is None else getattr(importlib.import_module(module), name, None)
+    # --- LLM agents -------------------------------------------------------------------
+    def llm_policy(self, endpoint: Endpoint | Population, store: ResponseStore | None = None) -> Policy:
+        """The game's LLM policy for ``endpoint``, recording to ``store``."""
+        if self.llm.policy is None:
+            raise GameError(f"the {self.name} game has no LLM policy; use one of its rule policies")
+        return _load(self.llm.policy)(endpoint, store)
 
-    def configure_analysis(self, parser: Any) -> None:
-        """Add the options of this game's ``llm-mesa analyze`` report to ``parser`` (an argparse group).
+    def estimate(self, parameters: Mapping[str, Any], endpoint: Endpoint) -> LlmEstimate | None:
+        """One game's LLM use at most (``llm-mesa sweep --dry-run``); None: the game cannot tell."""
+        return None
 
-        Every installed game adds its options to the one command: name them so
-        that they do not clash with another game's. Default: the ``configure`` of
-        ``analysis_module``, if it has one.
-        """
-        configure = self._delegate(self.analysis_module, "configure")
-        if configure is not None:
-            configure(parser)
-
-    def analyze(self, sweep: Any, options: Mapping[str, Any]) -> dict[str, Any]:
-        """The game's statistics over a finished sweep, as a JSON-ready dict.
-
-        ``sweep`` is a ``llm_mesa.analysis.sweep_data.SweepData`` (manifest, games
-        table, ``table(name)`` for the others); ``options`` the values of the
-        options of ``configure_analysis`` (missing ones take their defaults).
-        """
-        analyze = self._delegate(self.analysis_module, "analyze")
-        if analyze is not None:
-            return analyze(sweep, options)
-        raise GameError(f"the {self.name} game has no analysis; `llm-mesa analyze` cannot report on its sweeps "
-                        f"(read them with llm_mesa.sweep.read_sweep)")
-
-    def format_report(self, report: Mapping[str, Any]) -> str:
-        """``analyze``'s report as text (the ``format_report`` of ``analysis_module``, else its JSON)."""
-        import json
-
-        format_report = self._delegate(self.analysis_module, "format_report")
-        if format_report is not None:
-            return format_report(report)
-        return json.dumps(report, indent=2)
-
-    def report_panels(self, sweep: Any, report: Mapping[str, Any]) -> list[Any]:
-        """The figures of ``llm-mesa report``, each beside its table: a list of ``llm_mesa.analysis.report_html.Panel``.
-
-        ``sweep`` is the ``SweepData`` that ``analyze`` read and ``report`` what it
-        returned (JSON-ready). Default: the ``report_panels`` of ``figures_module``, else
-        the games played per condition and model.
-        """
-        panels = self._delegate(self.figures_module, "report_panels")
-        if panels is not None:
-            return panels(sweep, report)
-        from llm_mesa.analysis.figures import new_figure, svg_text
-        from llm_mesa.analysis.report_html import Panel
-
-        games = sweep.games
-        counts = games.groupby(["condition", "model"]).size().unstack(fill_value=0)
-        figure, ax = new_figure()
-        counts.plot.barh(ax=ax)
-        ax.set_xlabel("games")
-        return [Panel("Games per condition and model", svg_text(figure), counts.reset_index())]
-
+    # --- words for people -------------------------------------------------------------
     def outcome(self, row: Mapping[str, Any]) -> str:
-        """A finished game's outcome in a few words (for progress lines)."""
+        """A finished game's outcome in a few words (progress lines)."""
         return f"{row.get('rounds', '?')} rounds"
 
     def describe(self, parameters: Mapping[str, Any]) -> str:
-        """A condition's parameters in a few words (for listings)."""
-        return ", ".join(f"{k}={v}" for k, v in parameters.items())
+        """A condition's parameters in a few words (listings)."""
+        return ", ".join(f"{k}={v}" for k, v in parameters.items()) or "defaults"
+
+    def headline(self, games: pd.DataFrame, conditions: Sequence[str], policies: Sequence[str]) -> str:
+        """The table printed at the end of a sweep. Default: games and numeric means per condition and policy."""
+        from llm_mesa.analysis.generic import headline_table
+
+        return headline_table(games)
+
+    # --- policies and design cells ----------------------------------------------------
+    @property
+    def policy_groups(self) -> Mapping[str, Mapping[str, str]]:
+        """Named policy sets; a game without any gets ``rules``: every registered rule policy."""
+        if self.policies.groups:
+            return self.policies.groups
+        from llm_mesa.policy import registered_rule_policies
+
+        return {"rules": {name: name for name in registered_rule_policies(self.name)}}
+
+    def load_policies(self) -> None:
+        """Register the game's rule policies."""
+        if self.policies.module:
+            importlib.import_module(self.policies.module)
 
     def resolve_conditions(self, selection: str | Sequence[str]) -> dict[str, dict[str, Any]]:
         """Condition names or group names (comma-separated) -> {name: parameters}."""
         items = [s.strip() for s in (selection.split(",") if isinstance(selection, str) else selection)]
+        conditions, groups = self.design.conditions, self.design.groups
         chosen: dict[str, dict[str, Any]] = {}
         for item in filter(None, items):
-            if item in self.condition_groups:
-                for name in self.condition_groups[item]:
-                    chosen.setdefault(name, dict(self.conditions[name]))
-            elif item in self.conditions:
-                chosen.setdefault(item, dict(self.conditions[item]))
+            if item in groups:
+                for name in groups[item]:
+                    chosen.setdefault(name, dict(conditions[name]))
+            elif item in conditions:
+                chosen.setdefault(item, dict(conditions[item]))
             else:
-                known = ", ".join([*self.condition_groups, *self.conditions]) or "(none defined)"
+                known = ", ".join([*groups, *conditions]) or "(none defined: use --set NAME=V1,V2)"
                 raise GameError(f"unknown condition {item!r} of the {self.name} game; choose among: {known}")
         if not chosen:
             raise GameError(f"no {self.name} conditions given")
         return chosen
 
+    def table_spec(self, name: str) -> Table:
+        for table in self.tables:
+            if table.name == name:
+                return table
+        raise GameError(f"unknown table {name!r} of the {self.name} game; choose among: "
+                        f"{', '.join(t.name for t in self.tables) or '(none)'}")
 
-@cache
-def _entry_points() -> dict[str, Any]:
-    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    def column_types(self) -> dict[str, str]:
+        """Every column type the game declares, of its summary row and tables (for Parquet parts)."""
+        types = dict(self.row_types)
+        for table in self.tables:
+            types.update(table.types)
+        return types
+
+    # --- the extensions -------------------------------------------------------------------
+    def view(self) -> GameView:
+        """What the explorer and Mesa's SolaraViz draw of this game's models (``llm_mesa.views``)."""
+        from llm_mesa.views import GameView
+
+        return GameView(self) if self.extensions.view is None else _load(self.extensions.view)(self)
+
+    def analysis(self) -> Any:
+        """The module of the game's statistics, or the generic one (``llm_mesa.analysis.generic``)."""
+        return _load(self.extensions.analysis or "llm_mesa.analysis.generic")
+
+    def configure_analysis(self, parser: argparse._ArgumentGroup) -> None:
+        """Add this game's ``llm-mesa analyze`` options (name them so they do not clash with another game's)."""
+        configure = getattr(self.analysis(), "configure", None)
+        if configure is not None:
+            configure(parser)
+
+    def analyze(self, sweep: Any, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The game's statistics over finished sweeps (a ``SweepData``), JSON-ready."""
+        return self.analysis().analyze(sweep, options)
+
+    def format_report(self, report: Mapping[str, Any]) -> str:
+        format_report = getattr(self.analysis(), "format_report", None)
+        return format_report(report) if format_report is not None else json.dumps(report, indent=2)
+
+    def report_panels(self, sweep: Any, report: Mapping[str, Any]) -> list[Any]:
+        """The figures of ``llm-mesa report``, each beside its table (``report_html.Panel``)."""
+        module = _load(self.extensions.figures) if self.extensions.figures else None
+        if module is None:
+            from llm_mesa.analysis import generic as module
+        return module.report_panels(sweep, report)
+
+    def cli(self) -> Any:
+        """The module of the game's subcommand (``configure``, ``run``): its own, or the generic one."""
+        if self.extensions.cli is not None:
+            return _load(self.extensions.cli)
+        from llm_mesa import game_cli
+
+        return game_cli.for_game(self)
 
 
-@cache
+def run_model(model: Model) -> int:
+    """Step ``model`` until it stops; the number of steps it took."""
+    steps = 0
+    while model.running and steps < STEP_LIMIT:
+        model.step()
+        steps += 1
+    return steps
+
+
+def usage_fields(policy: Any) -> dict[str, Any]:
+    """An LLM policy's calls, tokens, cost and failures, as summary-row columns."""
+    usage = getattr(policy, "usage", None)
+    if usage is None:
+        return {}
+    return {"calls": usage.calls, "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+            "cached_tokens": usage.cached_tokens, "cost": usage.cost, "failed_calls": usage.failed_calls,
+            "replayed_calls": usage.replayed}
+
+
+def _scalar(value: Any) -> Any:
+    if hasattr(value, "item"):
+        value = value.item()
+    return value if isinstance(value, (bool, int, float, str)) else None
+
+
+# --- the registry -------------------------------------------------------------------------
+
+_registered: dict[str, Game] = {}
+_loaded: dict[str, Game] = {}
+
+
+def _entry_points() -> dict[str, EntryPoint]:
+    found: dict[str, EntryPoint] = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name in found and found[ep.name].value != ep.value:
+            raise GameError(f"two games are registered as {ep.name!r} ({found[ep.name].value} and {ep.value}); "
+                            "uninstall one of them or rename its entry point")
+        found[ep.name] = ep
+    return found
+
+
+def register_game(game: Game) -> Game:
+    """Make a game defined in a script or notebook available by name, as an installed one is."""
+    if not isinstance(game, Game):
+        raise GameError(f"register_game takes a Game instance, not {type(game).__name__}")
+    if game.name in _registered or game.name in _entry_points():
+        raise GameError(f"a game named {game.name!r} is registered already; give yours another name")
+    _registered[_checked(game).name] = game
+    return game
+
+
+def unregister_game(name: str) -> None:
+    """Forget a game given to ``register_game`` (tests, notebooks)."""
+    _registered.pop(name, None)
+
+
+def _checked(game: Game) -> Game:
+    if not isinstance(game.name, str) or not game.name.isidentifier():
+        raise GameError(f"a game's name must be a word (letters, digits, underscores), not {game.name!r}")
+    if not isinstance(game.parameters, ParameterSet):
+        raise GameError(f"the {game.name} game's parameters must be a ParameterSet")
+    return game
+
+
 def get_game(name: str) -> Game:
     """The game registered under ``name``."""
+    if name in _registered:
+        return _registered[name]
+    if name in _loaded:
+        return _loaded[name]
     found = _entry_points().get(name)
     if found is None:
-        known = ", ".join(sorted(_entry_points())) or "none (is llm-mesa installed with pip install -e .?)"
-        raise GameError(f"unknown game {name!r}; choose one of: {known}")
+        raise GameError(f"unknown game {name!r}; choose one of: {_known()}")
     game = found.load()
-    return game() if isinstance(game, type) else game
+    game = game() if isinstance(game, type) else game
+    if not isinstance(game, Game):
+        raise GameError(f"the entry point {name!r} = {found.value} is not a llm_mesa.games.Game")
+    if game.name != name:
+        raise GameError(f"the entry point {name!r} loads a game named {game.name!r}; name the entry point as the game")
+    _loaded[name] = _checked(game)
+    return game
 
 
 def game_names() -> list[str]:
-    """The names of every installed game, without importing any of them."""
-    return sorted(_entry_points())
+    """The names of every installed or registered game, without importing any of them."""
+    return sorted({*_entry_points(), *_registered})
 
 
-__all__ = ["ENTRY_POINT_GROUP", "Game", "GameError", "GameResult", "PlayRequest", "game_names", "get_game"]
+def _known() -> str:
+    return ", ".join(game_names()) or "none (install a game: pip install -e . installs the project's own)"
+
+
+def default_game(given: str | None = None, *, option: str = "--game") -> Game:
+    """The game asked for, or the only one installed; with several and none asked for, one line listing them."""
+    if given:
+        return get_game(given)
+    names = game_names()
+    if len(names) == 1:
+        return get_game(names[0])
+    raise GameError(f"several games are installed; choose one with {option} ({_known()})")
+
+
+__all__ = ["ENTRY_POINT_GROUP", "Extensions", "Game", "GameError", "GameResult", "LlmEstimate", "LlmSupport",
+           "PlayRequest", "PolicyCatalog", "ROUNDS", "StudyDesign", "Table", "default_game", "game_names",
+           "get_game", "register_game", "run_model", "unregister_game", "usage_fields"]

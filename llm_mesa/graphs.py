@@ -12,11 +12,13 @@ from pathlib import Path
 
 import networkx as nx
 
+from llm_mesa.errors import LlmMesaError
+
 TOPOLOGIES = ("er", "ba", "ws", "caveman")
 ER_MAX_DRAWS = 1000
 
 
-class NetworkError(ValueError):
+class NetworkError(LlmMesaError):
     """A graph that cannot be built as asked; the message names the fix."""
 
 

@@ -23,14 +23,12 @@ What the LLM layer relies on: ``response_format`` json_schema constrains decodin
 cut by ``max_tokens`` is invalid JSON with ``finish_reason="length"``; the prompt cache is on,
 so the rules every agent shares, leading the prompt as their own message (Gemma's template
 keeps a system message), are computed once; usage reports ``prompt_tokens_details.cached_tokens``;
-``--parallel`` slots decode requests as one batch; ``/v1/completions`` takes
-a raw prompt. The model is the *base* Gemma 3 270M: a test of the plumbing, not a player worth
-studying. Its output goes through a pipe into memory, not a file: a server whose parent dies
-(even by SIGKILL) gets SIGTERM from the kernel and leaves no log behind. ``--log FILE`` keeps
-a copy; a failed start writes its tail to the cache.
+``--parallel`` slots decode requests as one batch; ``/v1/completions`` takes a raw prompt.
+The model is the *base* Gemma 3 270M: a test of the plumbing, not a player worth studying.
+Its output goes through a pipe into memory, not a file: a server whose parent dies (even by
+SIGKILL) gets SIGTERM from the kernel and leaves no log behind. ``--log FILE`` keeps a copy.
 
-``engine="llama-cpp-python"`` still starts the former server (``pip install
-'llm-mesa[local-legacy]'``) for benchmarks that compare the two.
+``engine="llama-cpp-python"`` starts the former server (``pip install 'llm-mesa[local-legacy]'``), for benchmarks.
 """
 
 from __future__ import annotations
@@ -57,6 +55,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
+from llm_mesa.errors import LlmMesaError
+
 #: The name the server answers to (``model=`` in requests).
 MODEL_ALIAS = "gemma3-270m"
 HOST = "127.0.0.1"
@@ -81,7 +81,7 @@ _SERVED_MARK = {"llama-server": b"stop processing", "llama-cpp-python": b'" 200'
 _PR_SET_PDEATHSIG = 1
 
 
-class LocalServerError(ValueError):
+class LocalServerError(LlmMesaError):
     """The local model server cannot start or answer; the message names the fix."""
 
 

@@ -14,8 +14,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from llm_mesa.errors import LlmMesaError
 
-class ParameterError(ValueError):
+
+class ParameterError(LlmMesaError):
     """A parameter value that the game cannot take; the message names the fix."""
 
 

@@ -20,8 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from llm_mesa.errors import LlmMesaError
 
-class PolicyError(ValueError):
+
+class PolicyError(LlmMesaError):
     """Bad policy name or parameters; the message names the fix."""
 
 
@@ -107,9 +109,15 @@ def available_policies(game: str | None = None) -> dict[str, str]:
         _load_game(g)
         names.update({n: e.summary for (eg, n), e in _REGISTRY.items() if eg == g})
         if g in game_names():
-            for n, (_, summary) in get_game(g).lazy_policies.items():
+            for n, (_, summary) in get_game(g).policies.lazy.items():
                 names.setdefault(n, summary)
     return dict(sorted(names.items()))
+
+
+def registered_rule_policies(game: str) -> list[str]:
+    """The names of the game's registered policies that answer at once (no endpoint), in registration order."""
+    _load_game(game)
+    return [n for (g, n), e in _REGISTRY.items() if g == game and not getattr(e.factory, "is_async", False)]
 
 
 def _parse_value(text: str) -> Any:
@@ -147,7 +155,7 @@ def make_policy(spec: str | Policy, game: str, **overrides: Any) -> Policy:
 
     _load_game(game)
     if (game, name) not in _REGISTRY and game in game_names():
-        lazy = get_game(game).lazy_policies.get(name)
+        lazy = get_game(game).policies.lazy.get(name)
         if lazy is not None:
             importlib.import_module(lazy[0])
     entry = _REGISTRY.get((game, name))

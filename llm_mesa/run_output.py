@@ -21,6 +21,8 @@ from typing import Any
 
 import pandas as pd
 
+from llm_mesa.errors import LlmMesaError
+
 VERSIONED_PACKAGES = ("llm-mesa", "mesa", "networkx", "numpy", "pandas", "pyarrow", "scipy", "statsmodels", "openai")
 
 
@@ -28,7 +30,7 @@ VERSIONED_PACKAGES = ("llm-mesa", "mesa", "networkx", "numpy", "pandas", "pyarro
 NAME_MAX = 255
 
 
-class OutputError(ValueError):
+class OutputError(LlmMesaError):
     """A run cannot be written where asked; the message names the fix."""
 
 

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from llm_mesa import games as registry
-from llm_mesa.analysis.cli import AnalyzeError, analyze
+from llm_mesa.analysis.cli import AnalysisError, analyze
 from llm_mesa.cli import main
-from llm_mesa.games import Game, GameError
+from llm_mesa.games import Game
 from llm_mesa.sweep import run_sweep
 
 
@@ -17,7 +17,7 @@ from llm_mesa.sweep import run_sweep
 def consensus_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("shell") / "sweep"
     run_sweep({"ws": {"n": 12, "topology": "ws"}, "cc": {"n": 12, "topology": "caveman"}}, "voter", 2, out,
-              model_options={"max_rounds": 10, "baseline_permutations": 10})
+              model_options={"max_rounds": 10, "baseline_permutations": 10}, game="consensus")
     return out
 
 
@@ -31,14 +31,13 @@ def _set_game(sweep, game):
     path.write_text(json.dumps(manifest))
 
 
-def test_a_sweep_without_a_game_in_its_manifest_is_a_consensus_sweep(consensus_dir, capsys):
+def test_a_sweep_whose_manifest_names_no_game_is_refused_in_one_line(consensus_dir, capsys):
     assert json.loads((consensus_dir / "manifest.json").read_text())["game"] == "consensus"
     _set_game(consensus_dir, None)
     try:
-        assert main(["analyze", str(consensus_dir), "--json"]) == 0
-        report = json.loads(capsys.readouterr().out)
-        assert report["game"] == "consensus" and report["games"] == 4
-        assert {r["condition"] for r in report["consensus"]} == {"ws", "cc"}
+        assert main(["analyze", str(consensus_dir), "--json"]) == 2
+        err = capsys.readouterr().err
+        assert "names no game" in err and len(err.strip().splitlines()) == 1
     finally:
         _set_game(consensus_dir, "consensus")
 
@@ -53,27 +52,45 @@ def test_an_unknown_game_is_one_line_and_exit_2(consensus_dir, capsys):
         _set_game(consensus_dir, "consensus")
 
 
-def test_a_game_without_analysis_says_so(consensus_dir, capsys, monkeypatch):
-    class Silent(Game):
-        name = "silent"
+def test_a_game_without_analysis_gets_the_generic_report(consensus_dir, capsys, monkeypatch):
+    """Per condition and model, every numeric column summarised and every boolean one as a Wilson share."""
+    from llm_mesa.analysis.proportions import wilson_interval
+    from llm_mesa.sweep import read_sweep
+
+    class Plain(Game):
+        name = "plain"
+
+        def build(self, parameters, policy, seed):
+            raise AssertionError("analysis never builds a game")
 
     real = registry.get_game
-    monkeypatch.setattr(registry, "get_game", lambda name: Silent() if name == "silent" else real(name))
-    _set_game(consensus_dir, "silent")
+    monkeypatch.setattr(registry, "get_game", lambda name: Plain() if name == "plain" else real(name))
+    _set_game(consensus_dir, "plain")
     try:
-        assert main(["analyze", str(consensus_dir)]) == 2
-        assert "the silent game has no analysis" in capsys.readouterr().err
+        assert main(["analyze", str(consensus_dir), "--json"]) == 0
+        report = json.loads(capsys.readouterr().out)
+        assert main(["analyze", str(consensus_dir)]) == 0
+        text = capsys.readouterr().out
     finally:
         _set_game(consensus_dir, "consensus")
-    with pytest.raises(GameError, match="has no analysis"):
-        Silent().analyze(None, {})
-    assert json.loads(Silent().format_report({"a": 1})) == {"a": 1}
+    games = read_sweep(consensus_dir)
+    s = report["summaries"]
+    assert "consensus" in s["boolean"] and "rounds" in s["numeric"] and "seed" not in s["numeric"]
+    for condition in ("ws", "cc"):
+        mine = games[games.condition == condition]
+        share = next(r for r in s["rows"] if r["measure"] == "consensus" and r["condition"] == condition)
+        k = int(mine["consensus"].sum())
+        assert share["true"] == k and share["n"] == len(mine) == 2
+        assert (share["low"], share["high"]) == pytest.approx(wilson_interval(k, 2))
+        rounds = next(r for r in s["rows"] if r["measure"] == "rounds" and r["condition"] == condition)
+        assert rounds["mean"] == pytest.approx(mine["rounds"].mean()) and rounds["max"] == mine["rounds"].max()
+    assert "consensus:" in text and "rounds:" in text
 
 
 def test_the_python_api_takes_the_games_options_as_keywords(consensus_dir):
     report = analyze(consensus_dir, formula="consensus ~ C(topology)", keep_invalid=True)
     assert report["game"] == "consensus" and report["firth"]["formula"] == "consensus ~ C(topology)"
-    with pytest.raises(AnalyzeError, match="unknown option.*formual"):
+    with pytest.raises(AnalysisError, match="unknown option.*formual"):
         analyze(consensus_dir, formual="consensus ~ C(topology)")
 
 
@@ -87,6 +104,6 @@ def test_help_lists_each_games_options_under_its_name(capsys):
 def test_a_sweep_without_games_is_bad_input(tmp_path, capsys):
     out = tmp_path / "empty"
     out.mkdir()
-    (out / "manifest.json").write_text(json.dumps({"game": "consensus"}))
+    (out / "manifest.json").write_text(json.dumps({"kind": "consensus-sweep", "game": "consensus"}))
     assert main(["analyze", str(out)]) == 2
     assert "holds no finished game" in capsys.readouterr().err

@@ -32,7 +32,7 @@ def analyze(*args: str) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def sweep_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("analyze") / "sweep"
-    run_sweep(CONDITIONS, "mi-0.2;voter", 6, out, model_options=FAST, tables=("agents",))
+    run_sweep(CONDITIONS, "mi-0.2;voter", 6, out, model_options=FAST, tables=("agents",), game="consensus")
     return out
 
 
@@ -127,7 +127,7 @@ def test_redrawn_graph_is_the_games_graph(row):
 def test_tests_that_cannot_run_are_skipped_with_their_reason(tmp_path):
     out = tmp_path / "stubborn"  # stubborn agents with 50/50 preferences never agree; no agents table kept
     run_sweep({k: CONDITIONS[k] for k in ("ws-none", "cc-local")}, "stubborn", 3, out,
-              model_options={"max_rounds": 3, "baseline_permutations": 20})
+              model_options={"max_rounds": 3, "baseline_permutations": 20}, game="consensus")
     done = analyze(out, "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
@@ -157,7 +157,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, sweep_dir, make):
 
 def test_too_few_games_is_bad_input(tmp_path):
     out = tmp_path / "tiny"
-    run_sweep({"ws-none": CONDITIONS["ws-none"]}, "voter", 2, out, model_options=FAST)
+    run_sweep({"ws-none": CONDITIONS["ws-none"]}, "voter", 2, out, model_options=FAST, game="consensus")
     done = analyze(out)
     assert done.returncode == 2 and "2 finished game(s)" in done.stderr
 

@@ -8,8 +8,8 @@ import pytest
 
 from llm_mesa.games import PlayRequest
 from llm_mesa.models.consensus import ConsensusModel
+from llm_mesa.models.consensus.array_state import rule_stream
 from llm_mesa.models.consensus.batched import batchable, play_games
-from llm_mesa.models.consensus.batched_rounds import rule_stream
 from llm_mesa.models.consensus.conditions import RULE_CONFIGURATIONS, STUDY_CONDITIONS
 from llm_mesa.models.consensus.game import GAME
 from llm_mesa.models.consensus.observation import ConsensusObservation
@@ -100,11 +100,11 @@ def test_what_the_engine_cannot_play_goes_to_the_model():
 def test_sweeps_play_rule_games_through_the_engine(tmp_path, monkeypatch):
     conditions = {k: dict(STUDY_CONDITIONS[k]) for k in ("ba-none", "cc-local")}
     mesa = run_sweep(conditions, "mi-0.2;voter", 2, tmp_path / "mesa", model_options={"max_rounds": 12},
-                     batch_size=1, tables=("rounds",))
+                     batch_size=1, tables=("rounds",), game="consensus")
     played_one_by_one = []
     monkeypatch.setattr(type(GAME), "play", lambda self, request: played_one_by_one.append(request))
     batched = run_sweep(conditions, "mi-0.2;voter", 2, tmp_path / "batched", model_options={"max_rounds": 12},
-                        tables=("rounds",))
+                        tables=("rounds",), game="consensus")
     assert not played_one_by_one and batched.played == 8
     drop = ["wall_s"]
     pd.testing.assert_frame_equal(mesa.results.drop(columns=drop), batched.results.drop(columns=drop))
@@ -115,7 +115,7 @@ def test_a_failing_batch_keeps_the_games_that_finish(tmp_path, monkeypatch):
         raise RuntimeError("batch failed")
 
     monkeypatch.setattr(type(GAME), "play_batch", broken)
-    result = run_sweep({"ba": {"n": 12}}, "voter", 3, tmp_path / "s", model_options={"max_rounds": 5})
+    result = run_sweep({"ba": {"n": 12}}, "voter", 3, tmp_path / "s", model_options={"max_rounds": 5}, game="consensus")
     assert result.played == 3  # replayed one by one through play
 
 

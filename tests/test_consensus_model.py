@@ -9,6 +9,7 @@ from mesa import batch_run
 
 from llm_mesa.graphs import NetworkError, build_topology, caveman_shape
 from llm_mesa.models.consensus import ConsensusConfigError, ConsensusModel
+from llm_mesa.parameters import ParameterError
 from llm_mesa.policy import PolicyError
 
 
@@ -79,7 +80,7 @@ def test_batch_run_works_unchanged():
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
-    ({"topology": "square"}, NetworkError, "choose one of"),
+    ({"topology": "square"}, ParameterError, "choose one of"),
     ({"topology": "ba", "n": 2}, NetworkError, "larger --n"),
     ({"preferences": "minority", "minority": 37}, NetworkError, "impossible"),
     ({"policy": "nope"}, PolicyError, "unknown consensus policy"),

@@ -64,7 +64,7 @@ def test_the_wording_of_the_rules_is_a_parameter_and_a_sweep_axis(tmp_path, serv
     assert "£0.20 when the entire network ends on the colour you prefer" in prompts["paraphrase"]
     spec = f"llm:base_url={server.base_url},model=rule:majority-inertia"
     result = run_sweep({"ws": {"n": 12, "topology": "ws", "max_rounds": 2, "baseline_permutations": 0}}, spec, 2,
-                       tmp_path / "sweep", axes=["prompt=study,paraphrase"])
+                       tmp_path / "sweep", axes=["prompt=study,paraphrase"], game="consensus")
     games = read_sweep(tmp_path / "sweep")
     assert set(games["condition"]) == {"ws|prompt=study", "ws|prompt=paraphrase"} and result.played == 4
     assert games.groupby("condition")["prompt_template_hash"].nunique().eq(1).all()

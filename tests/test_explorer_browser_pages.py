@@ -61,7 +61,7 @@ def small_sweep(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("sweep") / "ba"
     run_sweep(["ba-local"], "mi-0.2;voter", 2, out, tables=["agents", "rounds"],
-              model_options={"max_rounds": 10, "baseline_permutations": 0})
+              model_options={"max_rounds": 10, "baseline_permutations": 0}, game="consensus")
     return out
 
 

@@ -180,7 +180,7 @@ def test_side_by_side_games_share_graph_preferences_and_seed():
 def sweep_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("sweep") / "ba"
     run_sweep(["ba-local"], "mi-0.2;voter", 2, out, tables=["agents", "rounds"],
-              model_options={"max_rounds": 10, "baseline_permutations": 0})
+              model_options={"max_rounds": 10, "baseline_permutations": 0}, game="consensus")
     return out
 
 
@@ -204,7 +204,7 @@ def test_a_sweeps_game_replays_as_the_game_played_alone(sweep_dir):
 
 def test_a_sweep_without_its_tables_says_how_to_keep_them(tmp_path):
     out = tmp_path / "bare"
-    run_sweep(["ba-local"], "voter", 1, out, model_options={"max_rounds": 3, "baseline_permutations": 0})
+    run_sweep(["ba-local"], "voter", 1, out, model_options={"max_rounds": 3, "baseline_permutations": 0}, game="consensus")
     view = SweepView.open(out)
     with pytest.raises(SweepViewError, match="--tables"):
         view.recorded_game("ba-local", "voter", 0)

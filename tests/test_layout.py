@@ -100,14 +100,16 @@ def test_the_llm_layer_and_the_loopback_server_mention_no_game(folder):
     assert mentions == []
 
 
-def test_every_game_is_registered_and_whole_in_its_folder():
+def test_every_game_in_the_tree_is_registered_and_whole_in_its_folder():
+    """The tree's own games (others may be installed beside them) name only modules of their folder."""
     from llm_mesa.games import game_names, get_game
 
-    assert game_names() == GAMES
+    assert set(GAMES) <= set(game_names())
     for name in GAMES:
         game = get_game(name)
-        for module in (game.policy_module, game.cli_module, game.behaviours_module,
-                       *(m for m, _ in game.lazy_policies.values())):
+        modules = [game.policies.module, *(m for m, _ in game.policies.lazy.values()), game.llm.behaviours,
+                   *(target.partition(":")[0] for target in (game.llm.policy, *vars(game.extensions).values()) if target)]
+        for module in filter(None, modules):
             assert module.startswith(f"llm_mesa.models.{name}."), module
             assert (ROOT / "models" / name / (module.rsplit(".", 1)[1] + ".py")).exists(), module
 

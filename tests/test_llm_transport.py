@@ -41,6 +41,7 @@ from llm_mesa.llm import (
     transport,
 )
 from llm_mesa.llm import client as client_module
+from llm_mesa.llm.dialects import endpoint_manifest
 from llm_mesa.llm.limits import forget_limits
 from llm_mesa.llm.store import request_identity, request_key
 from llm_mesa.loopback.server import LoopbackServer
@@ -237,7 +238,7 @@ def test_the_api_key_is_sent_but_never_shown(server, monkeypatch):
     ep = Endpoint(server.base_url, "scripted", api_key_env="TRANSPORT_TEST_KEY")
     assert call(ep).ok
     assert server.headers[-1]["Authorization"] == "Bearer sk-very-secret-1234"
-    shown = repr(ep) + json.dumps(ep.manifest()) + str(ep)
+    shown = repr(ep) + json.dumps(endpoint_manifest(ep)) + str(ep)
     assert "sk-very-secret" not in shown and "TRANSPORT_TEST_KEY" in shown
 
 
@@ -440,7 +441,7 @@ def test_auto_falls_back_from_json_schema_to_json_object_like_llama_cpp_python(e
         assert [r["response_format"]["type"] for r in s.requests] == ["json_schema", "json_object"]
         assert s.requests[1]["response_format"]["schema"] == SCHEMA
         assert usage.failures == {}  # a refusal is not a server failure
-        assert negotiated_dialect(ep) == "json_object" and ep.manifest()["negotiated_dialect"] == "json_object"
+        assert negotiated_dialect(ep) == "json_object" and endpoint_manifest(ep)["negotiated_dialect"] == "json_object"
         second = call(ep, LLMRequest(messages=HELLO, schema=SCHEMA))  # cached: straight to json_object
         assert second.ok and s.hits == 3 and s.requests[-1]["response_format"]["type"] == "json_object"
 
@@ -531,7 +532,7 @@ def test_auto_sends_the_first_round_together_under_json_schema():
         assert all(r.ok and r.dialect == "json_schema" for r in results)
         stats = stand_in.stats()
         assert stats["answered"] == 12 and stats["max_in_flight"] == 12  # all started before any finished
-        assert negotiated_dialect(ep) == "json_schema" and ep.manifest()["negotiated_dialect"] == "json_schema"
+        assert negotiated_dialect(ep) == "json_schema" and endpoint_manifest(ep)["negotiated_dialect"] == "json_schema"
 
 
 def test_a_refusing_server_costs_each_first_round_call_at_most_one_refusal():

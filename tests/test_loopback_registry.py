@@ -1,6 +1,6 @@
 """The loopback behaviour registry: games register what they answer, the core names no game.
 
-The core imports each installed game's ``behaviours_module`` the first time behaviours
+The core imports each installed game's ``llm.behaviours`` module the first time behaviours
 are listed or built; a behaviour registered from anywhere (here: this test) is served
 like the built-in ones.
 """
@@ -75,7 +75,7 @@ def test_every_installed_game_registers_its_behaviours_through_the_registry():
     assert {"rule:majority-inertia", "rule:voter", "random", "naming:echo", "naming:noisy",
             "naming:babble"} <= set(listed)
     for name in game_names():
-        module = get_game(name).behaviours_module
+        module = get_game(name).llm.behaviours
         assert module is not None and module in sys.modules, name
 
 

@@ -24,6 +24,7 @@ from llm_mesa.llm import (
     run_sync,
 )
 from llm_mesa.llm import client as client_module
+from llm_mesa.llm.dialects import endpoint_manifest
 from llm_mesa.llm.store import request_identity, request_key
 
 SECRET = "sk-record-replay-secret-987"
@@ -135,7 +136,7 @@ def test_the_api_key_is_never_stored(tmp_path, monkeypatch):
         store.close()
     raw = b"".join(p.read_bytes() for p in tmp_path.iterdir())  # database, WAL and shared memory
     assert SECRET.encode() not in raw and SECRET not in stored_rows
-    assert SECRET not in json.dumps(ep.manifest()) + json.dumps(store.manifest())
+    assert SECRET not in json.dumps(endpoint_manifest(ep)) + json.dumps(store.manifest())
     assert "Pick a colour" in stored_rows  # the request itself is there
 
 
@@ -340,6 +341,6 @@ def test_a_replay_sets_the_negotiated_dialect_from_the_recording(tmp_path):
         dialects.forget_negotiations()  # a new process replays the game
         replayed = run_sync(complete(ep, schema_request, store=ResponseStore(path, "replay")))
         assert replayed.replayed and replayed.dialect == "json_object"
-        assert negotiated_dialect(ep) == "json_object" and ep.manifest()["negotiated_dialect"] == "json_object"
+        assert negotiated_dialect(ep) == "json_object" and endpoint_manifest(ep)["negotiated_dialect"] == "json_object"
     finally:
         dialects.forget_negotiations()

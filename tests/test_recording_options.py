@@ -56,7 +56,7 @@ def test_store_from_args_records_to_the_default_file_or_nowhere(tmp_path, monkey
 
 def _sweep(server, out, *extra):
     return main(["sweep", "--game", "naming", "--conditions", "schema-5", "--policies", "llm", "--model", "naming:echo",
-                 "--base-url", server.base_url, "--seeds", "1", "--max-rounds", "2", "--out", str(out), "--quiet", *extra])
+                 "--base-url", server.base_url, "--seeds", "1", "--set", "max_rounds=2", "--out", str(out), "--quiet", *extra])
 
 
 def test_sweep_record_and_replay_are_aliases_of_store_and_store_mode(tmp_path, capsys):

@@ -26,13 +26,13 @@ NAMING = {"nl": {"mode": "nl", "memory": 0}, "schema-5": {"mode": "schema", "mem
 def sweeps(tmp_path_factory):
     root = tmp_path_factory.mktemp("report")
     out = {name: root / name for name in ("rules", "llm", "naming", "naming-llm")}
-    run_sweep(CONDITIONS, "mi-0.2;voter", 3, out["rules"], model_options=FAST, tables=("agents",))
+    run_sweep(CONDITIONS, "mi-0.2;voter", 3, out["rules"], model_options=FAST, tables=("agents",), game="consensus")
     run_sweep(NAMING, "echo;noisy:p=0.3", 3, out["naming"], game="naming", model_options={"n": 12, "max_rounds": 15},
               tables=("rounds",))
     with LoopbackServer(seed=1) as server:
         run_sweep({k: CONDITIONS[k] for k in ("ba-global", "cc-none")},
                   [f"llm:base_url={server.base_url},model=rule:majority-inertia"], 2, out["llm"], games_in_flight=4,
-                  model_options={**FAST, "max_rounds": 8}, tables=("agents",))
+                  model_options={**FAST, "max_rounds": 8}, tables=("agents",), game="consensus")
         run_sweep(NAMING, [f"llm:base_url={server.base_url},model=naming:noisy?p=0.3"], 2, out["naming-llm"],
                   game="naming", games_in_flight=4, model_options={"n": 12, "max_rounds": 15}, tables=("rounds",))
     return out
@@ -150,7 +150,7 @@ def test_report_over_both_games_is_self_contained_with_a_table_per_figure(sweeps
 def test_a_report_is_drawn_where_every_test_must_be_skipped(tmp_path, capsys):
     sweep = tmp_path / "stubborn"  # never agrees; no agents table
     run_sweep({k: CONDITIONS[k] for k in ("ba-local", "cc-none")}, "stubborn", 3, sweep,
-              model_options={"max_rounds": 3, "baseline_permutations": 20})
+              model_options={"max_rounds": 3, "baseline_permutations": 20}, game="consensus")
     out = tmp_path / "r.html"
     assert main(["report", str(sweep), "--out", str(out)]) == 0
     page = parse(out)

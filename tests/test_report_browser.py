@@ -27,7 +27,7 @@ def report(tmp_path_factory) -> Path:
     conditions = {"ba-global": {"n": 12, "topology": "ba", "communication": "global"},
                   "cc-none": {"n": 12, "topology": "caveman", "communication": "none"}}
     run_sweep(conditions, "mi-0.2;voter", 3, root / "consensus",
-              model_options={"max_rounds": 15, "baseline_permutations": 50}, tables=("agents",))
+              model_options={"max_rounds": 15, "baseline_permutations": 50}, tables=("agents",), game="consensus")
     run_sweep({"nl": {"mode": "nl", "memory": 0}, "schema-5": {"mode": "schema", "memory": 5}}, "echo;noisy:p=0.3", 3,
               root / "naming", game="naming", model_options={"n": 12, "max_rounds": 15}, tables=("rounds",))
     out = root / "report.html"

@@ -57,44 +57,44 @@ def stop_after(k: int):
 def test_resume_after_interruption_runs_only_the_missing_games(tmp_path):
     out = tmp_path / "sweep"
     with pytest.raises(Interrupt):
-        run_sweep(SMALL, RULES, 3, out, model_options=FAST, tables=("rounds",), progress=stop_after(5), batch_size=1)
+        run_sweep(SMALL, RULES, 3, out, model_options=FAST, tables=("rounds",), progress=stop_after(5), batch_size=1, game="consensus")
     assert len(read_sweep(out)) == 5  # one game at a time (batch_size=1): every game was written as it finished
     seen = []
     result = run_sweep(SMALL, RULES, 3, out, model_options=FAST, tables=("rounds",),
-                       progress=lambda done, total, row: seen.append((row["condition"], row["policy"], row["seed"])))
+                       progress=lambda done, total, row: seen.append((row["condition"], row["policy"], row["seed"])), game="consensus")
     assert result.skipped == 5 and result.played == 12 - 5 == len(seen)
     assert len(set(seen)) == len(seen)
     final = result.results
     assert len(final) == 12 and not final.duplicated(["condition", "policy", "seed"]).any()
-    fresh = run_sweep(SMALL, RULES, 3, tmp_path / "fresh", model_options=FAST, tables=("rounds",))
+    fresh = run_sweep(SMALL, RULES, 3, tmp_path / "fresh", model_options=FAST, tables=("rounds",), game="consensus")
     pd.testing.assert_frame_equal(rows(final), rows(fresh.results))
     rounds = read_sweep(out, "rounds")  # one row per round, round 0 included, no duplicates
     assert len(rounds) == int((final["rounds"] + 1).sum())
     assert not rounds.duplicated(["condition", "policy", "seed", "round"]).any()
     # a third start finds nothing to do
-    again = run_sweep(SMALL, RULES, 3, out, model_options=FAST)
+    again = run_sweep(SMALL, RULES, 3, out, model_options=FAST, game="consensus")
     assert again.played == 0 and again.skipped == 12
     history = (out / "manifest-history.jsonl").read_text().splitlines()
     assert len(history) == 3 and json.loads(history[-1])["games_present_at_start"] == 12
 
 
 def test_same_seeds_same_rows_and_other_seeds_other_rows(tmp_path):
-    a = run_sweep(SMALL, RULES, [3, 4], tmp_path / "a", model_options=FAST).results
-    b = run_sweep(SMALL, RULES, [3, 4], tmp_path / "b", model_options=FAST).results
+    a = run_sweep(SMALL, RULES, [3, 4], tmp_path / "a", model_options=FAST, game="consensus").results
+    b = run_sweep(SMALL, RULES, [3, 4], tmp_path / "b", model_options=FAST, game="consensus").results
     pd.testing.assert_frame_equal(rows(a), rows(b))
     # each row is the model's own summary of that seed's game
     s = ConsensusModel(policy=RULE_CONFIGURATIONS["voter"], rng=4, **SMALL["cc-local"], **FAST).run().summary()
     row = a[(a.condition == "cc-local") & (a.policy == "voter") & (a.seed == 4)].iloc[0]
     assert (row["rounds"], row["consensus"], row["stubborn_moves"], row["game_key"]) == \
         (s["rounds"], s["consensus"], s["stubborn_moves"], s["game_key"])
-    c = run_sweep(SMALL, RULES, [5, 6], tmp_path / "c", model_options=FAST).results
+    c = run_sweep(SMALL, RULES, [5, 6], tmp_path / "c", model_options=FAST, game="consensus").results
     assert set(a["game_key"]).isdisjoint(c["game_key"])
     assert not rows(a).drop(columns=["seed", "game_key"]).equals(rows(c).drop(columns=["seed", "game_key"]))
 
 
 def test_two_processes_give_the_same_rows_as_one(tmp_path):
-    one = run_sweep(SMALL, "voter", 3, tmp_path / "one", model_options=FAST).results
-    two = run_sweep(SMALL, "voter", 3, tmp_path / "two", processes=2, batch_size=2, model_options=FAST)
+    one = run_sweep(SMALL, "voter", 3, tmp_path / "one", model_options=FAST, game="consensus").results
+    two = run_sweep(SMALL, "voter", 3, tmp_path / "two", processes=2, batch_size=2, model_options=FAST, game="consensus")
     assert two.played == 6
     pd.testing.assert_frame_equal(rows(one), rows(two.results))
 
@@ -102,9 +102,9 @@ def test_two_processes_give_the_same_rows_as_one(tmp_path):
 def test_single_parquet_file_output_resumes_and_reads_with_pandas(tmp_path):
     out = tmp_path / "grid.parquet"
     with pytest.raises(Interrupt):
-        run_sweep(SMALL, "voter", 3, out, model_options=FAST, progress=stop_after(2), batch_size=1)
+        run_sweep(SMALL, "voter", 3, out, model_options=FAST, progress=stop_after(2), batch_size=1, game="consensus")
     assert not out.exists() and len(read_sweep(out)) == 2  # parts gathered beside it until the end
-    result = run_sweep(SMALL, "voter", 3, out, model_options=FAST)
+    result = run_sweep(SMALL, "voter", 3, out, model_options=FAST, game="consensus")
     assert result.played == 4
     df = pd.read_parquet(out)
     assert len(df) == 6 and not df.duplicated(["condition", "policy", "seed"]).any()
@@ -112,13 +112,13 @@ def test_single_parquet_file_output_resumes_and_reads_with_pandas(tmp_path):
 
 
 def test_a_condition_redefined_under_the_same_name_is_refused_on_resume(tmp_path):
-    run_sweep({"ws": SMALL["ws-none"]}, "voter", 1, tmp_path / "s", model_options=FAST)
+    run_sweep({"ws": SMALL["ws-none"]}, "voter", 1, tmp_path / "s", model_options=FAST, game="consensus")
     with pytest.raises(SweepError, match="defined differently"):
-        run_sweep({"ws": {**SMALL["ws-none"], "n": 16}}, "voter", 1, tmp_path / "s", model_options=FAST)
+        run_sweep({"ws": {**SMALL["ws-none"], "n": 16}}, "voter", 1, tmp_path / "s", model_options=FAST, game="consensus")
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
     with pytest.raises(SweepError, match="no sweep manifest"):
-        run_sweep(SMALL, "voter", 1, tmp_path / "other")
+        run_sweep(SMALL, "voter", 1, tmp_path / "other", game="consensus")
 
 
 @register_policy("test-fails-at-round", "consensus", "raises at a given round (tests only)")
@@ -138,10 +138,10 @@ class FailsAtRound(Policy):
 def test_a_failing_game_stops_the_sweep_but_keeps_every_game_that_finished(tmp_path):
     out = tmp_path / "s"
     with pytest.raises(RuntimeError, match="a policy bug"):
-        run_sweep(SMALL, "voter;test-fails-at-round:round=3", 2, out, games_in_flight=3, model_options=FAST)
+        run_sweep(SMALL, "voter;test-fails-at-round:round=3", 2, out, games_in_flight=3, model_options=FAST, game="consensus")
     kept = read_sweep(out)
     assert len(kept) >= 2 and set(kept["policy"]) == {"voter"}
-    result = run_sweep(SMALL, "voter", 2, out, model_options=FAST)  # resumes with the good policy
+    result = run_sweep(SMALL, "voter", 2, out, model_options=FAST, game="consensus")  # resumes with the good policy
     assert result.skipped == len(kept) and len(result.results) == 4
 
 
@@ -156,11 +156,11 @@ def test_games_in_flight_match_sequential_play_and_overlap_their_calls(tmp_path,
     monkeypatch.setenv("OPENAI_API_KEY", "sk-never-written-anywhere")
     with LoopbackServer(seed=2, latency=0.15) as server:
         spec = f"llm:base_url={server.base_url},model=rule:majority-inertia,concurrency=256,timeout=10"
-        sequential = run_sweep(LLM_GRID, spec, GAMES, tmp_path / "seq", model_options=LLM_OPTIONS)
+        sequential = run_sweep(LLM_GRID, spec, GAMES, tmp_path / "seq", model_options=LLM_OPTIONS, game="consensus")
         one_at_a_time = server.stats()["max_in_flight"]
         server.reset()
         overlapped = run_sweep(LLM_GRID, spec, GAMES, tmp_path / "par", games_in_flight=GAMES,
-                               model_options=LLM_OPTIONS)
+                               model_options=LLM_OPTIONS, game="consensus")
         stats = server.stats()
     # one 12-agent game never has more than 12 calls in flight; more than 36 means at
     # least four games' rounds were waiting on the endpoint together
@@ -179,14 +179,14 @@ def test_a_crashed_llm_sweep_resumes_from_its_recorded_calls_without_paying_twic
     out = tmp_path / "llm"
     with LoopbackServer(seed=4) as server:
         spec = f"llm:base_url={server.base_url},model=rule:majority-inertia?talk=0.3,timeout=10"
-        first = run_sweep(LLM_GRID, spec, 3, out, games_in_flight=3, model_options=LLM_OPTIONS)
+        first = run_sweep(LLM_GRID, spec, 3, out, games_in_flight=3, model_options=LLM_OPTIONS, game="consensus")
         paid = server.stats()["answered"]
         # the rows of games in flight at a crash are lost; their calls were recorded as they came
         for part in (out / "games").glob("*.parquet"):
             part.unlink()
         server.reset()
         resumed = run_sweep(LLM_GRID, spec, 3, out, games_in_flight=3, model_options=LLM_OPTIONS,
-                            check_endpoints=False)
+                            check_endpoints=False, game="consensus")
         assert server.stats()["requests"] == 0  # every answer came from the store
     assert paid >= int(first.results["calls"].sum()) > 0
     assert resumed.played == 3 and resumed.results["replayed_calls"].sum() == first.results["calls"].sum()
@@ -249,8 +249,8 @@ def test_the_consensus_table_counts_successes_over_games():
 
 def test_cli_prints_the_table_and_bad_input_is_one_line(tmp_path, capsys):
     out = tmp_path / "cli"
-    assert main(["sweep", "--conditions", "cc-local", "--policies", "voter;mi-0", "--seeds", "2",
-                 "--max-rounds", "10", "--baseline-permutations", "0", "--out", str(out), "--quiet"]) == 0
+    assert main(["sweep", "--game", "consensus", "--conditions", "cc-local", "--policies", "voter;mi-0", "--seeds", "2",
+                 "--set", "max_rounds=10", "--set", "baseline_permutations=0", "--out", str(out), "--quiet"]) == 0
     printed = capsys.readouterr().out
     results = read_sweep(out)
     wins = int(results[results.policy == "voter"]["consensus"].sum())
@@ -262,7 +262,7 @@ def test_cli_prints_the_table_and_bad_input_is_one_line(tmp_path, capsys):
         (["--seeds", "many"], "--seeds"),
         (["--policies", "voter"], "no output given"),
     ]:
-        args = ["sweep", *argv] + ([] if "no output" in fragment else ["--out", str(tmp_path / "bad")])
+        args = ["sweep", "--game", "consensus", *argv] + ([] if "no output" in fragment else ["--out", str(tmp_path / "bad")])
         assert main(args) == 2
         err = capsys.readouterr().err.strip()
         assert fragment in err and len(err.splitlines()) == 1
@@ -272,8 +272,8 @@ def test_cli_prints_the_table_and_bad_input_is_one_line(tmp_path, capsys):
 def test_cli_runs_llm_agents_from_the_endpoint_options(tmp_path, capsys):
     out = tmp_path / "llm"
     with LoopbackServer(seed=1) as server:
-        argv = ["sweep", "--conditions", "ba-none", "--policies", "llm;voter", "--model", "rule:majority-inertia",
-                "--base-url", server.base_url, "--seeds", "2", "--max-rounds", "2", "--baseline-permutations", "0",
+        argv = ["sweep", "--game", "consensus", "--conditions", "ba-none", "--policies", "llm;voter", "--model", "rule:majority-inertia",
+                "--base-url", server.base_url, "--seeds", "2", "--set", "max_rounds=2", "--set", "baseline_permutations=0",
                 "--games-in-flight", "2", "--concurrency", "8", "--out", str(out), "--quiet"]
         assert main(argv) == 0
         answered = server.stats()["answered"]
@@ -292,6 +292,6 @@ def test_a_failing_game_in_a_worker_keeps_the_finished_games_of_its_batch(tmp_pa
     out = tmp_path / "s"
     with pytest.raises(Exception, match="test-fails-at-round"):
         run_sweep({"ws-none": SMALL["ws-none"]}, "voter;test-fails-at-round:round=3", 2, out,
-                  processes=2, batch_size=100, model_options=FAST)
+                  processes=2, batch_size=100, model_options=FAST, game="consensus")
     kept = read_sweep(out)
     assert sorted(kept["seed"]) == [0, 1] and set(kept["policy"]) == {"voter"}

@@ -31,15 +31,15 @@ SCRIPT = textwrap.dedent("""
 
     if where == "between-tables":  # after the n-th part written (a batch writes its tables, then games)
         real_write = parts.write_atomic
-        def write(path, data):
-            real_write(path, data)
+        def write(path, data, types=None):
+            real_write(path, data, types)
             if not str(path).endswith(".new"):
                 kill_on(at)
         parts.write_atomic = write
     elif where == "compaction-writing":  # after the n-th merged part is staged: journal not complete
         real_write = parts.write_atomic
-        def write(path, data):
-            real_write(path, data)
+        def write(path, data, types=None):
+            real_write(path, data, types)
             if str(path).endswith(".new"):
                 kill_on(at)
         parts.write_atomic = write
@@ -51,7 +51,7 @@ SCRIPT = textwrap.dedent("""
                 kill_on(at)
         parts.os.replace = replace
     grid = GRID
-    run_sweep(grid, "mi-0.2;voter", 3, out, tables=["rounds", "agents"], batch_size=1)
+    run_sweep(grid, "mi-0.2;voter", 3, out, tables=["rounds", "agents"], batch_size=1, game="consensus")
 """).replace("grid = GRID", "grid = " + repr(GRID))
 
 
@@ -66,7 +66,7 @@ def tables(out) -> dict[str, pd.DataFrame]:
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
     out = tmp_path_factory.mktemp("whole") / "sweep"
-    run_sweep(GRID, out=out, **ARGS)
+    run_sweep(GRID, out=out, **ARGS, game="consensus")
     return tables(out)
 
 
@@ -76,7 +76,7 @@ def test_a_kill_then_a_resume_gives_the_uninterrupted_tables(tmp_path, uninterru
     out = tmp_path / "sweep"
     killed = subprocess.run([sys.executable, "-c", SCRIPT, str(out), where, str(at)], capture_output=True, text=True)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
-    run_sweep(GRID, out=out, **ARGS)
+    run_sweep(GRID, out=out, **ARGS, game="consensus")
     resumed = tables(out)
     for table in TABLES:
         keys = ["condition", "policy", "seed"] + {"rounds": ["round"], "agents": ["round", "node"],
@@ -88,21 +88,21 @@ def test_a_kill_then_a_resume_gives_the_uninterrupted_tables(tmp_path, uninterru
 
 def test_a_second_sweep_cannot_write_while_one_holds_the_directory(tmp_path):
     out = tmp_path / "sweep"
-    run_sweep({"ws": GRID["ws"]}, "voter", 1, out)
+    run_sweep({"ws": GRID["ws"]}, "voter", 1, out, game="consensus")
     from llm_mesa.sweep.output import SweepOutput
 
     with SweepOutput(out).lock(), pytest.raises(SweepError, match="another sweep .* is writing to"):
-        run_sweep({"ws": GRID["ws"]}, "voter", 1, out)
+        run_sweep({"ws": GRID["ws"]}, "voter", 1, out, game="consensus")
 
 
 def test_a_different_grid_is_refused_unless_extended(tmp_path):
     out = tmp_path / "sweep"
-    run_sweep({"ws": GRID["ws"]}, "voter", 2, out)
+    run_sweep({"ws": GRID["ws"]}, "voter", 2, out, game="consensus")
     with pytest.raises(SweepError, match="condition\\(s\\) cc are new to it; .*--extend"):
-        run_sweep(GRID, "voter", 2, out)
+        run_sweep(GRID, "voter", 2, out, game="consensus")
     manifest = json.loads((out / "manifest.json").read_text())
     assert list(manifest["grid"]["conditions"]) == ["ws"]  # untouched by the refused start
-    run_sweep(GRID, "voter", 2, out, extend=True)
+    run_sweep(GRID, "voter", 2, out, extend=True, game="consensus")
     assert len(read_sweep(out)) == 4
     assert list(json.loads((out / "manifest.json").read_text())["grid"]["conditions"]) == ["ws", "cc"]
 
@@ -112,15 +112,15 @@ def test_a_single_runs_directory_is_not_adopted(tmp_path, capsys):
     assert main(["consensus", "--n", "12", "--topology", "ws", "--max-rounds", "2", "--out", str(run)]) == 0
     capsys.readouterr()
     before = (run / "manifest.json").read_text()
-    assert main(["sweep", "--conditions", "ws-none", "--policies", "voter", "--seeds", "1", "--out", str(run)]) == 2
+    assert main(["sweep", "--game", "consensus", "--conditions", "ws-none", "--policies", "voter", "--seeds", "1", "--out", str(run)]) == 2
     assert "single game's run" in capsys.readouterr().err
     assert (run / "manifest.json").read_text() == before
 
 
 def test_a_corrupt_part_is_one_line_naming_it_and_leftover_temporary_parts_are_cleaned(tmp_path, capsys):
     out = tmp_path / "sweep"
-    argv = ["sweep", "--conditions", "ws-none", "--policies", "voter", "--seeds", "2", "--max-rounds", "3",
-            "--baseline-permutations", "0", "--out", str(out), "--quiet"]
+    argv = ["sweep", "--game", "consensus", "--conditions", "ws-none", "--policies", "voter", "--seeds", "2", "--set", "max_rounds=3",
+            "--set", "baseline_permutations=0", "--out", str(out), "--quiet"]
     assert main(argv) == 0
     capsys.readouterr()
     part = sorted((out / "games").glob("part-*.parquet"))[0]
@@ -150,5 +150,5 @@ def test_saving_edges_draws_no_layout(tmp_path, monkeypatch):
 
     monkeypatch.setattr(graphs, "seeded_layout", no_layout)
     monkeypatch.setattr("llm_mesa.models.consensus.model.seeded_layout", no_layout)
-    run_sweep({"ws": GRID["ws"]}, "voter", 1, tmp_path / "sweep", tables=["agents"])
+    run_sweep({"ws": GRID["ws"]}, "voter", 1, tmp_path / "sweep", tables=["agents"], game="consensus")
     assert len(read_sweep(tmp_path / "sweep", "edges")) > 0

@@ -23,15 +23,15 @@ def table(out, name):
 @pytest.mark.slow
 def test_a_local_cluster_sweep_equals_the_local_runners(tmp_path):
     kw = dict(policies="mi-0.2;voter", seeds=3, tables=["rounds"])
-    run_sweep(GRID, out=tmp_path / "here", **kw)
-    run_sweep(GRID, out=tmp_path / "dask", executor="local-cluster:2", batch_size=2, **kw)
+    run_sweep(GRID, out=tmp_path / "here", **kw, game="consensus")
+    run_sweep(GRID, out=tmp_path / "dask", executor="local-cluster:2", batch_size=2, **kw, game="consensus")
     for name in ("games", "rounds"):
         pd.testing.assert_frame_equal(table(tmp_path / "dask", name), table(tmp_path / "here", name))
 
 
 @pytest.mark.parametrize("executor", ["dask://nowhere", "local-cluster:0", "slurm", "dask://host:99999"])
 def test_a_bad_executor_is_one_line(tmp_path, capsys, executor):
-    assert main(["sweep", "--conditions", "ws-none", "--seeds", "1", "--out", str(tmp_path / "x"),
+    assert main(["sweep", "--game", "consensus", "--conditions", "ws-none", "--seeds", "1", "--out", str(tmp_path / "x"),
                  "--executor", executor]) == 2
     err = capsys.readouterr().err.strip()
     assert "--executor" in err and "local-cluster:N or dask://HOST:PORT" in err and len(err.splitlines()) == 1

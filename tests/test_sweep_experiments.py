@@ -28,7 +28,7 @@ def sweep(capsys, *argv):
 def test_the_sign_study_cut_short_runs_against_the_stand_in_with_the_files_seeds(server, capsys, tmp_path):
     out = tmp_path / "sign"
     status, printed, err = sweep(capsys, EXPERIMENTS / "sign-study.toml", "--out", out, "--repetitions", "1",
-                                 "--max-rounds", "5", "--base-url", server.base_url,
+                                 "--set", "max_rounds=5", "--base-url", server.base_url,
                                  "--policies", "llm:model=naming:noisy?p=0.2")
     assert status == 0, err
     games = read_sweep(out)
@@ -43,7 +43,7 @@ def test_the_sign_study_cut_short_runs_against_the_stand_in_with_the_files_seeds
 
 
 def test_the_consensus_study_and_its_rule_baseline_play_the_same_graphs(server, capsys, tmp_path):
-    common = ["--repetitions", "1", "--max-rounds", "3", "--baseline-permutations", "20"]
+    common = ["--repetitions", "1", "--set", "max_rounds=3", "--set", "baseline_permutations=20"]
     status, _, err = sweep(capsys, EXPERIMENTS / "consensus-study.toml", "--out", tmp_path / "llm", *common,
                            "--base-url", server.base_url, "--policies", "llm:model=rule:majority-inertia",
                            "--games-in-flight", "4")
@@ -74,7 +74,7 @@ def test_a_dry_run_contacts_nothing_and_counts_the_games(capsys, tmp_path):
 
 def test_a_budget_stops_the_sweep_resumably(server, capsys, tmp_path):
     out = tmp_path / "budget"
-    argv = [EXPERIMENTS / "sign-study.toml", "--out", out, "--repetitions", "1", "--max-rounds", "3",
+    argv = [EXPERIMENTS / "sign-study.toml", "--out", out, "--repetitions", "1", "--set", "max_rounds=3",
             "--base-url", server.base_url, "--policies", "llm:model=naming:echo", "--games-in-flight", "1"]
     status, _, err = sweep(capsys, *argv, "--max-tokens", "2000")
     assert status == 4 and "budget reached" in err and "rerun" in err
@@ -102,7 +102,7 @@ def test_bad_options_with_a_file_are_one_line(capsys, tmp_path, argv, fragment):
 def test_the_mixed_sign_population_runs_from_its_file(server, capsys, tmp_path):
     out = tmp_path / "mixed"
     status, printed, err = sweep(capsys, EXPERIMENTS / "sign-mixed.toml", "--out", out, "--repetitions", "1",
-                                 "--max-rounds", "4", "--base-url", server.base_url,
+                                 "--set", "max_rounds=4", "--base-url", server.base_url,
                                  "--policies", "llm:model=naming:echo + llm:model=naming:noisy?p=0.2")
     assert status == 0, err
     games = read_sweep(out)

@@ -52,7 +52,7 @@ def test_bad_axes_are_one_line_naming_the_fix(tmp_path, capsys):
 
 def test_the_cli_sweeps_the_naming_game_with_the_speaker_as_an_axis(tmp_path, capsys):
     assert main(["sweep", "--game", "naming", "--set", "n=6", "--set", "alpha=0.5,0.9", "--set", "speaker=echo,minimal",
-                 "--seeds", "2", "--max-rounds", "20", "--out", str(tmp_path / "cli"), "--quiet"]) == 0
+                 "--seeds", "2", "--set", "max_rounds=20", "--out", str(tmp_path / "cli"), "--quiet"]) == 0
     printed = capsys.readouterr().out
     games = read_sweep(tmp_path / "cli")
     assert len(games) == 2 * 2 * 2 and set(games["policy"]) == {"echo", "minimal"}
@@ -75,4 +75,4 @@ def test_a_mixed_population_splits_the_agents_between_two_models(tmp_path):
 
 def test_a_population_is_refused_by_a_game_that_plays_one_policy_per_game(tmp_path):
     with pytest.raises(SweepError, match="plays one policy per game"):
-        run_sweep(["ws-none"], "voter + mi-0.2", 1, tmp_path / "x")
+        run_sweep(["ws-none"], "voter + mi-0.2", 1, tmp_path / "x", game="consensus")

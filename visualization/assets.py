@@ -32,6 +32,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from llm_mesa.errors import LlmMesaError
+
 #: Written inside a package folder once it is complete; its absence means "fill again".
 COMPLETE_MARKER = ".llm-mesa-complete"
 #: The environment variable Solara reads for its asset proxy cache.
@@ -40,7 +42,7 @@ SOLARA_CACHE_ENV = "SOLARA_ASSETS_PROXY_CACHE_DIR"
 ASSETS_DIR_ENV = "LLM_MESA_ASSETS_DIR"
 
 
-class AssetsError(ValueError):
+class AssetsError(LlmMesaError):
     """The offline front-end cache cannot be filled or is incomplete; the message names the fix."""
 
 

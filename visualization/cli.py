@@ -19,6 +19,8 @@ import os
 import sys
 from pathlib import Path
 
+from llm_mesa.errors import LlmMesaError
+
 from . import assets
 
 APP_MODULE = "llm_mesa.visualization.app"
@@ -31,7 +33,7 @@ SWEEP_MODULE = "llm_mesa.visualization.sweep_app"
 SWEEP_DIR_ENV = "LLM_MESA_SWEEP_DIR"
 
 
-class VizError(ValueError):
+class VizError(LlmMesaError):
     """The explorer cannot start as asked; the message names the fix."""
 
 

@@ -17,7 +17,7 @@ from urllib.parse import urlparse
 from llm_mesa.llm.endpoint import Endpoint, EndpointError
 from llm_mesa.llm.usage import Usage
 from llm_mesa.models.consensus import ConsensusModel, measures
-from llm_mesa.models.consensus.game import PARAMETERS
+from llm_mesa.models.consensus.parameters import PARAMETERS
 from llm_mesa.parameters import ParameterError
 from llm_mesa.policy import PolicyError, available_policies, make_policy
 

@@ -22,10 +22,12 @@ from typing import Any
 import solara
 import solara.lab
 
+from llm_mesa.errors import LlmMesaError
+
 GENERAL = "_general"  # an error that belongs to no single control
 
 
-class ControlError(ValueError):
+class ControlError(LlmMesaError):
     """A control value that cannot make a game; ``control`` names the control at fault."""
 
     def __init__(self, control: str, message: str) -> None:

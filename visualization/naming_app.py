@@ -21,9 +21,9 @@ import pandas as pd
 import solara
 
 from llm_mesa.llm.endpoint import EndpointError
-from llm_mesa.models.naming.game import PARAMETERS
 from llm_mesa.models.naming.model import NamingModel
 from llm_mesa.models.naming.observation import NamingConfigError
+from llm_mesa.models.naming.parameters import PARAMETERS
 from llm_mesa.parameters import ParameterError
 
 from . import naming_charts

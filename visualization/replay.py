@@ -19,6 +19,7 @@ from typing import Any
 import networkx as nx
 import pandas as pd
 
+from llm_mesa.errors import LlmMesaError
 from llm_mesa.models.consensus import measures
 
 from .network_view import NetworkState
@@ -29,7 +30,7 @@ REQUIRED_TABLES = ("rounds", "agents", "nodes", "edges")
 REPLAY_DIR_ENV = "LLM_MESA_REPLAY_DIR"
 
 
-class ReplayError(ValueError):
+class ReplayError(LlmMesaError):
     """A run directory the viewer cannot open; the message names the fix."""
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import networkx as nx
 import pandas as pd
 
+from llm_mesa.errors import LlmMesaError
 from llm_mesa.graphs import seeded_layout
 from llm_mesa.sweep import SweepError, read_sweep
 
@@ -30,7 +31,7 @@ KEY = ("condition", "policy", "seed")
 NOT_MEASURES = {"seed", "n", "minority", "max_rounds", "cost", "wall_s", "decisions", "direct_messages"}
 
 
-class SweepViewError(ValueError):
+class SweepViewError(LlmMesaError):
     """A sweep the browser cannot open or a game it cannot replay; the message names the fix."""
 
 

@@ -12,10 +12,12 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from llm_mesa.errors import LlmMesaError
+
 __all__ = ["AnalysisError", "as_binary", "require_both_outcomes", "require_columns", "split_formula"]
 
 
-class AnalysisError(ValueError):
+class AnalysisError(LlmMesaError):
     """The table cannot answer the question asked; the message names the fix."""
 
 

@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from llm_mesa.analysis.sweep_data import AnalyzeError, SweepData, open_sweep, open_sweeps
+from llm_mesa.analysis.sweep_data import AnalysisError, SweepData, open_sweep, open_sweeps
 
-__all__ = ["AnalyzeError", "SweepData", "analyze", "configure", "open_sweep", "open_sweeps", "run",
+__all__ = ["AnalysisError", "SweepData", "analyze", "configure", "open_sweep", "open_sweeps", "run",
            "writable_out"]
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -59,7 +59,7 @@ def _game_options(args: argparse.Namespace, game: str) -> dict[str, Any]:
     for other, options in owners.items():
         for dest, (flag, default) in options.items():
             if dest not in mine and getattr(args, dest, default) != default:
-                raise AnalyzeError(f"{flag} is an option of the analysis of {other} sweeps; "
+                raise AnalysisError(f"{flag} is an option of the analysis of {other} sweeps; "
                                    f"{', '.join(args.sweeps)} {'is a' if len(args.sweeps) == 1 else 'are'} {game} sweep"
                                    f"{'' if len(args.sweeps) == 1 else 's'}")
     return {dest: getattr(args, dest) for dest in mine}
@@ -94,11 +94,11 @@ def writable_out(out: str | os.PathLike[str], force: bool) -> Path:
     """``--out``: a new file in an existing folder, or (``force``) an existing file to replace; else bad input."""
     path = Path(out)
     if path.is_dir():
-        raise AnalyzeError(f"--out {str(path)!r} is a folder; name a file")
+        raise AnalysisError(f"--out {str(path)!r} is a folder; name a file")
     if path.exists() and not force:
-        raise AnalyzeError(f"--out {str(path)!r} exists; pass --force to replace it, or choose another name")
+        raise AnalysisError(f"--out {str(path)!r} exists; pass --force to replace it, or choose another name")
     if not path.parent.exists():
-        raise AnalyzeError(f"folder of --out {str(path)!r} does not exist; create it first")
+        raise AnalysisError(f"folder of --out {str(path)!r} does not exist; create it first")
     return path
 
 

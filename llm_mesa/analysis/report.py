@@ -28,7 +28,7 @@ import pandas as pd
 
 from llm_mesa.analysis.cli import _json_ready, writable_out, write_atomic
 from llm_mesa.analysis.report_html import Panel, Study, render_page
-from llm_mesa.analysis.sweep_data import AnalyzeError, SweepData, open_sweep, open_sweeps
+from llm_mesa.analysis.sweep_data import AnalysisError, SweepData, open_sweep, open_sweeps
 
 __all__ = ["build_report", "configure", "manifest_summary", "run"]
 
@@ -133,7 +133,7 @@ def build_report(paths: Sequence[str], title: str = "llm-mesa report") -> tuple[
 def run(args: argparse.Namespace) -> int:
     out = writable_out(args.out, args.force)
     if out.suffix.lower() not in (".html", ".htm"):
-        raise AnalyzeError(f"--out {str(out)!r} must end in .html")
+        raise AnalysisError(f"--out {str(out)!r} must end in .html")
     page, figures = build_report(args.sweeps, args.title)
     write_atomic(out, page)
     print(f"wrote {out} ({figures} figures)")

@@ -18,18 +18,14 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["AnalyzeError", "SweepData", "model_labels", "open_sweep", "open_sweeps"]
+from llm_mesa.analysis.checks import AnalysisError
 
-#: sweeps written before games were plugins have no "game" in their manifest: all were consensus sweeps
-DEFAULT_GAME = "consensus"
+__all__ = ["AnalysisError", "SweepData", "model_labels", "open_sweep", "open_sweeps"]
+
 #: the manifest's grid lists a sweep's conditions and policies in their order
 _GRID_KEYS = {"condition": "conditions", "policy": "policies"}
 #: what identifies one game across several sweeps
 GAME_KEY = ("sweep", "condition", "policy", "seed")
-
-
-class AnalyzeError(ValueError):
-    """A sweep directory that cannot be analysed; the message names the fix."""
 
 
 @dataclass
@@ -63,7 +59,7 @@ class SweepData:
 
     @property
     def game(self) -> str:
-        return str(self.manifest.get("game") or DEFAULT_GAME)
+        return str(self.manifest.get("game") or "")
 
     @property
     def name(self) -> str:
@@ -131,19 +127,23 @@ def open_sweep(path: str | os.PathLike[str]) -> SweepData:
     out = Path(path)
     manifest_path = _manifest_path(out)
     if not out.exists() and not Path(str(out) + ".parts").exists():
-        raise AnalyzeError(f"no sweep output at {str(out)!r}; pass the --out of `llm-mesa sweep`")
+        raise AnalysisError(f"no sweep output at {str(out)!r}; pass the --out of `llm-mesa sweep`")
     if not manifest_path.exists():
-        raise AnalyzeError(f"{str(out)!r} is not a sweep's output (no {manifest_path.name}); "
+        raise AnalysisError(f"{str(out)!r} is not a sweep's output (no {manifest_path.name}); "
                            "pass the --out of `llm-mesa sweep`")
     try:
         manifest = json.loads(manifest_path.read_text())
     except (OSError, json.JSONDecodeError):
-        raise AnalyzeError(f"cannot read {manifest_path}; it is not a sweep manifest") from None
-    if not isinstance(manifest, dict):
-        raise AnalyzeError(f"cannot read {manifest_path}; it is not a sweep manifest")
+        raise AnalysisError(f"cannot read {manifest_path}; it is not a sweep manifest") from None
+    if not isinstance(manifest, dict) or not str(manifest.get("kind", "")).endswith("-sweep"):
+        raise AnalysisError(f"{manifest_path} is not a sweep manifest (a single game's --out, or another file); "
+                            "pass the --out of `llm-mesa sweep`")
+    if not isinstance(manifest.get("game"), str) or not manifest["game"]:
+        raise AnalysisError(f"{manifest_path} names no game (a sweep of an older llm-mesa); play it again with "
+                            "`llm-mesa sweep`")
     games = read_sweep(out, "games")
     if games.empty:
-        raise AnalyzeError(f"{str(out)!r} holds no finished game: run (or resume) the sweep")
+        raise AnalysisError(f"{str(out)!r} holds no finished game: run (or resume) the sweep")
     return SweepData(out, manifest, games)
 
 
@@ -153,18 +153,18 @@ def open_sweeps(paths: Sequence[str | os.PathLike[str]]) -> SweepData:
     The same directory given twice, or sweeps of different games, are bad input.
     """
     if not paths:
-        raise AnalyzeError("no sweep given; pass one or more --out directories of `llm-mesa sweep`")
+        raise AnalysisError("no sweep given; pass one or more --out directories of `llm-mesa sweep`")
     resolved = [Path(p).resolve() for p in paths]
     if len(set(resolved)) != len(resolved):
         twice = next(str(p) for p in paths if resolved.count(Path(p).resolve()) > 1)
-        raise AnalyzeError(f"{twice!r} is given twice; pass each sweep once")
+        raise AnalysisError(f"{twice!r} is given twice; pass each sweep once")
     sweeps = [open_sweep(p) for p in paths]
     if len(sweeps) == 1:
         return sweeps[0]
     games = {s.game for s in sweeps}
     if len(games) > 1:
         listed = ", ".join(f"{str(s.path)!r} is a {s.game} sweep" for s in sweeps)
-        raise AnalyzeError(f"sweeps of different games cannot be analysed together ({listed}); analyse each game's apart")
+        raise AnalysisError(f"sweeps of different games cannot be analysed together ({listed}); analyse each game's apart")
     labels = _sweep_labels([s.path for s in sweeps])
     frames = [s.games.drop(columns=["sweep", "model"]).assign(sweep=label)
               .assign(model=s.games["model"].to_numpy()) for s, label in zip(sweeps, labels)]

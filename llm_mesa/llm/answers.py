@@ -23,9 +23,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from llm_mesa.llm.client import LLMRequest, LLMResult, complete
+from llm_mesa.llm.client import complete
 from llm_mesa.llm.endpoint import Endpoint
 from llm_mesa.llm.store import ResponseStore
+from llm_mesa.llm.types import LLMRequest, LLMResult
 from llm_mesa.llm.usage import Usage, as_ledgers, call_cost
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)

@@ -34,7 +34,6 @@ import random
 import re
 import time
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
 from typing import Any
 
 import openai
@@ -44,6 +43,7 @@ from llm_mesa.llm.endpoint import Endpoint, EndpointError
 from llm_mesa.llm.limits import pick_server, server_limit
 from llm_mesa.llm.store import ResponseStore, request_identity, request_key
 from llm_mesa.llm.transport import aclose_clients, get_client
+from llm_mesa.llm.types import LLMRequest, LLMResult
 from llm_mesa.llm.usage import Usage, as_ledgers
 
 __all__ = ["ERROR_KINDS", "RETRYABLE", "LLMRequest", "LLMResult", "aclose_clients", "apreflight", "complete",
@@ -58,77 +58,6 @@ RETRYABLE = frozenset({"rate_limit", "server", "timeout", "connection"})
 ERROR_KINDS = ("rate_limit", "server", "timeout", "connection", "bad_request", "auth", "not_found")
 
 _jitter = random.Random()  # never the model's rng: backoff must not change a game
-
-
-@dataclass(slots=True)
-class LLMRequest:
-    """One call: chat ``messages`` or a raw ``prompt``, and how to record it."""
-
-    messages: list[dict[str, str]] | None = None
-    prompt: str | None = None
-    #: JSON schema of the answer (structured output), or None for free text
-    schema: dict[str, Any] | None = None
-    #: distinct per agent, round and try, e.g. "g=ab12|agent=3|round=7|try=0"
-    sample_key: str = ""
-    #: hash of the prompt template, so an edited template never replays stale answers
-    template_hash: str = ""
-    #: free text for the record (e.g. "decide", "speak")
-    purpose: str = ""
-    schema_name: str = "answer"
-
-    def with_reminder(self, reminder: str, suffix: str = "|retry=1") -> LLMRequest:
-        """The same request with ``reminder`` added (a user message, or appended to the prompt)."""
-        messages = prompt = None
-        if self.messages is not None:
-            messages = [*self.messages, {"role": "user", "content": reminder}]
-        if self.prompt is not None:
-            prompt = self.prompt + ("" if self.prompt.endswith("\n") else "\n") + reminder
-        return LLMRequest(messages=messages, prompt=prompt, schema=self.schema,
-                          sample_key=self.sample_key + suffix, template_hash=self.template_hash,
-                          purpose=self.purpose, schema_name=self.schema_name)
-
-
-@dataclass(slots=True)
-class LLMResult:
-    """What a call gave: text and usage, or the kind of failure (``error``)."""
-
-    text: str = ""
-    finish_reason: str | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    #: service time: from the call's place under the server's limit to its answer (retries included)
-    latency_s: float = 0.0
-    model: str | None = None
-    system_fingerprint: str | None = None
-    #: None, or one of ERROR_KINDS
-    error: str | None = None
-    error_message: str = ""
-    attempts: int = 0
-    replayed: bool = False
-    dialect: str | None = None
-    #: time spent waiting for a place under the server's concurrency limit (not in ``latency_s``)
-    queue_s: float = 0.0
-    #: prompt tokens the server served from its prompt cache (``prompt_tokens_details.cached_tokens``)
-    cached_tokens: int = 0
-    #: the base URL that answered (one of the endpoint's, when it has several)
-    server: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    def to_record(self) -> dict[str, Any]:
-        record = asdict(self)
-        del record["replayed"]
-        return record
-
-    @classmethod
-    def from_record(cls, record: dict[str, Any], replayed: bool = False) -> LLMResult:
-        known = {k: v for k, v in record.items() if k in _RESULT_FIELDS}  # tolerate older/newer records
-        return cls(**{**known, "replayed": replayed})
-
-
-_RESULT_FIELDS = frozenset(LLMResult.__dataclass_fields__)
 
 
 # -- the call --------------------------------------------------------------------------------

@@ -120,3 +120,17 @@ def is_response_format_refusal(status: int, body_text: str) -> bool:
         return False
     text = body_text.lower()
     return "response_format" in text or "json_schema" in text or "'json_object'" in text
+
+
+def endpoint_manifest(endpoint: Endpoint) -> dict[str, Any]:
+    """What a run's manifest says of an endpoint: every field (the key's variable name, never the key),
+    the sampling parameters sent and the dialect negotiated."""
+    from dataclasses import fields
+
+    out: dict[str, Any] = {}
+    for f in fields(endpoint):
+        value = getattr(endpoint, f.name)
+        out[f.name] = list(value) if isinstance(value, tuple) else value
+    out["sampling_params"] = endpoint.sampling_params()
+    out["negotiated_dialect"] = negotiated_dialect(endpoint)
+    return out

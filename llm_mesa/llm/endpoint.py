@@ -16,10 +16,13 @@ import ipaddress
 import json
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
 from urllib.parse import urlparse
+
+from llm_mesa.errors import LlmMesaError
 
 DIALECTS = ("auto", "json_schema", "json_object", "instructions")
 PROMPT_MODES = ("chat", "completion")
@@ -30,7 +33,7 @@ RESERVED_BODY_KEYS = frozenset({"model", "messages", "prompt", "response_format"
 LOOPBACK_DUMMY_KEY = "loopback-no-key"
 
 
-class EndpointError(ValueError):
+class EndpointError(LlmMesaError):
     """A bad or unreachable endpoint; the message is one line that names the fix."""
 
 
@@ -46,28 +49,84 @@ def is_loopback_url(url: str) -> bool:
 
 
 @dataclass(frozen=True)
+class EndpointOption:
+    """How one ``Endpoint`` field is set: its command-line option, type and help.
+
+    The one list of them (``ENDPOINT_OPTIONS``, from the fields themselves) serves
+    the command line, ``llm:key=value`` policy specs, the experiment file's ``[llm]``
+    table (keyed by field name) and the explorer.
+    """
+
+    name: str   # the Endpoint field, the [llm] key and the spec key
+    flag: str   # the command-line option
+    kind: type  # str, int, float, bool, dict (JSON text) or tuple (price: two numbers)
+    help: str
+    spec: bool = True  # settable in a policy spec llm:name=value
+    choices: tuple[str, ...] | None = None
+
+    @property
+    def dest(self) -> str:
+        """Where argparse keeps the option's value."""
+        return self.flag.lstrip("-").replace("-", "_")
+
+    def parse(self, value: Any) -> Any:
+        """A value given as text (command line) or data (TOML), as the field's type."""
+        if value is None:
+            return None
+        if self.kind is dict:
+            return _parse_json_object(value, self.flag)
+        if self.kind is tuple:
+            return _parse_price(value)
+        return value
+
+
+def _option(flag: str, kind: type, help: str, *, spec: bool = True, choices: tuple[str, ...] | None = None):
+    return {"option": (flag, kind, help, spec, choices)}
+
+
+@dataclass(frozen=True)
 class Endpoint:
     """An OpenAI-compatible endpoint, model and sampling parameters (None = not sent)."""
 
-    base_url: str
-    model: str
-    api_key_env: str = "OPENAI_API_KEY"
-    temperature: float | None = None
-    top_p: float | None = None
-    max_tokens: int | None = None
-    max_completion_tokens: int | None = None
-    seed: int | None = None
-    extra_body: dict[str, Any] | None = field(default=None, hash=False)
-    dialect: str = "auto"
-    prompt_mode: str = "chat"
+    base_url: str = field(metadata=_option(
+        "--base-url", str, "OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (env OPENAI_BASE_URL); "
+        "several servers of the one model: URL1,URL2 (calls spread by free capacity)"))
+    model: str = field(metadata=_option("--model", str, "model name as the server lists it (env LLM_MESA_MODEL)"))
+    api_key_env: str = field(default="OPENAI_API_KEY", metadata=_option(
+        "--api-key-env", str, "NAME of the environment variable holding the API key (default %(default)s; "
+        "not needed on loopback)"))
+    temperature: float | None = field(default=None, metadata=_option(
+        "--temperature", float, "sampling temperature (unset: not sent)"))
+    top_p: float | None = field(default=None, metadata=_option("--top-p", float, "nucleus sampling top-p (unset: not sent)"))
+    max_tokens: int | None = field(default=None, metadata=_option(
+        "--max-tokens-per-call", int, "max_tokens of each call (unset: not sent)"))
+    max_completion_tokens: int | None = field(default=None, metadata=_option(
+        "--max-completion-tokens", int, "max_completion_tokens, for reasoning models (excludes --max-tokens-per-call)"))
+    seed: int | None = field(default=None, metadata=_option(
+        "--llm-seed", int, "seed sent to the server (does not make serving reproducible; recording does)"))
+    extra_body: dict[str, Any] | None = field(default=None, hash=False, metadata=_option(
+        "--extra-body", dict, "JSON object merged into each request body, e.g. '{\"repetition_penalty\": 1.1}'",
+        spec=False))
+    dialect: str = field(default="auto", metadata=_option(
+        "--dialect", str, "structured-output dialect (default %(default)s: json_schema, then json_object, then "
+        "instructions)", choices=DIALECTS))
+    prompt_mode: str = field(default="chat", metadata=_option(
+        "--prompt-mode", str, "chat messages or a raw /completions prompt (default %(default)s)", choices=PROMPT_MODES))
     #: calls in flight to the server; endpoints with one base URL share one limit, the smallest given
-    concurrency: int = 64
-    timeout: float = 120.0
-    max_attempts: int = 5
+    concurrency: int = field(default=64, metadata=_option(
+        "--concurrency", int, "calls in flight to this server (default %(default)s); endpoints sharing a base URL "
+        "share one limit, the smallest given"))
+    timeout: float = field(default=120.0, metadata=_option(
+        "--timeout", float, "seconds per call before it is retried (default %(default)s)"))
+    max_attempts: int = field(default=5, metadata=_option(
+        "--max-attempts", int, "attempts per call for 429/5xx/timeouts (default %(default)s)"))
     #: (prompt, completion) price per 1M tokens, for cost accounting
-    price: tuple[float, float] | None = None
+    price: tuple[float, float] | None = field(default=None, metadata=_option(
+        "--price", tuple, "PROMPT,COMPLETION price per 1M tokens, for cost in the usage report", spec=False))
     #: llama.cpp servers: JSON answers on one line (``dialects.COMPACT_JSON_LOGIT_BIAS``)
-    compact_json: bool = False
+    compact_json: bool = field(default=False, metadata=_option(
+        "--compact-json", bool, "llama.cpp servers (llm-mesa local): JSON answers on one line, newline and tab tokens "
+        "banned, so a small model cannot pad an answer with whitespace up to its token limit", spec=False))
 
     def __post_init__(self) -> None:
         # several servers of one model: "URL1,URL2" (each checked; calls spread by free capacity)
@@ -193,17 +252,6 @@ class Endpoint:
         raise EndpointError(f"environment variable {self.api_key_env} holds no API key for {self.base_url}; "
                             f"export {self.api_key_env}=... (or name another with --api-key-env)")
 
-    def manifest(self) -> dict[str, Any]:
-        """JSON-able description for run manifests (the key's variable name, never the key)."""
-        out: dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            out[f.name] = list(value) if isinstance(value, tuple) else value
-        out["sampling_params"] = self.sampling_params()
-        from llm_mesa.llm.dialects import negotiated_dialect
-        out["negotiated_dialect"] = negotiated_dialect(self)
-        return out
-
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         """Money for these tokens under ``price`` (0 when no price is set)."""
         if self.price is None:
@@ -226,36 +274,35 @@ class Endpoint:
 _per_server: dict[tuple[Endpoint, str], Endpoint] = {}
 
 
-# -- command line -----------------------------------------------------------------------
+# -- command line, specs and files: one list of options ------------------------------------
 
-def add_endpoint_arguments(parser: argparse.ArgumentParser, **defaults: Any) -> argparse._ArgumentGroup:
-    """Add the shared endpoint options; ``defaults`` overrides per game (e.g. temperature=0.7)."""
+ENDPOINT_OPTIONS: tuple[EndpointOption, ...] = tuple(
+    EndpointOption(f.name, *f.metadata["option"]) for f in fields(Endpoint))
+#: the options by field name
+OPTIONS_BY_NAME: dict[str, EndpointOption] = {o.name: o for o in ENDPOINT_OPTIONS}
+_FIELD_DEFAULTS = {f.name: f.default for f in fields(Endpoint) if f.default is not dataclasses.MISSING}
+
+
+def add_endpoint_arguments(parser: argparse.ArgumentParser, *, unset: bool = False,
+                           **defaults: Any) -> argparse._ArgumentGroup:
+    """Add one option per ``Endpoint`` field.
+
+    ``defaults`` (by field name) overrides per game (e.g. ``temperature=0.7``); ``unset``
+    leaves every option None unless given (the help still names the default), for a
+    command that lays the options over other sources (an experiment file's ``[llm]``).
+    """
     g = parser.add_argument_group("LLM endpoint")
-    d = defaults.get
-    g.add_argument("--base-url", default=d("base_url"), help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (env OPENAI_BASE_URL); "
-                   "several servers of the one model: URL1,URL2 (calls spread by free capacity)")
-    g.add_argument("--model", default=d("model"), help="model name as the server lists it (env LLM_MESA_MODEL)")
-    g.add_argument("--api-key-env", default=d("api_key_env", "OPENAI_API_KEY"),
-                   help="NAME of the environment variable holding the API key (default %(default)s; not needed on loopback)")
-    g.add_argument("--temperature", type=float, default=d("temperature"), help="sampling temperature (unset: not sent)")
-    g.add_argument("--top-p", type=float, default=d("top_p"), help="nucleus sampling top-p (unset: not sent)")
-    g.add_argument("--max-tokens-per-call", type=int, default=d("max_tokens"), help="max_tokens of each call (unset: not sent)")
-    g.add_argument("--max-completion-tokens", type=int, default=d("max_completion_tokens"),
-                   help="max_completion_tokens, for reasoning models (excludes --max-tokens-per-call)")
-    g.add_argument("--llm-seed", type=int, default=d("seed"), help="seed sent to the server (does not make serving reproducible; recording does)")
-    g.add_argument("--extra-body", default=d("extra_body"), help="JSON object merged into each request body, e.g. '{\"repetition_penalty\": 1.1}'")
-    g.add_argument("--dialect", choices=DIALECTS, default=d("dialect", "auto"),
-                   help="structured-output dialect (default %(default)s: json_schema, then json_object, then instructions)")
-    g.add_argument("--prompt-mode", choices=PROMPT_MODES, default=d("prompt_mode", "chat"),
-                   help="chat messages or a raw /completions prompt (default %(default)s)")
-    g.add_argument("--concurrency", type=int, default=d("concurrency", 64),
-                   help="calls in flight to this server (default %(default)s); endpoints sharing a base URL share one limit, the smallest given")
-    g.add_argument("--timeout", type=float, default=d("timeout", 120.0), help="seconds per call before it is retried (default %(default)s)")
-    g.add_argument("--max-attempts", type=int, default=d("max_attempts", 5), help="attempts per call for 429/5xx/timeouts (default %(default)s)")
-    g.add_argument("--price", default=d("price"), help="PROMPT,COMPLETION price per 1M tokens, for cost in the usage report")
-    g.add_argument("--compact-json", action="store_true", default=d("compact_json", False),
-                   help="llama.cpp servers (llm-mesa local): JSON answers on one line, newline and tab tokens banned, "
-                        "so a small model cannot pad an answer with whitespace up to its token limit")
+    for option in ENDPOINT_OPTIONS:
+        default = defaults.get(option.name, _FIELD_DEFAULTS.get(option.name))
+        if option.kind is dict and isinstance(default, dict):
+            default = json.dumps(default)
+        help_text = option.help.replace("%(default)s", str(default)) if unset else option.help
+        if option.kind is bool:
+            g.add_argument(option.flag, action="store_true", default=None if unset else bool(default), help=help_text)
+            continue
+        kind = option.kind if option.kind in (int, float) else None
+        g.add_argument(option.flag, type=kind, default=None if unset else default, choices=option.choices,
+                       help=help_text)
     return g
 
 
@@ -275,7 +322,7 @@ def _parse_json_object(text: Any, option: str) -> dict[str, Any] | None:
 def _parse_price(text: Any) -> tuple[float, float] | None:
     if text is None or isinstance(text, tuple):
         return text
-    parts = str(text).split(",")
+    parts = list(text) if isinstance(text, list) else str(text).split(",")
     try:
         if len(parts) != 2:
             raise ValueError
@@ -284,13 +331,9 @@ def _parse_price(text: Any) -> tuple[float, float] | None:
         raise EndpointError(f"--price {text!r} needs the form PROMPT,COMPLETION (per 1M tokens), e.g. 0.15,0.6") from None
 
 
-#: what a policy spec ``llm:k=v,...`` may set, with its type (``extra_body`` and ``price`` hold
-#: JSON or commas, so they are given as ``--extra-body`` and ``--price``)
-SPEC_OPTIONS: dict[str, type] = {
-    "base_url": str, "model": str, "api_key_env": str, "dialect": str, "prompt_mode": str,
-    "temperature": float, "top_p": float, "timeout": float,
-    "max_tokens": int, "max_completion_tokens": int, "seed": int, "concurrency": int, "max_attempts": int,
-}
+#: what a policy spec ``llm:k=v,...`` may set, with its type (``extra_body``, ``price`` and
+#: ``compact_json`` are given as options or in the experiment file's ``[llm]`` table)
+SPEC_OPTIONS: dict[str, type] = {o.name: o.kind for o in ENDPOINT_OPTIONS if o.spec}
 
 
 def check_spec_options(options: dict[str, Any], where: str) -> dict[str, Any]:
@@ -314,24 +357,45 @@ def check_spec_options(options: dict[str, Any], where: str) -> dict[str, Any]:
     return checked
 
 
-def endpoint_with_options(base: Endpoint | None, options: dict[str, Any], where: str) -> Endpoint:
-    """``base`` with a spec's options laid over it (the spec wins); the endpoint checks the ranges."""
+def endpoint_with_options(base: Endpoint | None, options: dict[str, Any], where: str,
+                          extra: Mapping[str, Any] | None = None) -> Endpoint:
+    """``base`` (or ``extra``: parsed field values) with a spec's options laid over it (the spec wins);
+    the endpoint checks the ranges."""
     options = check_spec_options(options, where)
     if base is None:
-        return Endpoint.from_url_and_env(options.pop("base_url", None), options.pop("model", None), **options)
+        values = {**(extra or {}), **options}
+        return Endpoint.from_url_and_env(values.pop("base_url", None), values.pop("model", None), **values)
     return dataclasses.replace(base, **options)
 
 
 def endpoint_from_args(args: argparse.Namespace) -> Endpoint:
     """The ``Endpoint`` described by options added with ``add_endpoint_arguments``."""
-    return Endpoint.from_url_and_env(
-        args.base_url, args.model,
-        api_key_env=args.api_key_env, temperature=args.temperature, top_p=args.top_p,
-        max_tokens=args.max_tokens_per_call, max_completion_tokens=args.max_completion_tokens,
-        seed=args.llm_seed, extra_body=_parse_json_object(args.extra_body, "--extra-body"),
-        dialect=args.dialect, prompt_mode=args.prompt_mode, concurrency=args.concurrency,
-        timeout=args.timeout, max_attempts=args.max_attempts, price=_parse_price(args.price),
-        compact_json=getattr(args, "compact_json", False))
+    values = {o.name: o.parse(getattr(args, o.dest, _FIELD_DEFAULTS.get(o.name))) for o in ENDPOINT_OPTIONS}
+    values = {k: v for k, v in values.items() if v is not None or k not in _FIELD_DEFAULTS
+              or _FIELD_DEFAULTS[k] is None}
+    return Endpoint.from_url_and_env(values.pop("base_url"), values.pop("model"), **values)
+
+
+def check_endpoint_values(values: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """An experiment file's ``[llm]`` table (field name -> value), each value parsed and checked as the
+    ``Endpoint`` checks it; a bad one is one line that says ``where``."""
+    unknown = sorted(set(values) - set(OPTIONS_BY_NAME))
+    if unknown:
+        raise EndpointError(f"unknown key(s) {', '.join(unknown)} in {where}; allowed: {', '.join(OPTIONS_BY_NAME)}")
+    parsed = {name: OPTIONS_BY_NAME[name].parse(value) for name, value in values.items()}
+    for name, value in parsed.items():
+        kind = OPTIONS_BY_NAME[name].kind
+        if kind in (int, float) and (isinstance(value, bool) or not isinstance(value, (int, float) if kind is float
+                                                                                 else int)):
+            raise EndpointError(f"{name} = {value!r} in {where} must be {'a number' if kind is float else 'a whole number'}")
+        if kind in (str, bool) and not isinstance(value, kind):
+            raise EndpointError(f"{name} = {value!r} in {where} must be {'true or false' if kind is bool else 'a text'}")
+    trial = {"base_url": "http://127.0.0.1:1/v1", "model": "m", **parsed}
+    try:
+        Endpoint(**trial)
+    except EndpointError as exc:
+        raise EndpointError(f"{where}: {exc}") from None
+    return parsed
 
 
 def endpoint_from_spec(options: dict[str, Any], args: argparse.Namespace, where: str) -> Endpoint:

@@ -61,17 +61,18 @@ import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from llm_mesa.errors import LlmMesaError
 from llm_mesa.llm.compact import DICT_PREFIX, Packer
 from llm_mesa.llm.dialects import COMPACT_JSON_ID
+from llm_mesa.llm.types import LLMRequest, LLMResult
 
 if TYPE_CHECKING:
-    from llm_mesa.llm.client import LLMRequest, LLMResult
     from llm_mesa.llm.endpoint import Endpoint
 
 MODES = ("record", "replay", "replay-fill", "off")
 
 
-class StoreError(ValueError):
+class StoreError(LlmMesaError):
     """Bad store path or mode; the message names the fix."""
 
 
@@ -249,7 +250,6 @@ class ResponseStore:
 
     def get(self, key: str) -> LLMResult | None:
         """The recorded result for ``key`` (marked replayed), or None; sees rows not yet written."""
-        from llm_mesa.llm.client import LLMResult
         with self._lock:
             self._adopt_after_fork()
             pending = self._pending.get(key)

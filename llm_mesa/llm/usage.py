@@ -28,8 +28,8 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from llm_mesa.llm.client import LLMResult
     from llm_mesa.llm.endpoint import Endpoint
+    from llm_mesa.llm.types import LLMResult
 
 PARSE_OUTCOMES = ("ok", "retry_ok", "truncated", "parse_failure", "call_failure")
 

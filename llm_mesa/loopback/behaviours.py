@@ -10,7 +10,7 @@ to the behaviour. The core's own behaviours answer any prompt:
   another script).
 
 Every installed game adds the behaviours that read its own prompts: it names a
-module in ``Game.behaviours_module`` that calls ``register_behaviour`` when
+module in ``Game.llm.behaviours`` that calls ``register_behaviour`` when
 imported, and the registry imports those modules the first time behaviours are
 listed or built (``GET /v1/models`` lists them all).
 
@@ -274,7 +274,7 @@ def register_behaviour(name: str, factory: BehaviourFactory, summary: str = "", 
     pops those it reads, and any left over are refused with a message that lists
     the ``params`` given here (comma-separated). ``summary`` is the line ``GET /v1/models`` shows;
     ``listing`` gives a prefix's names and summaries to list instead of the prefix.
-    A game calls this when its ``Game.behaviours_module`` is imported.
+    A game calls this when its ``Game.llm.behaviours`` module is imported.
     """
     _register(name, factory, summary, params, listing, core=False)
 
@@ -299,7 +299,7 @@ def load_game_behaviours() -> None:
         from llm_mesa.games import game_names, get_game
 
         for game in game_names():
-            module = get_game(game).behaviours_module
+            module = get_game(game).llm.behaviours
             if module:
                 importlib.import_module(module)
         _games_loaded = True

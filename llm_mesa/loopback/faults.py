@@ -13,8 +13,10 @@ import math
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from llm_mesa.errors import LlmMesaError
 
-class LoopbackError(ValueError):
+
+class LoopbackError(LlmMesaError):
     """Bad loopback settings or request; the message names the fix."""
 
 

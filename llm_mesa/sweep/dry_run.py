@@ -6,7 +6,7 @@ prompt is (``Game.estimate``); this module multiplies out the grid, prices the
 tokens and times the sweep at the latency and concurrency the user states:
 ``time = max(rounds x latency x games / games in flight, calls x latency / concurrency)``.
 Tokens are counted as characters / 4, the usual figure for English under BPE
-tokenizers; a game that stops early (a consensus) costs less than the bound.
+tokenizers; a game that stops early (e.g. at a consensus) costs less than the bound.
 """
 
 from __future__ import annotations
@@ -36,14 +36,20 @@ class SweepEstimate:
     cost: float | None
     time_s: float | None
     bounded: bool  # True when games may stop early, so the figures are upper bounds
+    #: LLM games whose game gives no estimate (``Game.estimate`` is None): not in the figures
+    unknown_games: int = 0
 
 
 def estimate_sweep(game: Game, conditions: Mapping[str, Mapping[str, Any]], seeds_of: Mapping[str, Sequence[int]],
                    plan: Mapping[str, tuple[str, Any]], *, latency_s: float = 1.0, games_in_flight: int = 1,
                    price: tuple[float, float] | None = None) -> SweepEstimate:
-    """The grid's LLM calls, tokens, cost and time (``plan``: label -> (spec, endpoint or None))."""
+    """The grid's LLM calls, tokens, cost and time (``plan``: label -> (spec, endpoint or None)).
+
+    Work is linear in the grid's description (conditions x policies), not in its
+    games: each condition's estimate is multiplied by its number of seeds.
+    """
     games = sum(len(seeds_of[c]) for c in conditions) * len(plan)
-    llm_games = calls = rounds = prompt = completion = 0
+    llm_games = calls = rounds = prompt = completion = unknown = 0
     bounded = False
     concurrency = None
     for _, endpoint in plan.values():
@@ -53,20 +59,23 @@ def estimate_sweep(game: Game, conditions: Mapping[str, Mapping[str, Any]], seed
         if price is None and endpoint.price is not None:
             price = endpoint.price
         for name, parameters in conditions.items():
-            one = game.estimate(parameters, getattr(endpoint, "endpoints", (endpoint,))[0])
             k = len(seeds_of[name])
             llm_games += k
-            calls += k * one["calls"]
-            rounds += k * one["rounds"]
-            prompt += k * one["calls"] * one["prompt_tokens_per_call"]
-            completion += k * one["calls"] * one["completion_tokens_per_call"]
-            bounded = bounded or one.get("may_stop_early", False)
+            one = game.estimate(parameters, getattr(endpoint, "endpoints", (endpoint,))[0])
+            if one is None:
+                unknown += k
+                continue
+            calls += k * one.calls
+            rounds += k * one.rounds
+            prompt += k * one.calls * one.prompt_tokens_per_call
+            completion += k * one.calls * one.completion_tokens_per_call
+            bounded = bounded or one.may_stop_early
     cost = None if price is None else (prompt * price[0] + completion * price[1]) / 1e6
     time_s = None
-    if llm_games:
+    if llm_games > unknown:
         time_s = max(rounds * latency_s / max(1, min(games_in_flight, llm_games)),
                      calls * latency_s / max(1, concurrency or 1))
-    return SweepEstimate(games, llm_games, calls, rounds, prompt, completion, cost, time_s, bounded)
+    return SweepEstimate(games, llm_games, calls, rounds, prompt, completion, cost, time_s, bounded, unknown)
 
 
 def _duration(seconds: float) -> str:
@@ -78,15 +87,21 @@ def _duration(seconds: float) -> str:
 
 
 def format_estimate(estimate: SweepEstimate, *, latency_s: float, games_in_flight: int,
-                    concurrency: int | None) -> str:
+                    concurrency: int | None, game_name: str = "") -> str:
     bound = "at most " if estimate.bounded else ""
     lines = [f"games: {estimate.games:,}"]
     if not estimate.llm_games:
         lines.append("LLM calls: 0 (rule policies only; nothing is sent anywhere)")
         return "\n".join(lines)
+    lines.append(f"LLM games: {estimate.llm_games:,}")
+    if estimate.unknown_games == estimate.llm_games:
+        lines.append(f"calls, tokens, cost and time: unknown (the {game_name} game gives no estimate of its LLM use; "
+                     "Game.estimate)")
+        return "\n".join(lines)
+    if estimate.unknown_games:
+        lines.append(f"note: {estimate.unknown_games:,} LLM games have no estimate and are not counted below")
     lines += [
-        f"LLM games: {estimate.llm_games:,}",
-        f"calls: {bound}{estimate.calls:,}" + (" (a game that reaches consensus stops early)" if estimate.bounded else ""),
+        f"calls: {bound}{estimate.calls:,}" + (" (a game may stop early)" if estimate.bounded else ""),
         f"prompt tokens: {bound}{estimate.prompt_tokens:,}",
         f"completion tokens: {bound}{estimate.completion_tokens:,}",
         "cost: " + ("unknown; give --price PROMPT,COMPLETION (per 1M tokens)" if estimate.cost is None

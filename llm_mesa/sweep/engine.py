@@ -35,37 +35,31 @@ from typing import Any
 
 import pandas as pd
 
-from llm_mesa.games import Game, GameResult, get_game
+from llm_mesa.errors import BUDGET_REACHED, LlmMesaError, one_line
+from llm_mesa.games import Game, GameResult
 from llm_mesa.run_output import package_versions
 
 from .execution import (
     GameTask,
     StoreOptions,
-    check_executor,
     close_process_stores,
     limit_blas_threads,
     run_here,
     run_in_processes,
     run_on_dask,
 )
-from .grid import (
-    build_conditions,
-    check_grid_unchanged,
-    check_same_grid,
-    grid_policy_entry,
-    plan_policy,
-    resolve_policies,
-    resolve_seeds,
-)
+from .grid import check_grid_unchanged, check_same_grid, grid_policy_entry, policy_manifest
 from .output import KEY, SweepError, SweepOutput
+from .spec import STORE_MODES, Execution, SweepSpec
 
-STORE_MODES = ("auto", "record", "replay", "replay-fill", "off")
 #: exit status of a sweep stopped by its budget (resumable: rerun with a larger budget)
-BUDGET_STATUS = 4
+BUDGET_STATUS = BUDGET_REACHED
 
 
 class BudgetReached(SweepError):
     """The sweep's token or cost budget is spent; the games played so far are kept."""
+
+    exit_status = BUDGET_STATUS
 
 
 # --- the runner ----------------------------------------------------------------------
@@ -99,23 +93,14 @@ def run_sweep(
     processes: int = 1,
     games_in_flight: int = 1,
     *,
-    game: str | Game = "consensus",
+    game: str | Game | None = None,
     axes: Sequence[str] | Mapping[str, Sequence[Any]] = (),
     batch_size: int | None = None,
     model_options: Mapping[str, Any] | None = None,
-    tables: Sequence[str] = (),
-    endpoint: Any = None,
-    store: str | os.PathLike[str] | None = None,
-    store_mode: str = "auto",
-    check_endpoints: bool = True,
-    compact: bool = True,
+    executor: str = "local",
     blas_threads: int | None = 1,
     progress: Progress | None = None,
-    command: Sequence[str] | None = None,
-    budget: Mapping[str, float] | None = None,
-    experiment: Mapping[str, Any] | None = None,
-    extend: bool = False,
-    executor: str = "local",
+    **options: Any,
 ) -> SweepResult:
     """Play every (condition x policy x seed) game not yet in ``out``; return all results.
 
@@ -128,75 +113,46 @@ def run_sweep(
         seeds: a count (0..K-1), ``"A-B"``, or seeds, the same for every condition; or
             ``{condition: seeds}`` (an experiment's seeds derived per condition).
         out: a dataset directory, or a file ending in ``.parquet``.
-        processes: worker processes (spawn); games go to them in batches of
-            ``batch_size`` (default: about four batches per process, at most 25 games).
-        games_in_flight: games played at once in threads of each process
-            (what LLM sweeps need: their calls overlap on one event loop).
-        game: the game's name (``consensus``, ``naming``) or a ``Game``.
+        processes, games_in_flight, batch_size, executor, blas_threads: how the games
+            are played (``spec.Execution``).
+        game: the game's name or a ``Game`` (default: the only game installed).
         axes: ``NAME=V1,V2`` texts (or ``{name: values}``) crossed with every condition.
-        model_options: parameters added to every condition (e.g. ``max_rounds``).
-        tables: per-game tables to save too (the game's ``tables``; the consensus
-            game's ``agents`` bring its ``edges``).
-        endpoint: the base ``Endpoint`` of LLM specs that give no URL.
-        store: the SQLite file LLM calls are recorded to (default ``out/calls.sqlite``).
-        store_mode: ``auto`` (record; ``replay-fill`` when resuming into an existing
-            store, so a crashed sweep never pays twice), ``record``, ``replay``,
-            ``replay-fill`` or ``off``.
-        check_endpoints: check each LLM endpoint answers before the first game.
-        compact: merge the part files into one per table at the end.
-        blas_threads: BLAS threads per process while games run (None: leave as is);
-            see ``limit_blas_threads``.
+        model_options: parameters fixed for every condition (e.g. ``max_rounds``).
         progress: called as ``progress(done, total, row)`` after each finished game.
-        budget: ``max_tokens`` and/or ``max_cost`` over the whole sweep (games already
-            present count): once reached, no new game starts, the games in flight
-            finish and are kept, and ``BudgetReached`` is raised (rerun to resume).
-        experiment: what the experiment file said (written to the manifest).
-        extend: allow a grid other than the one ``out`` was started with (its
-            conditions, policies and seeds are added to the sweep's); without it a
-            different grid is refused, so two studies never mix in one directory.
+        options: the rest of ``SweepSpec``: ``tables`` (per-game tables to keep, with
+            the tables they need), ``endpoint`` (the base of LLM specs that give no
+            URL), ``store`` and ``store_mode`` (``auto``: record, ``replay-fill`` when
+            resuming; ``record``, ``replay``, ``replay-fill``, ``off``), ``budget``
+            (``max_tokens``/``max_cost`` over the sweep: once reached no new game
+            starts, the games in flight are kept, ``BudgetReached`` is raised),
+            ``check_endpoints``, ``compact``, ``command``, ``experiment``, ``extend``
+            (add conditions, policies or seeds to a sweep started with another grid).
     """
-    started = time.perf_counter()
-    game = get_game(game) if isinstance(game, str) else game
-    executor = check_executor(executor)
-    if processes < 1 or games_in_flight < 1:
-        raise SweepError("processes and games in flight must each be at least 1")
-    if batch_size is not None and batch_size < 1:
-        raise SweepError(f"batch size must be at least 1 (got {batch_size})")
-    bad_tables = sorted(set(tables) - set(game.tables))
-    if bad_tables:
-        raise SweepError(f"unknown table(s) {', '.join(bad_tables)} of the {game.name} game; "
-                         f"choose among: {', '.join(game.tables)}")
-    if store_mode not in STORE_MODES:
-        raise SweepError(f"unknown store mode {store_mode!r}; choose one of: {', '.join(STORE_MODES)}")
-    condition_parameters = build_conditions(game, conditions, axes, model_options)
-    plan = {label: plan_policy(game, label, target, endpoint)
-            for label, target in resolve_policies(game, policies).items()}
-    if isinstance(seeds, Mapping):
-        missing = sorted(set(condition_parameters) - set(seeds))
-        if missing:
-            raise SweepError(f"no seeds given for condition(s) {', '.join(missing)}")
-        seeds_of = {c: resolve_seeds(list(seeds[c])) for c in condition_parameters}
-    else:
-        shared = resolve_seeds(seeds)
-        seeds_of = {c: shared for c in condition_parameters}
-    if "agents" in tables and "edges" in game.tables:  # per-agent rows are read against the network
-        tables = (*tables, "edges")
-    tables = tuple(dict.fromkeys(tables))
+    execution = Execution(processes, games_in_flight, batch_size, executor, blas_threads)
+    command = options.pop("command", None)
+    spec = SweepSpec.of(conditions, policies, seeds, out, game=game, axes=axes, fixed=model_options,
+                        execution=execution, command=tuple(command if command is not None else sys.argv), **options)
+    return play_sweep(spec, progress)
 
-    output = SweepOutput(out)
-    with limit_blas_threads(blas_threads):
-        _check_conditions(game, condition_parameters, seeds_of)
-    endpoints = {label: ep for label, (_, ep) in plan.items() if ep is not None}
+
+def play_sweep(spec: SweepSpec, progress: Progress | None = None) -> SweepResult:
+    """Play the games of ``spec`` not yet in its output; return all results (see ``run_sweep``)."""
+    started = time.perf_counter()
+    game, execution, tables = spec.game, spec.execution, spec.tables
+    output = SweepOutput(spec.out, types=game.column_types(), keys={t.name: t.key for t in game.tables})
+    with limit_blas_threads(execution.blas_threads):
+        _check_conditions(game, spec.conditions, spec.seeds)
+    endpoints = spec.endpoints
     store_options = None
     if endpoints:
-        store_path = Path(store) if store is not None else output.default_store
-        mode = store_mode
+        store_path = spec.store if spec.store is not None else output.default_store
+        mode = spec.store_mode
         if mode == "auto":
             mode = "replay-fill" if store_path.exists() else "record"
         if mode == "replay" and not store_path.exists():
             raise SweepError(f"replay store {store_path} does not exist; record the sweep first (store mode record)")
         store_options = StoreOptions(None if mode == "off" else str(store_path), mode)
-        if check_endpoints and mode != "replay":
+        if spec.check_endpoints and mode != "replay":
             from llm_mesa.llm.client import preflight
 
             for ep in dict.fromkeys(e for each in endpoints.values() for e in getattr(each, "endpoints", (each,))):
@@ -204,10 +160,9 @@ def run_sweep(
 
     grid = {
         "game": game.name,
-        "conditions": condition_parameters,
-        "policies": {label: grid_policy_entry(spec, ep) for label, (spec, ep) in plan.items()},
-        "seeds": seeds_of if isinstance(seeds, Mapping) else next(iter(seeds_of.values())),
-        "model_options": dict(model_options or {}),
+        "conditions": spec.conditions,
+        "policies": {label: grid_policy_entry(s, ep) for label, (s, ep) in spec.policies.items()},
+        "seeds": spec.shared_seeds if spec.shared_seeds is not None else spec.seeds,
     }
     if not output.single_file:
         output.out.mkdir(exist_ok=True)
@@ -217,14 +172,15 @@ def run_sweep(
         output.recover()  # a kill's leftovers: an unfinished compaction, uncommitted parts, temporary files
         previous = output.previous_manifest()
         check_grid_unchanged(previous, grid)
-        grid = check_same_grid(previous, grid, extend)
+        grid = check_same_grid(previous, grid, spec.extend)
 
         done_keys = output.keys()
-        tasks = [GameTask(game.name, c, label, seed, condition_parameters[c], spec, ep)
-                 for c in condition_parameters for label, (spec, ep) in plan.items() for seed in seeds_of[c]
+        tasks = [GameTask(game.name, c, label, seed, spec.conditions[c], s, ep)
+                 for c in spec.conditions for label, (s, ep) in spec.policies.items() for seed in spec.seeds[c]
                  if (c, label, seed) not in done_keys]
-        total = sum(len(seeds_of[c]) for c in condition_parameters) * len(plan)
+        total = spec.games_total
         skipped = total - len(tasks)
+        budget = spec.budget
         spent = {"tokens": 0.0, "cost": 0.0}
         if budget and done_keys:
             present = output.read("games")
@@ -234,16 +190,17 @@ def run_sweep(
         _check_budget(budget, spent)
         output.write_manifest({
             "kind": f"{game.name}-sweep",
-            "experiment": dict(experiment) if experiment else None,
+            "experiment": dict(spec.experiment) if spec.experiment else None,
             "budget": dict(budget) if budget else None,
             "game": game.name,
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
-            "command": list(command) if command is not None else sys.argv,
+            "command": list(spec.command),
             "versions": package_versions(),
             "grid": grid,
-            "execution": {"processes": processes, "games_in_flight": games_in_flight, "batch_size": batch_size,
-                          "tables": list(tables)},
-            "endpoints": {label: ep.manifest() for label, ep in endpoints.items()},
+            "execution": {"processes": execution.processes, "games_in_flight": execution.games_in_flight,
+                          "batch_size": execution.batch_size, "executor": execution.executor, "tables": list(tables)},
+            "layout": {"column_types": output.types, "table_keys": {k: list(v) for k, v in output.table_keys.items()}},
+            "endpoints": {label: policy_manifest(ep) for label, ep in endpoints.items()},
             "store": None if store_options is None else {"path": store_options.path, "mode": store_options.mode},
             "games_total": total,
             "games_present_at_start": skipped,
@@ -263,23 +220,24 @@ def run_sweep(
                     progress(skipped + played, total, result.row)
             _check_budget(budget, spent, played, total - skipped)
 
+        in_flight = execution.games_in_flight
         try:
-            with limit_blas_threads(blas_threads):
-                if executor != "local":
-                    run_on_dask(tasks, store_options, tables, games_in_flight, executor, batch_size, blas_threads,
-                                finished)
-                elif processes == 1:
-                    run_here(tasks, store_options, tables, games_in_flight, finished, batch_size)
+            with limit_blas_threads(execution.blas_threads):
+                if execution.executor != "local":
+                    run_on_dask(tasks, store_options, tables, in_flight, execution.executor, execution.batch_size,
+                                execution.blas_threads, finished)
+                elif execution.processes == 1:
+                    run_here(tasks, store_options, tables, in_flight, finished, execution.batch_size)
                 else:
-                    run_in_processes(tasks, store_options, tables, games_in_flight, processes, batch_size,
-                                      blas_threads, finished)
+                    run_in_processes(tasks, store_options, tables, in_flight, execution.processes,
+                                     execution.batch_size, execution.blas_threads, finished)
         finally:
-            if processes == 1:
+            if execution.processes == 1:
                 close_process_stores()
-        if compact:
+        if spec.compact:
             output.compact()
     return SweepResult(game, output.read("games"), played, skipped, output.out, time.perf_counter() - started,
-                       list(condition_parameters), list(plan))
+                       list(spec.conditions), list(spec.policies))
 
 
 def _check_budget(budget: Mapping[str, float] | None, spent: Mapping[str, float], played: int = 0,
@@ -303,9 +261,9 @@ def _check_conditions(game: Game, condition_parameters: dict[str, dict[str, Any]
             game.check(parameters, seeds_of[name][0])
         except TypeError as exc:
             raise SweepError(f"condition {name!r}: {exc}; use the {game.name} game's parameters") from None
-        except ValueError as exc:
-            if type(exc).__module__.startswith(("llm_mesa", "models")):
-                raise type(exc)(f"condition {name!r}: {exc}") from None
+        except LlmMesaError as exc:
+            raise SweepError(f"condition {name!r}: {one_line(exc)}") from None
+        except ValueError as exc:  # a game's model refusing a value with an error of its own
             raise SweepError(f"condition {name!r}: {exc}") from None
 
 
@@ -316,5 +274,5 @@ def read_sweep(out: str | os.PathLike[str], table: str = "games") -> pd.DataFram
     return SweepOutput(out).read(table)
 
 
-__all__ = ["BUDGET_STATUS", "BudgetReached", "run_sweep", "read_sweep", "SweepResult", "SweepError", "SweepOutput",
-           "KEY", "STORE_MODES"]
+__all__ = ["BUDGET_STATUS", "KEY", "STORE_MODES", "BudgetReached", "Execution", "SweepError", "SweepOutput",
+           "SweepResult", "SweepSpec", "play_sweep", "read_sweep", "run_sweep"]

@@ -49,7 +49,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llm_mesa.errors import LlmMesaError
 from llm_mesa.games import Game, GameError, game_names, get_game
+from llm_mesa.llm.endpoint import ENDPOINT_OPTIONS, check_endpoint_values
 
 from .grid import build_conditions
 from .output import SweepError
@@ -58,9 +60,8 @@ from .output import SweepError
 MAX_REPETITIONS = 1_000_000
 TOP_LEVEL = ("game", "description", "repetitions", "seed", "conditions", "policies", "tables",
              "parameters", "axes", "llm", "budget", "execution")
-LLM_KEYS = ("base_url", "model", "api_key_env", "temperature", "top_p", "max_tokens", "max_completion_tokens",
-            "seed", "extra_body", "dialect", "prompt_mode", "concurrency", "timeout", "max_attempts", "price",
-            "compact_json")
+#: the [llm] keys: the Endpoint's fields (one list with the command line's endpoint options)
+LLM_KEYS = tuple(o.name for o in ENDPOINT_OPTIONS)
 BUDGET_KEYS = ("max_tokens", "max_cost")
 EXECUTION_KEYS = ("processes", "games_in_flight", "batch_size", "executor")
 
@@ -201,11 +202,16 @@ def parse_experiment(data: Mapping[str, Any], name: str = "experiment", path: Pa
     resolved = resolve_policies(game, policies)
 
     tables = _strings(data.get("tables", []), "tables")
-    bad = sorted(set(tables) - set(game.tables))
+    kept = [t.name for t in game.tables]
+    bad = sorted(set(tables) - set(kept))
     if bad:
         raise ExperimentError(f"unknown table(s) {', '.join(bad)} in 'tables'; the {game.name} game keeps: "
-                              f"{', '.join(game.tables)}")
+                              f"{', '.join(kept) or '(none: the summary row only)'}")
     llm = _table(data, "llm", LLM_KEYS)
+    try:
+        llm = check_endpoint_values(llm, "[llm]")
+    except LlmMesaError as exc:
+        raise ExperimentError(str(exc)) from None
     budget = _table(data, "budget", BUDGET_KEYS)
     for key, value in budget.items():
         budget[key] = _positive_number(value, key, "budget", integer=key == "max_tokens")
@@ -213,13 +219,12 @@ def parse_experiment(data: Mapping[str, Any], name: str = "experiment", path: Pa
     for key in ("processes", "games_in_flight", "batch_size"):
         if key in execution:
             execution[key] = _positive_number(execution[key], key, "execution", integer=True)
-    if "executor" in execution:
-        from .execution import check_executor
+    try:
+        from .spec import Execution
 
-        try:
-            execution["executor"] = check_executor(str(execution["executor"]))
-        except SweepError as exc:
-            raise ExperimentError(f"'executor' in [execution]: {exc}") from None
+        Execution(**execution)
+    except SweepError as exc:
+        raise ExperimentError(f"[execution]: {exc}") from None
     return Experiment(name=name, game=game, description=description, repetitions=repetitions, seed=seed,
                       conditions=conditions, policies={k: str(v) for k, v in resolved.items()}, tables=tables,
                       llm=llm, budget=budget, execution=execution, path=path)

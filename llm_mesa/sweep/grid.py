@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llm_mesa.games import Game
+from llm_mesa.llm.dialects import endpoint_manifest
 from llm_mesa.parameters import ParameterError
 from llm_mesa.policy import make_policy, parse_policy_spec
 
@@ -55,7 +56,7 @@ def build_conditions(game: Game, selection: str | Sequence[str] | Mapping[str, M
     except ParameterError as exc:
         raise SweepError(str(exc)) from None
     for name, parameters in out.items():
-        if game.policy_parameter in parameters or "rng" in parameters or "seed" in parameters:
+        if game.policies.parameter in parameters or "rng" in parameters or "seed" in parameters:
             raise SweepError(f"condition {name!r} sets the policy or the seed; those belong to the sweep's grid")
     return out
 
@@ -173,7 +174,7 @@ class Population:
         return next((e.price for e in self.endpoints if e.price is not None), None)
 
     def manifest(self) -> dict[str, Any]:
-        return {"population": [p if isinstance(p, str) else p.manifest() for p in self.parts]}
+        return {"population": [p if isinstance(p, str) else endpoint_manifest(p) for p in self.parts]}
 
 
 def population_parts(spec: str) -> list[str]:
@@ -188,7 +189,7 @@ def plan_policy(game: Game, label: str, target: Any, endpoint: Any) -> tuple[str
     if isinstance(target, (list, tuple, Population)) or (isinstance(target, str) and POPULATION_SEPARATOR in target):
         parts = target.parts if isinstance(target, Population) else \
             population_parts(target) if isinstance(target, str) else tuple(target)
-        if not game.populations:
+        if not game.policies.populations:
             raise SweepError(f"policy {label!r}: the {game.name} game plays one policy per game; mix policies "
                              "agent by agent with the game's own options (e.g. --assign)")
         planned = [plan_policy(game, label, part, endpoint) for part in parts]
@@ -208,12 +209,17 @@ def plan_policy(game: Game, label: str, target: Any, endpoint: Any) -> tuple[str
     return spec, None
 
 
+def policy_manifest(endpoint: Any) -> dict[str, Any]:
+    """What a sweep's manifest says of an LLM policy's endpoint, or of a mixed population's parts."""
+    return endpoint.manifest() if isinstance(endpoint, Population) else endpoint_manifest(endpoint)
+
+
 def grid_policy_entry(spec: str, endpoint: Any) -> Any:
     if endpoint is None:
         return spec
     if isinstance(endpoint, Population):
         return {"population": [p if isinstance(p, str) else grid_policy_entry("llm", p) for p in endpoint.parts]}
-    manifest = endpoint.manifest()
+    manifest = endpoint_manifest(endpoint)
     return {"llm": {k: manifest[k] for k in ("model", "sampling_params", "dialect", "prompt_mode")}}
 
 
@@ -260,8 +266,8 @@ def check_grid_unchanged(previous: dict[str, Any] | None, grid: dict[str, Any]) 
         raise SweepError("this directory holds a single game's run (written by --out of a game command), not a "
                          "sweep; choose a new --out directory")
     old = previous.get("grid", {})
-    if previous.get("game", "consensus") != grid.get("game", "consensus"):
-        raise SweepError(f"this directory holds a {previous.get('game', 'consensus')} sweep; choose a new --out directory")
+    if previous.get("game") != grid.get("game"):
+        raise SweepError(f"this directory holds a {previous.get('game') or 'another'} sweep; choose a new --out directory")
     for section, what in (("conditions", "condition"), ("policies", "policy")):
         for name, value in grid[section].items():
             before = old.get(section, {}).get(name)

@@ -20,7 +20,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,16 +28,23 @@ import pandas as pd
 
 from llm_mesa.games import GameResult
 
-from .columns import KEY, NULLABLE_TYPES, SweepError
+from .columns import CORE_TYPES, KEY, SweepError
 from .parts import Compaction, SweepLock, commit_parts, part_files, read_parts, remove_uncommitted, write_text_atomic
 
-__all__ = ["KEY", "NULLABLE_TYPES", "SweepError", "SweepOutput", "read_sweep"]
+__all__ = ["KEY", "SweepError", "SweepOutput", "read_sweep"]
 
 
 class SweepOutput:
-    """A sweep's output, a dataset directory or a single Parquet file (see module doc)."""
+    """A sweep's output, a dataset directory or a single Parquet file (see module doc).
 
-    def __init__(self, out: str | os.PathLike[str]) -> None:
+    ``types``: the pandas types of columns that may be all missing in one part (the
+    game's, see ``Game.column_types``); by default those the sweep's manifest recorded.
+    ``keys``: per table, the columns that key a row within a game (one-column keys:
+    per-round tables, small enough to deduplicate on reading).
+    """
+
+    def __init__(self, out: str | os.PathLike[str], types: Mapping[str, str] | None = None,
+                 keys: Mapping[str, Sequence[str]] | None = None) -> None:
         self.out = Path(out)
         self.single_file = self.out.suffix == ".parquet"
         if self.single_file:
@@ -60,6 +67,18 @@ class SweepOutput:
             if self.single_file and (self.out.exists() or self.root.exists()):
                 raise SweepError(f"{str(self.out)!r} exists but has no sweep manifest beside it; choose a new --out file")
         self._sequence = 0
+        recorded = self._recorded_layout() if types is None or keys is None else {}
+        self.types = {**CORE_TYPES, **(types if types is not None else recorded.get("column_types") or {})}
+        self.table_keys = {k: tuple(v) for k, v in (keys if keys is not None else recorded.get("table_keys") or {}).items()}
+
+    def _recorded_layout(self) -> dict[str, Any]:
+        """What the manifest says of the tables' columns (sweeps of older versions say nothing)."""
+        try:
+            manifest = json.loads(self.manifest_path.read_text()) if self.manifest_path.exists() else {}
+        except (OSError, ValueError):
+            return {}
+        layout = manifest.get("layout") if isinstance(manifest, dict) else None
+        return layout if isinstance(layout, dict) else {}
 
     def folder(self, table: str) -> Path:
         return self.root / table
@@ -88,12 +107,12 @@ class SweepOutput:
         """All committed rows of ``table``, without duplicates, sorted by key."""
         Compaction(self.root).recover()
         compacted = self._compacted(table)
-        df = read_parts([*([compacted] if compacted else []), *self._committed(table)])
+        df = read_parts([*([compacted] if compacted else []), *self._committed(table)], self.types)
         if df.empty:
             return df
-        key = list(KEY) + (["round"] if table == "rounds" else [])
-        if table in ("games", "rounds"):
-            df = df.drop_duplicates(subset=key, keep="first")
+        within = self.table_keys.get(table, ())
+        if table == "games" or (len(within) == 1 and within[0] in df.columns):
+            df = df.drop_duplicates(subset=[*KEY, *within], keep="first")
         return df.sort_values(list(KEY), kind="stable").reset_index(drop=True)
 
     def keys(self) -> set[tuple[str, str, int]]:
@@ -114,7 +133,7 @@ class SweepOutput:
                 if len(df):
                     frames.setdefault(table, []).append(df)
         tables = {table: pd.concat(dfs, ignore_index=True) for table, dfs in frames.items()}
-        commit_parts(name, tables, [r.row for r in results], self.folder)
+        commit_parts(name, tables, [r.row for r in results], self.folder, self.types)
 
     def compact(self) -> None:
         """Merge each table's parts into one (a single file: into ``out`` and its siblings)."""
@@ -128,7 +147,7 @@ class SweepOutput:
         name = f"part-compacted-{uuid.uuid4().hex[:8]}.parquet"
         plan = {self._compacted(table) or self.folder(table) / name: (self.read(table), parts)
                 for table, parts in folders.items() if parts}
-        Compaction(self.root).run(plan)
+        Compaction(self.root).run(plan, self.types)
         if self.single_file:
             for folder in [p for p in self.root.iterdir() if p.is_dir()]:
                 if not any(folder.iterdir()):

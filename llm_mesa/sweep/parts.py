@@ -16,20 +16,21 @@ import fcntl
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from .columns import NULLABLE_TYPES, SweepError, rows_table
+from .columns import CORE_TYPES, SweepError, rows_table
 
 JOURNAL = ".compaction.json"
 LOCK = ".lock"
 
 
-def write_atomic(path: Path, data: pd.DataFrame | Sequence[dict[str, Any]]) -> None:
-    """Write a Parquet file under a temporary name and rename it into place."""
+def write_atomic(path: Path, data: pd.DataFrame | Sequence[dict[str, Any]],
+                 types: Mapping[str, str] | None = None) -> None:
+    """Write a Parquet file under a temporary name and rename it into place (``types``: of nullable columns)."""
     import pyarrow.parquet as pq
 
     from llm_mesa.run_output import parquet_ready
@@ -38,9 +39,9 @@ def write_atomic(path: Path, data: pd.DataFrame | Sequence[dict[str, Any]]) -> N
     os.close(fd)
     try:
         if isinstance(data, pd.DataFrame):
-            parquet_ready(data, NULLABLE_TYPES).to_parquet(tmp, index=False)
+            parquet_ready(data, types or CORE_TYPES).to_parquet(tmp, index=False)
         else:
-            pq.write_table(rows_table(data), tmp)
+            pq.write_table(rows_table(data, types), tmp)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -61,7 +62,7 @@ def part_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*.parquet") if not p.name.startswith((".", "_")))
 
 
-def read_parts(files: Iterable[Path]) -> pd.DataFrame:
+def read_parts(files: Iterable[Path], types: Mapping[str, str] | None = None) -> pd.DataFrame:
     """The rows of ``files``, concatenated; an unreadable part is one error line naming it."""
     frames = []
     for path in files:
@@ -83,7 +84,7 @@ def read_parts(files: Iterable[Path]) -> pd.DataFrame:
     # with different dtypes for the same column (object or boolean, NA- or NaN-missing
     # strings); results must not depend on how many parts a sweep wrote, or how.
     for column in df.columns:
-        wanted = NULLABLE_TYPES.get(column)
+        wanted = (types or CORE_TYPES).get(column)
         if wanted is not None:
             try:
                 df[column] = df[column].astype(wanted)
@@ -95,14 +96,13 @@ def read_parts(files: Iterable[Path]) -> pd.DataFrame:
 
 
 def commit_parts(name: str, tables: dict[str, pd.DataFrame], rows: Sequence[dict[str, Any]],
-                 folder: Callable[[str], Path]) -> None:
+                 folder: Callable[[str], Path], types: Mapping[str, str] | None = None) -> None:
     """Write one batch of finished games: every table's part, then the ``games`` part (the commit)."""
-    write = write_atomic
     for table, df in tables.items():
         folder(table).mkdir(parents=True, exist_ok=True)
-        write(folder(table) / name, df)
+        write_atomic(folder(table) / name, df, types)
     folder("games").mkdir(parents=True, exist_ok=True)
-    write(folder("games") / name, rows)
+    write_atomic(folder("games") / name, rows, types)
 
 
 def remove_uncommitted(root: Path) -> list[Path]:
@@ -128,7 +128,7 @@ class Compaction:
         self.root = root
         self.journal = root / JOURNAL
 
-    def run(self, plan: dict[Path, tuple[pd.DataFrame, list[Path]]]) -> None:
+    def run(self, plan: dict[Path, tuple[pd.DataFrame, list[Path]]], types: Mapping[str, str] | None = None) -> None:
         """``plan``: target file -> (its merged rows, the parts it replaces)."""
         if not plan:
             return
@@ -137,7 +137,7 @@ class Compaction:
         write_text_atomic(self.journal, json.dumps(record))
         for target, (merged, _) in plan.items():
             staged = target.with_name(target.name + ".new")
-            write_atomic(staged, merged)
+            write_atomic(staged, merged, types)
         record["complete"] = True
         write_text_atomic(self.journal, json.dumps(record))
         self.recover()

@@ -15,7 +15,7 @@ _EXPORTS = {
     "ConsensusModel": ".model",
     "ROUND_COLUMNS": ".model",
     "GAME": ".game",
-    "PARAMETERS": ".game",
+    "PARAMETERS": ".parameters",
 }
 
 __all__ = list(_EXPORTS)

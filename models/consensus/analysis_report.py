@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from llm_mesa.analysis import AnalysisError
-from llm_mesa.analysis.sweep_data import AnalyzeError, SweepData, open_sweep
+from llm_mesa.analysis.sweep_data import SweepData, open_sweep
 
 from .analysis import firth_consensus_regression, majority_following, sweep_transitions
 from .analysis_measures import (
@@ -82,10 +82,10 @@ def configure(group) -> None:
 def _consensus_games(sweep: SweepData) -> pd.DataFrame:
     games = sweep.games
     if len(games) < MIN_GAMES:
-        raise AnalyzeError(f"{sweep.name!r} holds {len(games)} finished game(s); the statistics need at least "
+        raise AnalysisError(f"{sweep.name!r} holds {len(games)} finished game(s); the statistics need at least "
                            f"{MIN_GAMES}: run (or resume) the sweep")
     if "consensus" not in games.columns:
-        raise AnalyzeError(f"{sweep.name!r} has no 'consensus' column; it is not a consensus-game sweep")
+        raise AnalysisError(f"{sweep.name!r} has no 'consensus' column; it is not a consensus-game sweep")
     return games
 
 
@@ -121,13 +121,13 @@ def _check_formula(formula: str, games: pd.DataFrame) -> None:
 
     outcome, sep, rhs = formula.partition("~")
     if not sep or outcome.strip() not in games.columns:
-        raise AnalyzeError(f"--formula {formula!r} must read 'outcome ~ terms' with a column on the left, e.g. "
+        raise AnalysisError(f"--formula {formula!r} must read 'outcome ~ terms' with a column on the left, e.g. "
                            "'consensus ~ C(topology) + C(model)'")
     try:
         model_matrix(rhs, games.head(50))
     except Exception as exc:
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise AnalyzeError(f"--formula {formula!r}: {detail}; columns: {', '.join(map(str, games.columns))}") from None
+        raise AnalysisError(f"--formula {formula!r}: {detail}; columns: {', '.join(map(str, games.columns))}") from None
 
 
 def firth_part(games: pd.DataFrame, formula: str | None) -> dict[str, Any]:
@@ -187,18 +187,18 @@ def analyze(sweep: SweepData, options: Mapping[str, Any]) -> dict[str, Any]:
     """Everything the report holds, as one dict; ``options`` as in ``OPTIONS`` (missing: default)."""
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
-        raise AnalyzeError(f"unknown option(s) of the consensus analysis: {', '.join(unknown)}; "
+        raise AnalysisError(f"unknown option(s) of the consensus analysis: {', '.join(unknown)}; "
                            f"choose among: {', '.join(OPTIONS)}")
     chosen = {**OPTIONS, **options}
     formula, max_transitions, keep_invalid = chosen["formula"], chosen["max_transitions"], chosen["keep_invalid"]
     if max_transitions < 0:
-        raise AnalyzeError(f"--max-transitions must be 0 (all) or positive (got {max_transitions})")
+        raise AnalysisError(f"--max-transitions must be 0 (all) or positive (got {max_transitions})")
     games = _consensus_games(sweep)
     invalid = int(games["invalid"].fillna(False).astype(bool).sum()) if "invalid" in games.columns else 0
     if invalid and not keep_invalid:
         games = games[~games["invalid"].fillna(False).astype(bool)].reset_index(drop=True)
         if len(games) < MIN_GAMES:
-            raise AnalyzeError(f"only {len(games)} valid game(s) left after dropping {invalid} invalid ones; "
+            raise AnalysisError(f"only {len(games)} valid game(s) left after dropping {invalid} invalid ones; "
                                "pass --keep-invalid or run more games")
     if formula:
         _check_formula(formula, games)

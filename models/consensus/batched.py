@@ -3,13 +3,13 @@
 Games whose agents all follow rule policies (``policies.RulePolicy``) are
 grouped by size and measure settings, stacked as one block-diagonal graph and
 played together, round by round: one ``policies.rule_step`` and one
-``batched_rounds.Rounds`` measurement per round for the whole stack. Each game
+``array_state.Rounds`` measurement per round for the whole stack. Each game
 keeps its own random streams, so a game played here is the game the Mesa model
 (``ConsensusModel``) plays from the same seed, bit for bit:
 
 * set-up (graph, preferences, initial colours, key) from ``random.Random(seed)``,
-  the model's ``random``, through the same ``batched_setup.game_setup``;
-* rounds from the game's rule stream (``batched_rounds.rule_stream(seed)``),
+  the model's ``random``, through the same ``setup.game_setup``;
+* rounds from the game's rule stream (``array_state.rule_stream(seed)``),
   drawn in blocks of rounds per game (the same numbers as round by round);
 * the random-colouring baseline from its own stream, as in the model.
 
@@ -34,11 +34,11 @@ from llm_mesa.graphs import seeded_layout
 from llm_mesa.policy import PolicyError, make_policy
 
 from . import measures
-from .batched_rounds import Rounds, rule_stream
-from .batched_setup import GameSetup, game_setup
+from .array_state import Rounds, rule_stream
 from .observation import colour_code
 from .policies import RulePolicy, combine_rules, rule_step
 from .record import NO_LLM, NO_MESSAGES, baseline_stream, summary_row
+from .setup import GameSetup, game_setup
 
 #: tables the engine gives (all of the consensus game's)
 TABLES = ("rounds", "agents", "messages", "transcript", "edges")
@@ -157,7 +157,7 @@ def play_games(specs: Sequence[tuple[str, int, dict[str, Any]]], agents: bool = 
     for spec, seed, parameters in specs:
         key = (seed, *(repr(parameters.get(k)) for k in _DRAWN))
         known = drawn.get(key)
-        setup = game_setup(random.Random(seed), seed, seed, policy=spec, **parameters,
+        setup = game_setup(random.Random(seed), seed, seed, parameters=parameters, policy=spec,
                            drawn=None if known is None else known[0])
         if known is None:
             known = drawn[key] = (setup, Adjacency.from_graph(setup.graph))

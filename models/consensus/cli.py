@@ -19,9 +19,9 @@ from llm_mesa.graphs import load_graph
 from llm_mesa.policy import available_policies
 from llm_mesa.run_output import build_manifest, check_output_dir, write_run
 
-from .game import PARAMETERS
 from .llm_options import add_llm_arguments, is_llm_spec, llm_setup_from_args
 from .model import ConsensusConfigError, ConsensusModel
+from .parameters import PARAMETERS
 
 #: the game's parameters offered as options (the rest keep the study's values; the library takes them all)
 CLI_PARAMETERS = ("topology", "n", "preferences", "minority", "minority_colour", "initial", "communication",

@@ -21,8 +21,10 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from llm_mesa.errors import LlmMesaError
 
-class ConditionError(ValueError):
+
+class ConditionError(LlmMesaError):
     """An unknown condition or rule configuration name; the message lists the known ones."""
 
 

@@ -13,6 +13,7 @@ import argparse
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from llm_mesa.llm.dialects import endpoint_manifest
 from llm_mesa.llm.endpoint import EndpointError, add_endpoint_arguments, endpoint_from_spec
 from llm_mesa.llm.recording import add_recording_arguments, recording_from_args, store_from_args
 from llm_mesa.llm.usage import Usage
@@ -81,10 +82,10 @@ class LLMSetup:
         return {"transcript": pd.DataFrame(model.transcript)}
 
     def manifest(self, prompt_variant: str = "study") -> dict[str, Any]:
-        endpoints = {spec: p.endpoint.manifest() for spec, p in self.policies.items()}
+        endpoints = {spec: endpoint_manifest(p.endpoint) for spec, p in self.policies.items()}
         served = {(m, f) for p in self.policies.values() for m, f in p.served_by}
         return {
-            "endpoint": self.policy.endpoint.manifest(),
+            "endpoint": endpoint_manifest(self.policy.endpoint),
             "endpoints": endpoints,
             "prompt_variant": prompt_variant,
             "prompt_template_hash": self.policy.prompt_for(prompt_variant).template_hash,

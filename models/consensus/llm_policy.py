@@ -180,3 +180,8 @@ class LLMConsensusPolicy(Policy):
         decision.cost, decision.outcome = cost, answer.outcome
         decision.raw = answer.text
         return decision
+
+
+def game_policy(endpoint: Any, store: Any = None) -> LLMConsensusPolicy:
+    """The game contract's LLM policy factory (``ConsensusGame.llm.policy``)."""
+    return LLMConsensusPolicy(endpoint, store=store)

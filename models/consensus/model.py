@@ -26,11 +26,11 @@ from llm_mesa.rounds import play_round
 
 from . import measures
 from .agents import ConsensusAgent
-from .batched_rounds import Rounds, rule_stream
-from .batched_setup import Assignment, ConsensusConfigError, PolicyLike, game_setup
+from .array_state import Rounds, rule_stream
 from .observation import ConsensusDecision, Message, colour_code
 from .policies import RulePolicy, combine_rules, rule_step
 from .record import ROUND_COLUMNS, ArrayDataCollector, ConsensusRecord
+from .setup import Assignment, ConsensusConfigError, PolicyLike, game_setup
 
 COMMUNICATION_MODES = ("none", "local", "global")
 LABELS = ("llm", "human")
@@ -50,35 +50,23 @@ class _Draw(random.Random):
 class ConsensusModel(ConsensusRecord, Model):
     """The network consensus game.
 
+    Every parameter of the game's one definition (``parameters.PARAMETERS``: size,
+    topology, preference design, communication, label, rules wording, round limit,
+    payoffs, measures) is a keyword; what is not given takes its default there.
+    ``n`` and ``topology`` may also be given first, by position.
+
     Args:
-        n: number of agents (ignored when ``graph`` is given).
-        topology: ``er``, ``ba``, ``ws`` or ``caveman`` (see ``llm_mesa.graphs``).
-        graph: a networkx graph to play on instead of a drawn topology.
+        graph: a networkx graph to play on instead of a drawn topology (``n`` is then its size).
         policy: the default policy of every agent (a registry spec or a Policy).
         assign: per-agent exceptions to ``policy``: a mapping of selector to
             policy (selectors: ``hubs:K`` the K highest-degree nodes,
             ``nodes:1,2,3``, ``random:K`` K nodes drawn from the model's rng,
             ``red``/``blue`` by preference), a sequence of one policy per node,
             or a callable ``(model, node) -> policy``.
-        preferences: ``random`` (half red), ``minority`` (the ``minority``
-            highest-degree nodes prefer ``minority_colour``), or ``explicit``
-            with ``explicit_preferences``.
-        initial: ``preference`` (each agent starts on its preferred colour),
-            ``random`` (a fair coin each), or a list of colours by node.
-        communication: ``none``, ``local`` (messages reach the sender's
-            neighbours) or ``global`` (everyone); ``direct_messages`` adds the
-            private message to one neighbour.
-        message_replaces_move: a message is sent instead of changing colour,
-            as in the study (set False to allow both in one round).
-        label: what the rules call the other players: ``llm`` or ``human``.
-        prompt: the wording of the rules LLM agents get (``study`` or ``paraphrase``).
-        max_rounds, payoff_preferred, payoff_other: the study's 50, 0.20, 0.15.
-        baseline_permutations: random recolourings for the largest-component
-            baseline at the end of the game (0 to skip).
+        explicit_preferences: a colour per node, with ``preferences="explicit"``.
+        initial (a parameter): ``preference``, ``random``, or here also a list of colours by node.
         max_game_tokens, max_game_cost: spending limits; a game that passes one
             stops after that round and is marked incomplete.
-        max_failure_share: a game whose share of failed decisions exceeds this
-            is marked invalid in its summary.
         collect_agents: keep the per-agent, per-round table (kept as arrays:
             cheap; off to save memory on very large graphs).
         fast_rules: when every agent follows a rule policy, decide each round as
@@ -87,74 +75,59 @@ class ConsensusModel(ConsensusRecord, Model):
         rng: the seed; everything random derives from it. Graph, preferences,
             selectors and LLM/mixed rounds draw from the model's ``random``; a game
             whose agents all follow rule policies draws its rounds from its rule
-            stream (``batched_rounds.rule_stream``), as the batched engine does.
+            stream (``array_state.rule_stream``), as the batched engine does.
     """
 
     def __init__(
         self,
-        n: int = 36,
-        topology: str = "ba",
+        n: int | None = None,
+        topology: str | None = None,
         *,
         graph: nx.Graph | None = None,
         policy: PolicyLike = "majority-inertia",
         assign: Assignment | None = None,
-        preferences: str = "random",
-        minority: int = 5,
-        minority_colour: str = "red",
         explicit_preferences: Sequence[str] | None = None,
-        initial: str | Sequence[str] = "preference",
-        communication: str = "none",
-        direct_messages: bool = False,
-        message_replaces_move: bool = True,
-        label: str = "llm",
-        prompt: str = "study",
-        max_rounds: int = 50,
-        payoff_preferred: float = 0.20,
-        payoff_other: float = 0.15,
-        baseline_permutations: int = 1000,
-        satisfied_threshold: float = 0.5,
-        pseudo_window: int = 3,
-        pseudo_level: float = 0.9,
         max_game_tokens: int | None = None,
         max_game_cost: float | None = None,
-        max_failure_share: float = 0.1,
         collect_agents: bool = True,
         fast_rules: bool = True,
         rng: int | None = None,
+        **parameters: Any,
     ) -> None:
         if isinstance(rng, int) and rng < 0:
             raise ConsensusConfigError(f"the seed must be a non-negative integer (got {rng})")
         super().__init__(rng=rng)
         self.seed = rng
+        given = {k: v for k, v in (("n", n), ("topology", topology)) if v is not None}
+        initial = parameters.get("initial")
+        initial_colours = None
+        if initial is not None and not isinstance(initial, str):  # a colour per node
+            initial_colours = list(parameters.pop("initial"))
         setup = game_setup(
-            self.random, rng, getattr(self, "_seed", None), n=n, topology=topology, graph=graph, policy=policy,
-            assign=assign, preferences=preferences, minority=minority, minority_colour=minority_colour,
-            explicit_preferences=explicit_preferences, initial=initial, communication=communication,
-            direct_messages=direct_messages, message_replaces_move=message_replaces_move, label=label, prompt=prompt,
-            max_rounds=max_rounds, payoff_preferred=payoff_preferred, payoff_other=payoff_other,
-            baseline_permutations=baseline_permutations, satisfied_threshold=satisfied_threshold,
-            pseudo_window=pseudo_window, pseudo_level=pseudo_level, max_game_tokens=max_game_tokens,
-            max_game_cost=max_game_cost, max_failure_share=max_failure_share, model=self)
+            self.random, rng, getattr(self, "_seed", None), parameters={**parameters, **given}, graph=graph,
+            policy=policy, assign=assign, explicit_preferences=explicit_preferences, initial_colours=initial_colours,
+            max_game_tokens=max_game_tokens, max_game_cost=max_game_cost, model=self)
+        values = setup.parameters
         self.topology = setup.topology
         self.graph = setup.graph
         self.n = self.graph.number_of_nodes()
         self.adjacency = measures.Adjacency.from_graph(self.graph)
-        self.communication = communication
-        self.direct_messages = direct_messages
-        self.message_replaces_move = message_replaces_move
-        self.label = label
-        self.prompt_variant = prompt
-        self.max_rounds = max_rounds
-        self.payoff_preferred = payoff_preferred
-        self.payoff_other = payoff_other
-        self.baseline_permutations = baseline_permutations
-        self.satisfied_threshold = satisfied_threshold
-        self.pseudo_window = pseudo_window
-        self.pseudo_level = pseudo_level
+        self.communication = values["communication"]
+        self.direct_messages = values["direct_messages"]
+        self.message_replaces_move = values["message_replaces_move"]
+        self.label = values["label"]
+        self.prompt_variant = values["prompt"]
+        self.max_rounds = values["max_rounds"]
+        self.payoff_preferred = values["payoff_preferred"]
+        self.payoff_other = values["payoff_other"]
+        self.baseline_permutations = values["baseline_permutations"]
+        self.satisfied_threshold = satisfied_threshold = values["satisfied_threshold"]
+        self.pseudo_window = pseudo_window = values["pseudo_window"]
+        self.pseudo_level = pseudo_level = values["pseudo_level"]
         self.max_game_tokens = max_game_tokens
         self.max_game_cost = max_game_cost
-        self.max_failure_share = max_failure_share
-        self.preference_design = preferences
+        self.max_failure_share = values["max_failure_share"]
+        self.preference_design = values["preferences"]
         self.parameters = setup.parameters
         self.minority = self.parameters["minority"]
         self.game_key = setup.game_key

@@ -8,7 +8,7 @@ agent of one or many games at once, from one uniform draw per agent and round.
 The rule stream: a game whose agents all follow these rules (``ConsensusModel``'s
 array path and the batched engine, ``batched.py``) draws, for each round, one
 uniform in [0, 1) per agent in node order from the game's own numpy Generator
-(``batched_rounds.rule_stream``); agent ``i`` decides from draw ``u[i]`` as
+(``array_state.rule_stream``); agent ``i`` decides from draw ``u[i]`` as
 ``decide`` would from ``rng.random()``: keep with inertia when ``u < inertia``;
 the voter copies neighbour ``floor(u * degree)`` in node order; the coin is blue
 when ``u < 0.5``; the zealot ignores its draw.

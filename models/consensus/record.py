@@ -17,7 +17,7 @@ import pandas as pd
 from mesa import DataCollector
 
 from . import measures
-from .batched_rounds import AGENT_COLUMNS, ROUND_COLUMNS
+from .array_state import AGENT_COLUMNS, ROUND_COLUMNS
 from .messages import message_summary
 
 BASELINE_STREAM = 0x5EED_BA5E  # spawn key of the baseline's own random stream

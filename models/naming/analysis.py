@@ -20,7 +20,7 @@ import pandas as pd
 
 from llm_mesa.analysis import AnalysisError
 from llm_mesa.analysis.checks import require_columns
-from llm_mesa.analysis.sweep_data import AnalyzeError, SweepData
+from llm_mesa.analysis.sweep_data import SweepData
 
 from .analysis_curves import agreement_curves, mixed_population_breakdown, outcome_shares, published_comparison
 
@@ -86,17 +86,17 @@ def _thresholds(games: pd.DataFrame) -> list[int]:
 def analyze(sweep: SweepData, options: Mapping[str, Any]) -> dict[str, Any]:
     """Final agreement and rounds/tokens to each threshold: mean, SD and runs that got there, per condition and policy."""
     if options:
-        raise AnalyzeError(f"the naming analysis takes no option (got {', '.join(sorted(options))})")
+        raise AnalysisError(f"the naming analysis takes no option (got {', '.join(sorted(options))})")
     games = sweep.games
     if "agreement_final" not in games.columns:
-        raise AnalyzeError(f"{str(sweep.path)!r} has no 'agreement_final' column; it is not a naming-game sweep")
+        raise AnalysisError(f"{str(sweep.path)!r} has no 'agreement_final' column; it is not a naming-game sweep")
     thresholds = _thresholds(games)
     measures = [f"{prefix}{t}" for prefix in FAMILIES for t in thresholds if f"{prefix}{t}" in games.columns]
     conditions, models = sweep.ordered("condition"), sweep.ordered("model")
     try:
         summary = naming_summary(games, ["condition", "model"], tokens_cols=measures)
     except AnalysisError as exc:
-        raise AnalyzeError(str(exc)) from None
+        raise AnalysisError(str(exc)) from None
     order = {(c, p): i for i, (c, p) in enumerate((c, p) for c in conditions for p in models)}
     summary = summary.assign(_order=[order.get((str(c), str(p)), len(order))
                                      for c, p in zip(summary["condition"], summary["model"])])

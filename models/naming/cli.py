@@ -21,10 +21,10 @@ from typing import Any
 
 from llm_mesa.run_output import build_manifest, check_output_dir, write_run
 
-from .game import PARAMETERS
 from .metrics import BASIS_MEANINGS
 from .model import NamingModel, validate
 from .observation import NamingConfigError
+from .parameters import PARAMETERS
 
 #: the placeholder URL of a strict replay, which never calls anything
 REPLAY_ONLY_URL = "http://127.0.0.1:9/v1"

@@ -13,33 +13,19 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from llm_mesa.games import Game, GameResult, PlayRequest
-from llm_mesa.parameters import Parameter, ParameterSet
-
-from .observation import MODES
-
-MAX_AGENTS = 10_000_000
-MAX_ROUNDS = 1_000_000
-
-PARAMETERS = ParameterSet.of(
-    Parameter("n", int, 12, "number of agents (the study: 12 or 24)", low=2, high=MAX_AGENTS, label="N (agents)"),
-    Parameter("mode", str, "schema", "nl: free text, no memory; nl-sw: free text with memory; schema: @say lines",
-              choices=MODES, label="Mode"),
-    Parameter("memory", int, None, "memory window K (0 = no memory; default 0 for nl, 5 otherwise)",
-              low=0, high=MAX_ROUNDS, nullable=True, control=False, label="Memory K"),
-    Parameter("alpha", float, 0.5, "lose-shift adoption probability (the study: 0.5, 0.75, 0.9)", low=0, high=1,
-              step=0.05, label="alpha (lose-shift)"),
-    Parameter("pairing", str, "all", "all: disjoint random pairs each round; one: a single random pair",
-              choices=("all", "one"), label="Pairing"),
-    Parameter("max_rounds", int, 300, "rounds to play (the study: 300; 100 for the mixed population)",
-              low=1, high=MAX_ROUNDS, cli="--rounds", label="Rounds"),
-    Parameter("lexicon_size", int, 12, "M, names C1..CM", low=1, high=10_000, control=False),
-    Parameter("stop_at_consensus", bool, False, "stop once every agent holds one name (the study always plays all rounds)",
-              control=False),
-    Parameter("convergence_basis", str, None,
-              "what convergence is read from: said, latest or held (default said; latest under one pairing)",
-              choices=("said", "latest", "held"), nullable=True, control=False),
+from llm_mesa.games import (
+    Extensions,
+    Game,
+    GameResult,
+    LlmEstimate,
+    LlmSupport,
+    PlayRequest,
+    PolicyCatalog,
+    StudyDesign,
+    Table,
 )
+
+from .parameters import PARAMETERS
 
 #: The study's design cells (SPEC B): NL (K = 0), NL-SW and Schema with K = 5 or 10.
 CONDITIONS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
@@ -60,32 +46,34 @@ class NamingGame(Game):
     name = "naming"
     summary = "SIGN, the schema-induced naming game"
     parameters = PARAMETERS
-    policy_module = "llm_mesa.models.naming.speakers"
-    lazy_policies = {"llm": ("llm_mesa.models.naming.llm_speaker",
-                             "an LLM speaker (the authors' raw prompt); needs an endpoint")}
-    cli_module = "llm_mesa.models.naming.cli"
-    analysis_module = "llm_mesa.models.naming.analysis"
-    figures_module = "llm_mesa.models.naming.figures"
-    behaviours_module = "llm_mesa.models.naming.behaviours"
-    tables = ("rounds", "speakers")
-    policy_groups = {"rules": SPEAKER_CONFIGURATIONS}
-    conditions = CONDITIONS
-    condition_groups = {"study": tuple(CONDITIONS)}
-    policy_parameter = "speaker"
-    populations = True  # the study's mixed 6 + 6 population of two models
+    tables = (Table("rounds", ("round",), "one row per round: agreement, held share, tokens, decoding outcomes"),
+              Table("speakers", ("speaker",), "per speaker of a mixed population: agents, utterances, tokens"))
+    row_types = {f"{what}_to_{level}": "float64" for what in ("tokens", "total_tokens", "rounds")
+                 for level in (50, 60, 70)}
+    policies = PolicyCatalog(
+        module="llm_mesa.models.naming.speakers",
+        lazy={"llm": ("llm_mesa.models.naming.llm_speaker",
+                      "an LLM speaker (the authors' raw prompt); needs an endpoint")},
+        groups={"rules": SPEAKER_CONFIGURATIONS}, parameter="speaker",
+        populations=True)  # the study's mixed 6 + 6 population of two models
+    design = StudyDesign(CONDITIONS, {"study": tuple(CONDITIONS)})
     #: the study's sampling: raw completion, 32 tokens, temperature 0.7, top-p 0.9, repetition penalty 1.1
-    endpoint_defaults = {"prompt_mode": "completion", "max_tokens_per_call": 32, "temperature": 0.7,
-                         "top_p": 0.9, "extra_body": '{"repetition_penalty": 1.1}'}
+    llm = LlmSupport(policy="llm_mesa.models.naming.llm_speaker:game_policy",
+                     endpoint_defaults={"prompt_mode": "completion", "max_tokens": 32, "temperature": 0.7,
+                                        "top_p": 0.9, "extra_body": {"repetition_penalty": 1.1}},
+                     behaviours="llm_mesa.models.naming.behaviours")
+    extensions = Extensions(cli="llm_mesa.models.naming.cli", analysis="llm_mesa.models.naming.analysis",
+                            figures="llm_mesa.models.naming.figures")
+
+    def build(self, parameters: Mapping[str, Any], policy: Any, seed: int) -> Any:
+        from .model import NamingModel
+
+        return NamingModel(speaker=policy, rng=seed, **parameters)
 
     def outcome(self, row: Mapping[str, Any]) -> str:
         return f"agreement {row['agreement_final']:.2f} after {row['rounds']} rounds"
 
-    def llm_policy(self, endpoint: Any, store: Any = None) -> Any:
-        from .llm_speaker import LLMSpeaker
-
-        return LLMSpeaker(endpoint, store=store)
-
-    def estimate(self, parameters: Mapping[str, Any], endpoint: Any) -> dict[str, Any]:
+    def estimate(self, parameters: Mapping[str, Any], endpoint: Any) -> LlmEstimate:
         """Every paired agent speaks each round (two under pairing one); retries not counted."""
         from llm_mesa.sweep.dry_run import approx_tokens
 
@@ -97,8 +85,8 @@ class NamingGame(Game):
         speakers = 2 if full["pairing"] == "one" else n - n % 2
         obs = NamingObservation(n - 1, rounds, "C12", full["mode"], lexicon(full["lexicon_size"]))
         completion = endpoint.max_tokens or endpoint.max_completion_tokens or 32
-        return {"calls": speakers * rounds, "rounds": rounds, "prompt_tokens_per_call": approx_tokens(build_prompt(obs)),
-                "completion_tokens_per_call": completion, "may_stop_early": bool(full["stop_at_consensus"])}
+        return LlmEstimate(calls=speakers * rounds, rounds=rounds, prompt_tokens_per_call=approx_tokens(build_prompt(obs)),
+                           completion_tokens_per_call=completion, may_stop_early=bool(full["stop_at_consensus"]))
 
     def check(self, parameters: Mapping[str, Any], seed: int) -> None:
         from .model import NamingModel
@@ -106,8 +94,6 @@ class NamingGame(Game):
         NamingModel(speaker="echo", rng=seed, **parameters)
 
     def play(self, request: PlayRequest) -> GameResult:
-        from .model import NamingModel
-
         speaker: Any = request.policy
         models: list[str] = []
         if getattr(request.endpoint, "parts", None) is not None:  # a mixed population, in equal blocks
@@ -119,7 +105,7 @@ class NamingGame(Game):
         elif request.endpoint is not None:
             speaker = self.llm_policy(request.endpoint, request.store)
             models = [request.endpoint.model]
-        model = NamingModel(speaker=speaker, rng=request.seed, **request.parameters)
+        model = self.build(request.parameters, speaker, request.seed)
         model.run()
         row = {k: v for k, v in model.summary().items() if k != "seed"}
         row["speaker_counts"] = model.parameters()["speaker_counts"]  # who spoke for how many agents

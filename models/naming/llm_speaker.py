@@ -22,6 +22,7 @@ from typing import Any
 
 from llm_mesa.llm.answers import ask
 from llm_mesa.llm.client import LLMRequest, complete
+from llm_mesa.llm.dialects import endpoint_manifest
 from llm_mesa.llm.endpoint import Endpoint
 from llm_mesa.llm.store import ResponseStore
 from llm_mesa.llm.usage import Usage
@@ -72,7 +73,7 @@ class LLMSpeaker(Policy):
         return {"model": self.endpoint.model}
 
     def manifest(self) -> dict[str, Any]:
-        return {"spec": self.spec(), "endpoint": self.endpoint.manifest(),
+        return {"spec": self.spec(), "endpoint": endpoint_manifest(self.endpoint),
                 "store": None if self.store is None else self.store.manifest(),
                 "template_hash": TEMPLATE_HASH, "retry_reminder": RETRY_REMINDER}
 
@@ -108,3 +109,8 @@ class LLMSpeaker(Policy):
             outcome = "salvage" if name else "none"
         return Utterance(name, outcome, replies, calls=len(results), prompt_tokens=answer.prompt_tokens,
                          completion_tokens=answer.completion_tokens, failures=failures)
+
+
+def game_policy(endpoint: Any, store: Any = None) -> LLMSpeaker:
+    """The game contract's LLM policy factory (``NamingGame.llm.policy``)."""
+    return LLMSpeaker(endpoint, store=store)

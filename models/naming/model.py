@@ -35,9 +35,9 @@ from llm_mesa.policy import Policy, PolicyError, make_policy
 from llm_mesa.rounds import PolicyAgent, play_round
 
 from . import metrics
-from .game import PARAMETERS
 from .observation import OUTCOMES, NamingConfigError, NamingObservation, Utterance, name_index
 from .observation import lexicon as make_lexicon
+from .parameters import PARAMETERS
 
 _DEFAULTS = PARAMETERS.defaults()
 PAIRINGS: tuple[str, ...] = PARAMETERS["pairing"].choices

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from llm_mesa.errors import LlmMesaError
+
 Mode = Literal["nl", "nl-sw", "schema"]
 MODES: tuple[str, ...] = ("nl", "nl-sw", "schema")
 
@@ -22,7 +24,7 @@ OUTCOMES: tuple[str, ...] = ("schema", "retry", "salvage", "text", "none")
 DEFAULT_LEXICON_SIZE = 12
 
 
-class NamingConfigError(ValueError):
+class NamingConfigError(LlmMesaError):
     """Bad naming-game input; the message is one line that names the fix."""
 
 

@@ -22,7 +22,7 @@ from llm_mesa.graphs import build_topology, highest_degree_nodes, normalise_grap
 from llm_mesa.parameters import ParameterError
 from llm_mesa.policy import Policy, make_policy
 
-from .game import PARAMETERS
+from .parameters import PARAMETERS
 from .preferences import assign_preferences
 
 PolicyLike = str | Policy
@@ -47,38 +47,28 @@ class GameSetup:
     layout_seed: int
 
 
-def game_setup(rng: random.Random, seed: int | None, mesa_seed: Any = None, *, n: int = 36, topology: str = "ba",
-               graph: nx.Graph | None = None, policy: PolicyLike = "majority-inertia",
-               assign: Assignment | None = None, preferences: str = "random", minority: int = 5,
-               minority_colour: str = "red", explicit_preferences: Sequence[str] | None = None,
-               initial: str | Sequence[str] = "preference", communication: str = "none",
-               direct_messages: bool = False, message_replaces_move: bool = True, label: str = "llm",
-               prompt: str = "study", max_rounds: int = 50, payoff_preferred: float = 0.20, payoff_other: float = 0.15,
-               baseline_permutations: int = 1000, satisfied_threshold: float = 0.5, pseudo_window: int = 3,
-               pseudo_level: float = 0.9, max_game_tokens: int | None = None, max_game_cost: float | None = None,
-               max_failure_share: float = 0.1, model: Any = None, drawn: GameSetup | None = None) -> GameSetup:
+def game_setup(rng: random.Random, seed: int | None, mesa_seed: Any = None, *,
+               parameters: Mapping[str, Any] | None = None, graph: nx.Graph | None = None,
+               policy: PolicyLike = "majority-inertia", assign: Assignment | None = None,
+               explicit_preferences: Sequence[str] | None = None, initial_colours: Sequence[str] | None = None,
+               max_game_tokens: int | None = None, max_game_cost: float | None = None, model: Any = None,
+               drawn: GameSetup | None = None) -> GameSetup:
     """Validate a game's parameters and draw its set-up from ``rng`` (see ``ConsensusModel``).
 
+    ``parameters``: any of the game's ``PARAMETERS`` (the rest take their defaults);
+    ``initial_colours``: one colour per node instead of the ``initial`` design.
     ``drawn``: the set-up of a game with the same seed and the same drawing
     parameters (size, topology, preference design, initial colours), whose graph,
     preferences, colours and layout seed are taken instead of drawn again.
     """
-    checked = {"n": n} if graph is None else {}  # the topology is checked where graphs are built
-    checked.update(
-        preferences=preferences, minority=minority, minority_colour=minority_colour, communication=communication,
-        direct_messages=direct_messages, message_replaces_move=message_replaces_move, label=label, prompt=prompt,
-        max_rounds=max_rounds, payoff_preferred=payoff_preferred, payoff_other=payoff_other,
-        baseline_permutations=baseline_permutations, satisfied_threshold=satisfied_threshold,
-        pseudo_window=pseudo_window, pseudo_level=pseudo_level, max_failure_share=max_failure_share)
-    if isinstance(initial, str):
-        checked["initial"] = initial
     try:
-        PARAMETERS.validate(checked)  # the game's one parameter definition
+        values = PARAMETERS.validate(dict(parameters or {}), complete=True)  # the game's one parameter definition
     except ParameterError as exc:
         raise ConsensusConfigError(str(exc)) from None
-    if direct_messages and communication == "none":
+    if values["direct_messages"] and values["communication"] == "none":
         raise ConsensusConfigError("private messages need communication local or global; add --comm local")
-
+    n, topology, preferences = values["n"], values["topology"], values["preferences"]
+    initial: str | Sequence[str] = values["initial"] if initial_colours is None else initial_colours
     if drawn is not None and (assign is not None or graph is not None):
         raise ValueError("a drawn set-up is reused only for games without assignments or a given graph")
     if drawn is not None:
@@ -86,25 +76,16 @@ def game_setup(rng: random.Random, seed: int | None, mesa_seed: Any = None, *, n
     else:
         g = normalise_graph(graph) if graph is not None else build_topology(topology, n, rng)
     size = g.number_of_nodes()
-    parameters = {
-        "n": size, "topology": "custom" if graph is not None else topology, "policy": _spec(policy),
-        "assign": _assignment_manifest(assign), "preferences": preferences,
-        "minority": minority if preferences == "minority" else 0, "minority_colour": minority_colour,
-        "initial": initial if isinstance(initial, str) else list(initial),
-        "communication": communication, "direct_messages": direct_messages,
-        "message_replaces_move": message_replaces_move, "label": label, "prompt": prompt,
-        "max_rounds": max_rounds, "payoff_preferred": payoff_preferred,
-        "payoff_other": payoff_other, "baseline_permutations": baseline_permutations,
-        "satisfied_threshold": satisfied_threshold, "pseudo_window": pseudo_window,
-        "pseudo_level": pseudo_level, "max_game_tokens": max_game_tokens,
-        "max_game_cost": max_game_cost, "max_failure_share": max_failure_share,
-        "seed": seed,
-    }
+    parameters = {**values, "n": size, "topology": "custom" if graph is not None else topology, "policy": _spec(policy),
+                  "assign": _assignment_manifest(assign),
+                  "minority": values["minority"] if preferences == "minority" else 0,
+                  "initial": initial if isinstance(initial, str) else list(initial),
+                  "max_game_tokens": max_game_tokens, "max_game_cost": max_game_cost, "seed": seed}
     if drawn is not None:
         prefs, colours = drawn.preferences, drawn.colours
     else:
-        prefs = assign_preferences(g, preferences, rng, minority=minority, minority_colour=minority_colour,
-                                   explicit=explicit_preferences)
+        prefs = assign_preferences(g, preferences, rng, minority=values["minority"],
+                                   minority_colour=values["minority_colour"], explicit=explicit_preferences)
         colours = _initial_colours(initial, prefs, rng)
     policies = _policies(g, policy, assign, prefs, rng, model)
     # The key of this game in call records: parameters and seed, with every agent's

@@ -1,0 +1,122 @@
+"""The subcommand any game gets: ``llm-mesa GAME [--PARAMETER V ...] --policy SPEC --seed S``.
+
+A game that brings no command of its own (``Game.extensions.cli``) is played from
+the command line with one option per parameter of its definition, its policies
+(rule specs, or ``llm`` with the endpoint and recording options when the game has
+an LLM policy), ``--json`` for one object and ``--out DIR`` for its tables, summary
+and manifest (all or nothing, checked before the game is played).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from types import SimpleNamespace
+from typing import Any
+
+from llm_mesa.errors import InvalidGame
+from llm_mesa.games import Game, run_model, usage_fields
+
+
+def for_game(game: Game) -> SimpleNamespace:
+    """The ``configure``/``run`` pair of ``game``'s generic subcommand (what ``llm_mesa.cli`` calls)."""
+    doc = (f"Play one game of {game.name}: {game.summary or 'a game on llm-mesa'}.\n\n"
+           f"Every parameter of the game is an option; --policy takes a rule policy spec"
+           + (" or llm (with the endpoint options)" if game.llm.policy else "") + ".")
+    return SimpleNamespace(__doc__=doc, configure=lambda parser: configure(game, parser),
+                           run=lambda args: run(game, args))
+
+
+def configure(game: Game, parser: argparse.ArgumentParser) -> None:
+    from llm_mesa.policy import available_policies
+
+    group = parser.add_argument_group("game")
+    game.parameters.add_arguments(group)
+    group.add_argument("--seed", type=int, default=1, help="seed of everything random (default 1)")
+    policies = available_policies(game.name)
+    first = next(iter(policies), None)
+    group.add_argument("--policy", default=first, help="the agents' policy, NAME[:k=v,...]; one of: "
+                       + (", ".join(policies) or "(none registered)") + f" (default {first})")
+    out = parser.add_argument_group("output")
+    out.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
+    out.add_argument("--out", metavar="DIR", help="write the game's tables (Parquet), summary and manifest here")
+    if game.llm.policy:
+        from llm_mesa.llm.endpoint import add_endpoint_arguments
+        from llm_mesa.llm.recording import add_recording_arguments
+
+        add_endpoint_arguments(parser, **game.llm.endpoint_defaults)
+        add_recording_arguments(parser)
+
+
+def _policy(game: Game, args: argparse.Namespace) -> tuple[Any, Any]:
+    """(the policy to build with, the store to close) from ``--policy`` and the endpoint options."""
+    from llm_mesa.policy import PolicyError, make_policy, parse_policy_spec
+
+    if args.policy is None:
+        raise PolicyError(f"the {game.name} game registers no policy; register one with llm_mesa.register_policy")
+    name, options = parse_policy_spec(args.policy)
+    if name != "llm":
+        make_policy(args.policy, game.name)  # a bad spec fails here, in one line
+        return args.policy, None
+    if not game.llm.policy:
+        raise PolicyError(f"the {game.name} game has no LLM policy; choose one of its rule policies")
+    from llm_mesa.llm.client import preflight
+    from llm_mesa.llm.endpoint import endpoint_from_spec
+    from llm_mesa.llm.recording import recording_from_args, store_from_args
+
+    endpoint = endpoint_from_spec(options, args, f"--policy {args.policy!r}")
+    _, mode = recording_from_args(args)
+    if mode != "replay":  # a strict replay calls nothing
+        preflight(endpoint)
+    store = store_from_args(args)
+    return game.llm_policy(endpoint, store), store
+
+
+def run(game: Game, args: argparse.Namespace) -> int:
+    from llm_mesa.run_output import build_manifest, check_output_dir, write_run
+
+    if args.out is not None:
+        check_output_dir(args.out)
+    parameters = game.parameters.validate(game.parameters.from_args(args), complete=True)
+    policy, store = _policy(game, args)
+    model = game.build(parameters, policy, args.seed)
+    try:
+        rounds = run_model(model)
+    finally:
+        if store is not None:
+            store.close()
+    summary = {**game.summary_row(model), **usage_fields(policy)}
+    summary.setdefault("rounds", rounds)
+    summary = {"game": game.name, **summary, "policy": args.policy, "seed": args.seed}
+    if args.out is not None:
+        tables = {t.name: game.table(model, t.name) for t in game.tables}
+        manifest = build_manifest(game.name, parameters, summary=summary, policy=args.policy, seed=args.seed)
+        write_run(args.out, tables, summary, manifest)
+    if args.json:
+        print(json.dumps(summary, default=str))
+    else:
+        print(format_summary(game, summary, args.out))
+    failed = summary.get("invalid")
+    if failed:
+        raise InvalidGame(f"the game is invalid: {summary.get('failures', '?')} decisions failed")
+    return 0
+
+
+def format_summary(game: Game, summary: dict[str, Any], out: str | None) -> str:
+    lines = [f"{game.name}: {game.outcome(summary)} (policy {summary['policy']}, seed {summary['seed']})"]
+    width = max((len(k) for k in summary), default=0)
+    for key, value in summary.items():
+        if key in ("game", "policy", "seed"):
+            continue
+        shown = f"{value:.4g}" if isinstance(value, float) else str(value)
+        lines.append(f"  {key:<{width}}  {shown}")
+    if out:
+        lines.append(f"  written to: {out}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    from llm_mesa.cli import main
+
+    sys.exit(main(sys.argv[1:]))

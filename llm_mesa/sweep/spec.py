@@ -1,0 +1,151 @@
+"""A sweep's design, resolved and checked once: what the engine plays.
+
+``SweepSpec`` is the one value that passes a sweep from whoever describes it (the
+command line, an experiment file, a script calling ``run_sweep``) to the engine:
+the game, its conditions with validated parameters, each condition's seeds, the
+policies (rule specs, endpoints, mixed populations), the tables to keep, how the
+games are executed and recorded, the budget, and what the manifest should say of
+where the design came from. Building one checks everything that can be checked
+before a game is played; the engine then only plays.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llm_mesa.games import Game, default_game, get_game
+
+from .columns import SweepError
+from .execution import check_executor
+from .grid import build_conditions, plan_policy, resolve_policies, resolve_seeds
+
+STORE_MODES = ("auto", "record", "replay", "replay-fill", "off")
+
+
+@dataclass(frozen=True)
+class Execution:
+    """How the games are played: never part of a game's identity.
+
+    ``processes``: worker processes (spawn) that batches of games go to;
+    ``games_in_flight``: games played at once in threads of each process (LLM sweeps:
+    their calls overlap on one event loop); ``batch_size``: games per task (default:
+    about four batches a process, at most 25 games); ``executor``: ``local``,
+    ``local-cluster:N`` or ``dask://HOST:PORT``; ``blas_threads``: BLAS threads per
+    process while games run (None: leave as is).
+    """
+
+    processes: int = 1
+    games_in_flight: int = 1
+    batch_size: int | None = None
+    executor: str = "local"
+    blas_threads: int | None = 1
+
+    def __post_init__(self) -> None:
+        for name in ("processes", "games_in_flight"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_WORKERS:
+                raise SweepError(f"{name.replace('_', ' ')} must be a whole number from 1 to {MAX_WORKERS:,} "
+                                 f"(got {value!r})")
+        if self.batch_size is not None and (not isinstance(self.batch_size, int) or self.batch_size < 1):
+            raise SweepError(f"batch size must be at least 1 (got {self.batch_size})")
+        object.__setattr__(self, "executor", check_executor(self.executor))
+
+
+#: the most processes or games in flight a sweep may ask for
+MAX_WORKERS = 4096
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """Every game of a sweep and how to play it (build with ``SweepSpec.of``)."""
+
+    game: Game
+    out: Path
+    conditions: dict[str, dict[str, Any]]
+    seeds: dict[str, list[int]]
+    #: label -> (spec, endpoint or population or None): what each policy of the grid stands for
+    policies: dict[str, tuple[str, Any]]
+    tables: tuple[str, ...] = ()
+    execution: Execution = field(default_factory=Execution)
+    store: Path | None = None
+    store_mode: str = "auto"
+    budget: Mapping[str, float] = field(default_factory=dict)
+    experiment: Mapping[str, Any] | None = None
+    extend: bool = False
+    command: tuple[str, ...] = ()
+    compact: bool = True
+    check_endpoints: bool = True
+    #: the seeds as given, when one list serves every condition (the manifest keeps it so)
+    shared_seeds: list[int] | None = None
+
+    @classmethod
+    def of(cls, conditions: str | Sequence[str] | Mapping[str, Mapping[str, Any]] | None,
+           policies: str | Sequence[str] | Mapping[str, Any],
+           seeds: int | str | Iterable[int] | Mapping[str, Sequence[int]],
+           out: str | os.PathLike[str], *, game: str | Game | None = None,
+           axes: Sequence[str] | Mapping[str, Sequence[Any]] = (), fixed: Mapping[str, Any] | None = None,
+           tables: Sequence[str] = (), endpoint: Any = None, execution: Execution | None = None,
+           store: str | os.PathLike[str] | None = None, store_mode: str = "auto",
+           budget: Mapping[str, float] | None = None, **rest: Any) -> SweepSpec:
+        """Resolve and check a sweep's design (see ``run_sweep`` for the arguments)."""
+        game = game if isinstance(game, Game) else get_game(game) if game else default_game(option="game=")
+        known = {t.name: t for t in game.tables}
+        bad = sorted(set(tables) - set(known))
+        if bad:
+            raise SweepError(f"unknown table(s) {', '.join(bad)} of the {game.name} game; choose among: "
+                             f"{', '.join(known) or '(none: the summary row only)'}")
+        wanted = list(tables)
+        for name in tables:
+            wanted += [t for t in known[name].needs if t in known]
+        if store_mode not in STORE_MODES:
+            raise SweepError(f"unknown store mode {store_mode!r}; choose one of: {', '.join(STORE_MODES)}")
+        built = build_conditions(game, conditions, axes, fixed)
+        planned = {label: plan_policy(game, label, target, endpoint)
+                   for label, target in resolve_policies(game, policies).items()}
+        shared = None
+        if isinstance(seeds, Mapping):
+            missing = sorted(set(built) - set(seeds))
+            if missing:
+                raise SweepError(f"no seeds given for condition(s) {', '.join(missing)}")
+            seeds_of = {c: resolve_seeds(list(seeds[c])) for c in built}
+        else:
+            shared = resolve_seeds(seeds)
+            seeds_of = dict.fromkeys(built, shared)
+        return cls(game=game, out=Path(out), conditions=built, seeds=seeds_of, policies=planned,
+                   tables=tuple(dict.fromkeys(wanted)), execution=execution or Execution(),
+                   store=None if store is None else Path(store), store_mode=store_mode, budget=_budget(budget),
+                   shared_seeds=shared, **rest)
+
+    @property
+    def endpoints(self) -> dict[str, Any]:
+        """Label -> endpoint (or population) of the LLM policies."""
+        return {label: ep for label, (_, ep) in self.policies.items() if ep is not None}
+
+    @property
+    def games_total(self) -> int:
+        return sum(len(s) for s in self.seeds.values()) * len(self.policies)
+
+
+def _budget(budget: Mapping[str, float] | None) -> dict[str, float]:
+    checked = {}
+    for key, value in (budget or {}).items():
+        if key not in ("max_tokens", "max_cost"):
+            raise SweepError(f"unknown budget {key!r}; use max_tokens or max_cost")
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value < float("inf")):
+            raise SweepError(f"--{key.replace('_', '-')} must be a positive finite number (got {value})")
+        checked[key] = float(value)
+    return checked
+
+
+def game_of(name: str | None) -> Game:
+    """The game a sweep plays: the one named, or the only one installed."""
+    return get_game(name) if name else default_game()
+
+
+__all__ = ["Execution", "MAX_WORKERS", "STORE_MODES", "SweepSpec", "game_of"]

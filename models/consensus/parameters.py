@@ -1,0 +1,57 @@
+"""The consensus game's parameters: the one definition the model, the command line,
+the explorer and sweeps read (``llm-mesa sweep --set NAME=V``).
+
+Kept in a module of its own, with no Mesa and no model, so that the game's entry
+point and the model both import it and neither imports the other.
+"""
+
+from __future__ import annotations
+
+from llm_mesa.graphs import TOPOLOGIES
+from llm_mesa.parameters import Parameter, ParameterSet
+
+from .prompt import PROMPT_VARIANTS
+
+#: documented limits: a larger value is refused before anything is allocated
+MAX_AGENTS = 10_000_000
+MAX_ROUNDS = 1_000_000
+
+PARAMETERS = ParameterSet.of(
+    Parameter("n", int, 36, "number of agents (the study: 36; its replication 20)", low=2, high=MAX_AGENTS, label="N (agents)"),
+    Parameter("topology", str, "ba", "the graph: Erdős–Rényi, Barabási–Albert, Watts–Strogatz or connected caveman",
+              choices=TOPOLOGIES, label="Topology"),
+    Parameter("preferences", str, "random",
+              "random: half prefer red; minority: the --minority hubs prefer --minority-colour; "
+              "explicit: a colour per node (library only)",
+              choices=("random", "minority", "explicit"), label="Preference design"),
+    Parameter("minority", int, 5, "hubs preferring the minority colour in the minority design", low=0, high=MAX_AGENTS, label="Minority hubs"),
+    Parameter("minority_colour", str, "red", "the hubs' colour in the minority design", choices=("red", "blue"), label="Minority colour"),
+    Parameter("initial", str, "preference", "initial colours: each agent's preference, or a fair coin",
+              choices=("preference", "random"), label="Initial colours"),
+    Parameter("communication", str, "none", "who a message reaches: nobody, the neighbours or everyone",
+              choices=("none", "local", "global"), cli="--comm", label="Communication"),
+    Parameter("direct_messages", bool, False, "also allow a private message to one neighbour", cli="--dm", label="Private messages"),
+    Parameter("message_replaces_move", bool, True, "a message is sent instead of changing colour (the study)",
+              control=False),
+    Parameter("label", str, "llm", "what the rules call the other players", choices=("llm", "human"), label="Opponent label"),
+    Parameter("prompt", str, "study", "the wording of the rules LLM agents get: the study's, or a paraphrase "
+              "(a sweep axis tests whether wording changes the outcome)", choices=tuple(PROMPT_VARIANTS),
+              label="Rules wording"),
+    Parameter("max_rounds", int, 50, "round limit (the study: 50)", low=1, high=MAX_ROUNDS, label="Max rounds"),
+    Parameter("payoff_preferred", float, 0.20, "payoff when the network ends on one's preferred colour",
+              low=0, high=1e6, control=False),
+    Parameter("payoff_other", float, 0.15, "payoff when the network ends on the other colour",
+              low=0, high=1e6, control=False),
+    Parameter("baseline_permutations", int, 1000,
+              "random recolourings for the largest-component baseline (0 skips it)", low=0, high=1_000_000,
+              control=False),
+    Parameter("satisfied_threshold", float, 0.5, "share of neighbours on one's colour that makes an agent satisfied",
+              low=0, high=1, control=False),
+    Parameter("pseudo_window", int, 3, "rounds of high local agreement that make a pseudo-equilibrium",
+              low=1, high=MAX_ROUNDS, control=False),
+    Parameter("pseudo_level", float, 0.9, "local agreement a pseudo-equilibrium needs", low=0, high=1, control=False),
+    Parameter("max_failure_share", float, 0.1, "share of failed decisions above which a game is invalid",
+              low=0, high=1, control=False, sweep=False),
+)
+
+__all__ = ["MAX_AGENTS", "MAX_ROUNDS", "PARAMETERS"]
