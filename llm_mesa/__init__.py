@@ -11,6 +11,7 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
+    # the policy seam and the round
     "Policy": "llm_mesa.policy",
     "PolicyError": "llm_mesa.policy",
     "register_policy": "llm_mesa.policy",
@@ -19,14 +20,36 @@ _EXPORTS = {
     "PolicyAgent": "llm_mesa.rounds",
     "play_round": "llm_mesa.rounds",
     "decide_all": "llm_mesa.rounds",
+    # parameters and the game contract
     "Parameter": "llm_mesa.parameters",
     "ParameterSet": "llm_mesa.parameters",
     "ParameterError": "llm_mesa.parameters",
     "Game": "llm_mesa.games",
+    "GameError": "llm_mesa.games",
     "GameResult": "llm_mesa.games",
     "PlayRequest": "llm_mesa.games",
+    "Table": "llm_mesa.games",
+    "ROUNDS": "llm_mesa.games",
+    "LlmEstimate": "llm_mesa.games",
+    "PolicyCatalog": "llm_mesa.games",
+    "StudyDesign": "llm_mesa.games",
+    "LlmSupport": "llm_mesa.games",
+    "Extensions": "llm_mesa.games",
     "get_game": "llm_mesa.games",
     "game_names": "llm_mesa.games",
+    "register_game": "llm_mesa.games",
+    "run_model": "llm_mesa.games",
+    "LlmMesaError": "llm_mesa.errors",
+    # what pages draw of a game
+    "GameView": "llm_mesa.views",
+    "NetworkPicture": "llm_mesa.views",
+    "Banner": "llm_mesa.views",
+    "ControlError": "llm_mesa.views",
+    # what games on graphs and LLM prompts share
+    "build_topology": "llm_mesa.graphs",
+    "seeded_layout": "llm_mesa.graphs",
+    "neutralise": "llm_mesa.quoting",
+    # LLM endpoints, recording and sweeps
     "Endpoint": "llm_mesa.llm.endpoint",
     "ResponseStore": "llm_mesa.llm.store",
     "run_sweep": "llm_mesa.sweep.engine",

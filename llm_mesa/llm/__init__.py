@@ -13,7 +13,7 @@ from typing import Any
 
 _EXPORTS = {
     "Answer": "answers", "ask": "answers", "parse_json_answer": "answers",
-    "LLMRequest": "client", "LLMResult": "client", "apreflight": "client", "complete": "client", "preflight": "client",
+    "LLMRequest": "types", "LLMResult": "types", "apreflight": "client", "complete": "client", "preflight": "client",
     "negotiated_dialect": "dialects",
     "Endpoint": "endpoint", "EndpointError": "endpoint", "add_endpoint_arguments": "endpoint",
     "endpoint_from_args": "endpoint",
