@@ -27,16 +27,20 @@ CORE_SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def subcommands() -> dict[str, tuple[str, str]]:
+def subcommands(describe: bool = False) -> dict[str, tuple[str, str]]:
     """Every subcommand: one per installed game (found through the game registry), then the core's.
 
-    A game's entry is ``(game name, help)``: its module is asked of the game when the
-    subcommand is built (its own, or the core's generic one).
+    A game's entry is ``("game:NAME", help)``: its module is asked of the game when the
+    subcommand is built (its own, or the core's generic one). Games are imported only to
+    ``describe`` them (the top-level help), so one game's command never loads another's.
     """
     from llm_mesa.games import game_names, get_game
 
-    games = {name: (f"game:{name}", f"play {get_game(name).summary or 'one game of ' + name}")
-             for name in game_names() if name not in CORE_SUBCOMMANDS}
+    def help_of(name: str) -> str:
+        summary = get_game(name).summary if describe else ""
+        return f"play {summary or 'one game of ' + name}"
+
+    games = {name: (f"game:{name}", help_of(name)) for name in game_names() if name not in CORE_SUBCOMMANDS}
     return {**games, **CORE_SUBCOMMANDS}
 
 
@@ -73,7 +77,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = OneLineParser(prog="llm-mesa", description="Networks of LLM and rule agents on Mesa.")
     parser.add_argument("--version", action="version", version=f"llm-mesa {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name, (module_name, help_text) in subcommands().items():
+    for name, (module_name, help_text) in subcommands(describe=command is None).items():
         if command is not None and name != command:
             sub.add_parser(name, help=help_text)
             continue

@@ -29,8 +29,10 @@ class is instantiated rather than in the middle of a sweep.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from importlib.metadata import EntryPoint, entry_points
@@ -322,6 +324,12 @@ _loaded: dict[str, Game] = {}
 
 
 def _entry_points() -> dict[str, EntryPoint]:
+    """The installed games' entry points, read again only when ``sys.path`` changes."""
+    return _entry_points_on(tuple(sys.path))
+
+
+@functools.lru_cache(maxsize=8)
+def _entry_points_on(path: tuple[str, ...]) -> dict[str, EntryPoint]:
     found: dict[str, EntryPoint] = {}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.name in found and found[ep.name].value != ep.value:

@@ -109,8 +109,11 @@ def available_policies(game: str | None = None) -> dict[str, str]:
         _load_game(g)
         names.update({n: e.summary for (eg, n), e in _REGISTRY.items() if eg == g})
         if g in game_names():
-            for n, (_, summary) in get_game(g).policies.lazy.items():
+            found = get_game(g)
+            for n, (_, summary) in found.policies.lazy.items():
                 names.setdefault(n, summary)
+            if found.llm.policy:
+                names.setdefault("llm", "an LLM agent behind any OpenAI-compatible endpoint")
     return dict(sorted(names.items()))
 
 

@@ -1,0 +1,45 @@
+"""The whole suite runs in an open world: a game from outside the tree is installed beside the project's.
+
+``tinyvote`` (``tests/extra_game/tinyvote.py``, written on the public API alone) is
+installed for the test run as a package of its own, with its one entry point in the
+``llm_mesa.games`` group, on ``sys.path`` and on ``PYTHONPATH`` (so servers and
+commands started as subprocesses see it too). No test may assume which games are
+installed; the open-world tests run every command and page over this one.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+EXTRA_GAME = "tinyvote"
+_SOURCE = Path(__file__).parent / "extra_game" / f"{EXTRA_GAME}.py"
+
+
+def install_extra_game(site: Path) -> Path:
+    """Lay ``tinyvote`` out in ``site`` as an installed distribution: its module and its dist-info."""
+    site.mkdir(parents=True, exist_ok=True)
+    shutil.copy(_SOURCE, site / f"{EXTRA_GAME}.py")
+    info = site / f"{EXTRA_GAME}-0.1.dist-info"
+    info.mkdir(exist_ok=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {EXTRA_GAME}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[llm_mesa.games]\n{EXTRA_GAME} = {EXTRA_GAME}:GAME\n")
+    return site
+
+
+@pytest.fixture(scope="session", autouse=True)
+def extra_game_installed(tmp_path_factory):
+    site = str(install_extra_game(tmp_path_factory.mktemp("site")))
+    saved = os.environ.get("PYTHONPATH")
+    sys.path.insert(0, site)
+    os.environ["PYTHONPATH"] = site if not saved else os.pathsep.join([site, saved])
+    yield site
+    sys.path.remove(site)
+    if saved is None:
+        os.environ.pop("PYTHONPATH", None)
+    else:
+        os.environ["PYTHONPATH"] = saved
