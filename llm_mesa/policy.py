@@ -8,8 +8,8 @@ A policy is one small object with two ways in:
   round of 36 LLM agents costs one round-trip, not 36.
 
 Games define their own observation and decision types; a policy names the game it
-plays (``game``) so that the registry can refuse a naming-game speaker in the
-consensus game with a clear message.
+plays (``game``) so that the registry can refuse one game's policy in another
+game with a clear message.
 """
 
 from __future__ import annotations

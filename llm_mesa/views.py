@@ -7,7 +7,7 @@ its charts, one agent's details, and a banner. A game never imports the explorer
 it describes, the explorer draws. The defaults here work for any game whose model
 keeps its agents on a Mesa ``Network`` space (``mesa.discrete_space.Network``) and
 records its rounds with a ``DataCollector``; a game improves on them by subclassing
-``GameView`` and naming it in ``Game.extensions.view``.
+``GameView`` and giving it in ``Game.extensions.view``.
 """
 
 from __future__ import annotations

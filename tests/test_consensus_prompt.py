@@ -71,3 +71,10 @@ def test_the_wording_of_the_rules_is_a_parameter_and_a_sweep_axis(tmp_path, serv
     assert games["prompt_template_hash"].nunique() == 2  # each wording recorded by its own hash
     by_condition = games.sort_values("seed").groupby("condition")["seed"].apply(list)
     assert by_condition["ws|prompt=study"] == by_condition["ws|prompt=paraphrase"]  # paired: same seeds
+
+
+def test_every_wording_the_parameter_offers_has_its_template():
+    from llm_mesa.models.consensus.parameters import PARAMETERS, RULES_WORDINGS
+    from llm_mesa.models.consensus.prompt import PROMPT_VARIANTS
+
+    assert tuple(PROMPT_VARIANTS) == RULES_WORDINGS == PARAMETERS["prompt"].choices

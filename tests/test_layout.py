@@ -90,14 +90,26 @@ def test_a_game_imports_no_other_game():
         assert crossings(f"models/{game}", others) == []
 
 
-@pytest.mark.parametrize("folder", ["llm_mesa/llm", "llm_mesa/loopback"])
-def test_the_llm_layer_and_the_loopback_server_mention_no_game(folder):
-    """Not in an import, a string or a comment: a game registers what it needs."""
-    words = re.compile(r"\b(" + "|".join(GAMES) + r")\b", re.IGNORECASE)
+def game_words() -> re.Pattern[str]:
+    """The tree's games' names and their parameters' many-word names (``max_rounds``), as whole words."""
+    from llm_mesa.games import get_game
+
+    words = set(GAMES) | {p.name for g in GAMES for p in get_game(g).parameters if "_" in p.name}
+    return re.compile(r"\b(" + "|".join(sorted(words)) + r")\b", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("folder", ["llm_mesa"])
+def test_the_core_names_no_game_and_no_games_parameter(folder):
+    """Not in an import, a string or a comment: the core asks the game (``llm_mesa.games.Game``)."""
+    words = game_words()
     mentions = [f"{p.relative_to(ROOT)}:{i}: {line.strip()}"
                 for p in python_files(folder) for i, line in enumerate(p.read_text().splitlines(), 1)
                 if words.search(line)]
     assert mentions == []
+
+
+def test_the_word_check_sees_a_mention():
+    assert game_words().search("    kwargs.get('baseline_permutations')") and game_words().search("# the Consensus game")
 
 
 def test_every_game_in_the_tree_is_registered_and_whole_in_its_folder():

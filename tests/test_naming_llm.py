@@ -173,14 +173,13 @@ def test_cli_rule_speakers_print_null_tokens_to_convergence(capsys):
 
 def test_cli_game_options_are_the_parameter_definitions():
     from llm_mesa.cli import build_parser
-    from llm_mesa.models.naming.cli import GAME_OPTIONS
-    from llm_mesa.models.naming.game import PARAMETERS
+    from llm_mesa.models.naming.parameters import PARAMETERS
 
     parser = build_parser("naming")
     naming = parser._subparsers._group_actions[0].choices["naming"]
     options = {a.dest: a for a in naming._actions}
-    assert set(GAME_OPTIONS) <= set(options)
-    for name in GAME_OPTIONS:
+    assert set(PARAMETERS.names) <= set(options)  # every parameter, from the one definition
+    for name in PARAMETERS.names:
         parameter, action = PARAMETERS[name], options[name]
         assert action.option_strings == [parameter.option]
         assert action.default in (parameter.default, False) and action.help.startswith(parameter.help)

@@ -14,7 +14,7 @@ whose one-line message names the fix.
 * :func:`point_biserial`: point-biserial correlation (``scipy.stats``).
 
 A study's own questions (columns, default formulas, its report of
-``llm-mesa analyze``) live with its game, e.g. ``llm_mesa.models.consensus.analysis``.
+``llm-mesa analyze``) live with its game (``Game.extensions.analysis``).
 """
 
 from llm_mesa.analysis.checks import AnalysisError

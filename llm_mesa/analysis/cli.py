@@ -3,11 +3,10 @@
 Examples:
   llm-mesa analyze runs/rules
   llm-mesa analyze runs/qwen3b runs/rules          # an LLM sweep beside its rule baselines
-  llm-mesa analyze runs/rules --formula 'consensus ~ C(topology) + C(model)'
   llm-mesa analyze runs/qwen3b --json --out runs/qwen3b/analysis.json
 
 Reads sweeps (``llm-mesa sweep --out DIR``), learns from their manifests which game
-they played (sweeps older than the "game" key are consensus sweeps; sweeps of
+they played (sweeps of
 different games are refused) and prints that game's report, with "model" as a
 column: the LLM model's name, or the rule configuration of a rule policy. --json
 prints it as one JSON object; --out writes that object to a new file (--force

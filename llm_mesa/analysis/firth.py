@@ -162,7 +162,7 @@ def firth_logit(
     Firth's penalty keeps estimates finite when a cell never (or always) has the
     outcome, which is common with few games per condition (separation).
     ``formula`` is a formulaic formula whose left side names a bool or 0/1
-    column, e.g. ``"consensus ~ C(topology) * C(communication) + C(policy)"``;
+    column, e.g. ``"outcome ~ C(condition) * C(treatment) + C(policy)"``;
     it must keep the intercept. Design columns that carry no information (empty
     cells of an interaction, or aliases of other columns) are dropped and listed
     in ``dropped_columns``. With ``profile_likelihood`` (default, as logistf) the

@@ -105,7 +105,7 @@ def summary_frame(report: Mapping[str, Any], measure: str) -> pd.DataFrame:
     if not rows:
         return pd.DataFrame()
     frame = pd.DataFrame([{"condition": r["condition"], "model": r["model"], "value": _cell(r)} for r in rows])
-    table = frame.pivot(index="condition", columns="model", values="value")
+    table = frame.pivot(index="condition", columns="model", values="value").rename_axis(columns=None)
     return table.reindex(index=[c for c in report["conditions"] if c in table.index],
                          columns=[m for m in report["models"] if m in table.columns])
 

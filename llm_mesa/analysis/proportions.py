@@ -3,7 +3,7 @@
 * :func:`wilson_interval`: the Wilson score interval of a proportion
   (``statsmodels.stats.proportion.proportion_confint``); it stays inside [0, 1]
   and is informative at 0/30 and 30/30, where the Wald interval collapses.
-* :func:`adjust_pvalues`: Bonferroni (as the consensus study corrected) and Holm
+* :func:`adjust_pvalues`: Bonferroni (as studies often correct) and Holm
   (uniformly more powerful, same family-wise guarantee) over one family of tests
   (``statsmodels.stats.multitest.multipletests``); missing p-values stay missing
   and do not count in the family.

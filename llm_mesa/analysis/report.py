@@ -88,7 +88,7 @@ def manifest_summary(sweep: SweepData) -> pd.DataFrame:
                 hashes_from_store = _store_hashes(path) if hashes_from_store is None else hashes_from_store
                 hashes = hashes_from_store
             rows.append({
-                "sweep": label, "game": manifest.get("game", "consensus"), "created": manifest.get("created", ""),
+                "sweep": label, "game": manifest.get("game", ""), "created": manifest.get("created", ""),
                 "policy": policy,
                 "model": ", ".join(sorted(mine["model"].astype(str).unique())) if len(mine) else "",
                 "spec": entry if isinstance(entry, str) else "LLM",

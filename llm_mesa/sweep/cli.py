@@ -1,15 +1,13 @@
 """Run a sweep of any game: conditions x axes x policies x seeds, resumable.
 
 Examples:
-  llm-mesa sweep experiments/consensus-study-rules.toml --out runs/rules
-  llm-mesa sweep experiments/consensus-study.toml --dry-run --price 0.1,0.3
-  llm-mesa sweep --game consensus --conditions study --policies rules --seeds 30 --out runs/rules --processes 2
-  llm-mesa sweep --game naming --set n=12,24 --set alpha=0.5,0.9 --set speaker=echo --seeds 3 --out runs/sign
-  llm-mesa sweep --game consensus --conditions ba-local,ba-global --set max_rounds=60 --policies 'mi-0.2;voter' \\
-      --seeds 1-10 --out runs/ba.parquet
-  llm-mesa sweep --game consensus --conditions study --policies 'llm:model=qwen2.5-3b' \\
-      --base-url http://127.0.0.1:8000/v1 --temperature 0.7 --seeds 30 --out runs/qwen3b --games-in-flight 30
-  llm-mesa sweep --game consensus --list
+  llm-mesa sweep experiments/FILE.toml --out runs/study       # a study written down in a file
+  llm-mesa sweep experiments/FILE.toml --dry-run --price 0.1,0.3
+  llm-mesa sweep --game GAME --list                            # its conditions, policies, tables, parameters
+  llm-mesa sweep --game GAME --conditions study --policies rules --seeds 30 --out runs/rules --processes 2
+  llm-mesa sweep --game GAME --set NAME=V --set OTHER=V1,V2 --policies 'SPEC;SPEC' --seeds 1-10 --out runs/x.parquet
+  llm-mesa sweep --game GAME --policies 'llm:model=qwen2.5-3b' --base-url http://127.0.0.1:8000/v1 \\
+      --temperature 0.7 --seeds 30 --out runs/qwen3b --games-in-flight 30
 
 With one game installed it is the default; with several, --game (or the file's
 game) says which. Each finished game is appended to --out at once; rerun the same
@@ -63,7 +61,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                            "the game's 'study' group if it has one, else one condition of defaults)")
     grid.add_argument("--set", dest="axes", action="append", default=[], metavar="NAME=V[,V2...]",
                       help="fix a game parameter (one value) or make it an axis of the grid (several; repeatable), "
-                           "e.g. --set max_rounds=60 --set n=12,24; every parameter the game defines (see --list)")
+                           "e.g. --set NAME=60 --set OTHER=12,24; every parameter the game defines (see --list)")
     grid.add_argument("--policies", default=None,
                       help="';'-separated configuration names, a group ('rules'), or policy specs (default rules)")
     grid.add_argument("--seeds", default=None, help="a count (30 = seeds 0..29), a range (1-30) or a list (1,5,9); "

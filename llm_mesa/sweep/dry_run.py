@@ -6,7 +6,7 @@ prompt is (``Game.estimate``); this module multiplies out the grid, prices the
 tokens and times the sweep at the latency and concurrency the user states:
 ``time = max(rounds x latency x games / games in flight, calls x latency / concurrency)``.
 Tokens are counted as characters / 4, the usual figure for English under BPE
-tokenizers; a game that stops early (e.g. at a consensus) costs less than the bound.
+tokenizers; a game that stops early (e.g. once its agents agree) costs less than the bound.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ unchanged, see ``examples/batch_run_consensus.py``):
   (bounded by the endpoint's ``concurrency``). Every call is recorded to one
   ``ResponseStore``; a resumed sweep replays what it already paid for.
 * **Rule sweeps play games together.** A game plays a batch at once
-  (``Game.play_batch``, chunks of ``Game.batch_size``: consensus rule games run as
+  (``Game.play_batch``, chunks of ``Game.batch_size``: rule games of a game on a graph may run as
   arrays); ``processes`` spreads batches over a spawn-started process pool.
 
 The engine knows no game: it asks the game (``llm_mesa.games.Game``, found by
@@ -117,7 +117,7 @@ def run_sweep(
             are played (``spec.Execution``).
         game: the game's name or a ``Game`` (default: the only game installed).
         axes: ``NAME=V1,V2`` texts (or ``{name: values}``) crossed with every condition.
-        model_options: parameters fixed for every condition (e.g. ``max_rounds``).
+        model_options: parameters fixed for every condition (a round limit, say).
         progress: called as ``progress(done, total, row)`` after each finished game.
         options: the rest of ``SweepSpec``: ``tables`` (per-game tables to keep, with
             the tables they need), ``endpoint`` (the base of LLM specs that give no

@@ -2,7 +2,7 @@
 
 One study a file, flat in ``experiments/``::
 
-    game = "consensus"                  # which game (required)
+    game = "GAME"                       # which game (required)
     description = "..."                 # one line, shown in reports
     repetitions = 30                    # games per cell (required)
     seed = 0                            # the study's seed: every game's seed derives from it
@@ -11,7 +11,7 @@ One study a file, flat in ``experiments/``::
     tables = ["agents"]                 # per-game tables to keep besides the summary row
 
     [parameters]                        # fixed for every game (any game parameter)
-    max_rounds = 50
+    NAME = VALUE
 
     [axes]                              # crossed with every condition (any game parameter)
     n = [12, 24]
@@ -33,7 +33,7 @@ Seeds derive from (condition, repetition) alone: a hash of the condition's game
 parameters, the repetition number and the study's ``seed``. So an LLM sweep and its
 rule baseline play identical graphs and preferences (paired comparisons), the order
 of the grid does not matter, and extending a grid changes no existing game.
-Every key is checked on load: an unknown key or a bad value is one line naming
+Every key is checked on load: an unknown key or a bad value is one line that names
 the key and its table.
 """
 

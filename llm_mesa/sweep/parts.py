@@ -63,7 +63,7 @@ def part_files(folder: Path) -> list[Path]:
 
 
 def read_parts(files: Iterable[Path], types: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """The rows of ``files``, concatenated; an unreadable part is one error line naming it."""
+    """The rows of ``files``, concatenated; an unreadable part is one error line that names it."""
     frames = []
     for path in files:
         if not path.exists():

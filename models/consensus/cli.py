@@ -23,10 +23,6 @@ from .llm_options import add_llm_arguments, is_llm_spec, llm_setup_from_args
 from .model import ConsensusConfigError, ConsensusModel
 from .parameters import PARAMETERS
 
-#: the game's parameters offered as options (the rest keep the study's values; the library takes them all)
-CLI_PARAMETERS = ("topology", "n", "preferences", "minority", "minority_colour", "initial", "communication",
-                  "direct_messages", "label", "max_rounds", "baseline_permutations")
-
 #: exit status of a game that ran but is invalid (too many failed decisions); 2 stays for bad input
 INVALID_GAME_STATUS = 3
 
@@ -36,7 +32,7 @@ JSON_KEYS = ("consensus", "rounds", "winner", "largest_component", "largest_comp
 
 def configure(parser: argparse.ArgumentParser) -> None:
     game = parser.add_argument_group("game")
-    PARAMETERS.add_arguments(game, names=CLI_PARAMETERS)
+    PARAMETERS.add_arguments(game)  # every parameter of the game's one definition
     game.add_argument("--graph", metavar="FILE", help="play on this GraphML or edge-list file instead of --topology")
     game.add_argument("--seed", type=int, default=1, help="seed of everything random (default 1)")
     agents = parser.add_argument_group("agents")

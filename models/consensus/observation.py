@@ -9,6 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from .parameters import PARAMETERS
+
+#: an observation's rules default to the game's, as its one parameter definition gives them
+_DEFAULT = PARAMETERS.defaults()
+
 Colour = Literal["red", "blue"]
 COLOURS: tuple[Colour, Colour] = ("red", "blue")
 BLUE = 1
@@ -62,19 +67,19 @@ class ConsensusObservation:
     colour: Colour
     neighbour_ids: tuple[int, ...]
     neighbour_colours: tuple[Colour, ...]
-    communication: str = "none"  # none | local | global
-    direct_messages: bool = False
-    message_replaces_move: bool = True  # a message is sent instead of a move (the study), or with it
-    label: str = "llm"  # what the rules call the other players: "llm" or "human"
+    communication: str = _DEFAULT["communication"]  # none | local | global
+    direct_messages: bool = _DEFAULT["direct_messages"]
+    message_replaces_move: bool = _DEFAULT["message_replaces_move"]  # a message instead of a move (the study), or with it
+    label: str = _DEFAULT["label"]  # what the rules call the other players: "llm" or "human"
     history: list[RoundRecord] = field(default_factory=list)
     inbox: list[Message] = field(default_factory=list)
     diary: str = ""
     rounds_left: int = 0
-    max_rounds: int = 50
-    n_players: int = 36  # the game's rules, as the model was built: players and payoffs
-    payoff_preferred: float = 0.20
-    payoff_other: float = 0.15
-    prompt: str = "study"  # the wording of the rules an LLM agent is given (PROMPT_VARIANTS)
+    max_rounds: int = _DEFAULT["max_rounds"]
+    n_players: int = _DEFAULT["n"]  # the game's rules, as the model was built: players and payoffs
+    payoff_preferred: float = _DEFAULT["payoff_preferred"]
+    payoff_other: float = _DEFAULT["payoff_other"]
+    prompt: str = _DEFAULT["prompt"]  # the wording of the rules an LLM agent is given (PROMPT_VARIANTS)
     game_key: str = ""  # identifies the game (parameters and seed) in sample keys
 
     def blue_share(self) -> float:

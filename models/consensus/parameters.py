@@ -10,8 +10,9 @@ from __future__ import annotations
 from llm_mesa.graphs import TOPOLOGIES
 from llm_mesa.parameters import Parameter, ParameterSet
 
-from .prompt import PROMPT_VARIANTS
 
+#: the wordings of the rules LLM agents may get (``prompt.PROMPT_VARIANTS`` holds one template each)
+RULES_WORDINGS = ("study", "paraphrase")
 #: documented limits: a larger value is refused before anything is allocated
 MAX_AGENTS = 10_000_000
 MAX_ROUNDS = 1_000_000
@@ -35,7 +36,7 @@ PARAMETERS = ParameterSet.of(
               control=False),
     Parameter("label", str, "llm", "what the rules call the other players", choices=("llm", "human"), label="Opponent label"),
     Parameter("prompt", str, "study", "the wording of the rules LLM agents get: the study's, or a paraphrase "
-              "(a sweep axis tests whether wording changes the outcome)", choices=tuple(PROMPT_VARIANTS),
+              "(a sweep axis tests whether wording changes the outcome)", choices=RULES_WORDINGS,
               label="Rules wording"),
     Parameter("max_rounds", int, 50, "round limit (the study: 50)", low=1, high=MAX_ROUNDS, label="Max rounds"),
     Parameter("payoff_preferred", float, 0.20, "payoff when the network ends on one's preferred colour",
@@ -54,4 +55,4 @@ PARAMETERS = ParameterSet.of(
               low=0, high=1, control=False, sweep=False),
 )
 
-__all__ = ["MAX_AGENTS", "MAX_ROUNDS", "PARAMETERS"]
+__all__ = ["MAX_AGENTS", "MAX_ROUNDS", "PARAMETERS", "RULES_WORDINGS"]

@@ -35,10 +35,6 @@ JSON_KEYS = ("agreement_final", "agreement_max", "agreement_basis", "held_share_
              "rounds_to_50", "rounds_to_60", "rounds_to_70", "rounds", "outcomes", "seed")
 
 
-#: the game's parameters the command offers, as PARAMETERS defines them (--rounds is max_rounds)
-GAME_OPTIONS = ("n", "mode", "memory", "alpha", "pairing", "max_rounds", "lexicon_size", "stop_at_consensus")
-
-
 class _ValuesCheckedByTheGame:
     """An argument group whose options keep the text they were given.
 
@@ -58,7 +54,7 @@ class _ValuesCheckedByTheGame:
 
 def configure(parser: argparse.ArgumentParser) -> None:
     game = parser.add_argument_group("game")
-    PARAMETERS.add_arguments(_ValuesCheckedByTheGame(game), names=GAME_OPTIONS)
+    PARAMETERS.add_arguments(_ValuesCheckedByTheGame(game))  # every parameter (--rounds is max_rounds)
     game.add_argument("--seed", type=int, default=1, help="seed of everything random (default 1)")
     agents = parser.add_argument_group("speakers")
     agents.add_argument("--speaker", default="echo",
@@ -69,8 +65,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     from llm_mesa.llm.endpoint import add_endpoint_arguments
     from llm_mesa.llm.recording import add_recording_arguments
 
-    add_endpoint_arguments(parser, temperature=0.7, top_p=0.9, max_tokens=32,
-                           extra_body='{"repetition_penalty": 1.1}', prompt_mode="completion")
+    from .game import GAME
+
+    add_endpoint_arguments(parser, **GAME.llm.endpoint_defaults)  # the study's sampling, said once in the game
     add_recording_arguments(parser)
 
 
