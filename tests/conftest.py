@@ -1,7 +1,8 @@
 """The whole suite runs in an open world: a game from outside the tree is installed beside the project's.
 
-``tinyvote`` (``tests/extra_game/tinyvote.py``, written on the public API alone) is
-installed for the test run as a package of its own, with its one entry point in the
+``tinyvote``, the game ``docs/write-a-game.md`` writes (its blocks marked
+``file: tinyvote.py``, on the public API alone), is installed for the test run as a
+package of its own, with its one entry point in the
 ``llm_mesa.games`` group, on ``sys.path`` and on ``PYTHONPATH`` (so servers and
 commands started as subprocesses see it too). No test may assume which games are
 installed; the open-world tests run every command and page over this one.
@@ -10,20 +11,30 @@ installed; the open-world tests run every command and page over this one.
 from __future__ import annotations
 
 import os
-import shutil
+import re
 import sys
 from pathlib import Path
 
 import pytest
 
 EXTRA_GAME = "tinyvote"
-_SOURCE = Path(__file__).parent / "extra_game" / f"{EXTRA_GAME}.py"
+GUIDE = Path(__file__).resolve().parent.parent / "docs" / "write-a-game.md"
+_BLOCK = re.compile(r"<!-- file: (\S+) -->\n```python\n(.*?)```", re.DOTALL)
+
+
+def guide_files() -> dict[str, str]:
+    """The files the guide writes: each ``file: NAME`` block, in order, joined per file."""
+    files: dict[str, str] = {}
+    for name, code in _BLOCK.findall(GUIDE.read_text()):
+        files[name] = files.get(name, "") + ("\n\n" if name in files else "") + code
+    return files
 
 
 def install_extra_game(site: Path) -> Path:
     """Lay ``tinyvote`` out in ``site`` as an installed distribution: its module and its dist-info."""
     site.mkdir(parents=True, exist_ok=True)
-    shutil.copy(_SOURCE, site / f"{EXTRA_GAME}.py")
+    for name, code in guide_files().items():
+        (site / name).write_text(code)
     info = site / f"{EXTRA_GAME}-0.1.dist-info"
     info.mkdir(exist_ok=True)
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {EXTRA_GAME}\nVersion: 0.1\n")

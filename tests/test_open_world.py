@@ -1,6 +1,6 @@
 """Every command works for a game from outside the tree: ``tinyvote``, installed for the test run.
 
-The game (``tests/extra_game/tinyvote.py``) uses only the public API and brings no
+The game (written by ``docs/write-a-game.md``) uses only the public API and brings no
 command, statistics, figures or view of its own: what it gets is the core's generic
 subcommand, sweep, dry run, analysis and report. Theory checks the numbers: on a
 ring, the majority of three keeps every run of two equal states, so ``follow``
@@ -15,8 +15,8 @@ import sys
 
 import pandas as pd
 import pytest
-
 from conftest import EXTRA_GAME, install_extra_game
+
 from llm_mesa.cli import main
 from llm_mesa.games import GameError, game_names, get_game, register_game, unregister_game
 from llm_mesa.loopback.server import LoopbackServer

@@ -10,7 +10,6 @@ from __future__ import annotations
 from llm_mesa.graphs import TOPOLOGIES
 from llm_mesa.parameters import Parameter, ParameterSet
 
-
 #: the wordings of the rules LLM agents may get (``prompt.PROMPT_VARIANTS`` holds one template each)
 RULES_WORDINGS = ("study", "paraphrase")
 #: documented limits: a larger value is refused before anything is allocated
