@@ -10,13 +10,13 @@ after an interruption and only the missing games are played.
 
 The same from the command line:
 
-    llm-mesa sweep --conditions study --policies rules --seeds 30 --out runs/rules --processes 2
+    llm-mesa sweep --game consensus --conditions study --policies rules --seeds 30 --out runs/rules --processes 2
 
 With LLM agents, play many games at once in one process so their calls overlap
 on the endpoint (every call is recorded to OUT/calls.sqlite; a resumed sweep
 replays what it already paid for):
 
-    llm-mesa sweep --conditions study --policies 'llm:model=qwen2.5-3b-instruct' \
+    llm-mesa sweep --game consensus --conditions study --policies 'llm:model=qwen2.5-3b-instruct' \
         --base-url http://127.0.0.1:8000/v1 --temperature 0.7 --seeds 30 \
         --games-in-flight 30 --concurrency 1080 --out runs/qwen3b
 """
