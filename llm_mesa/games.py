@@ -36,7 +36,7 @@ import sys
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from importlib.metadata import EntryPoint, entry_points
-from types import MappingProxyType
+from types import MappingProxyType, ModuleType, SimpleNamespace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from llm_mesa.errors import LlmMesaError
@@ -59,6 +59,8 @@ if TYPE_CHECKING:
     import pandas as pd
     from mesa import Model
 
+    from llm_mesa.analysis.report_html import Panel
+    from llm_mesa.analysis.sweep_data import SweepData
     from llm_mesa.llm.endpoint import Endpoint
     from llm_mesa.llm.store import ResponseStore
     from llm_mesa.policy import Policy
@@ -108,7 +110,7 @@ class Game(ABC):
         request has an endpoint), step it until it stops, then ``summary_row`` and
         ``table``; an LLM policy's usage is added to the row.
         """
-        policy: Any = request.policy
+        policy: str | Policy = request.policy
         llm = None
         if request.endpoint is not None:
             llm = policy = self.llm_policy(request.endpoint, request.store)
@@ -258,7 +260,7 @@ class Game(ABC):
 
         return GameView(self) if self.extensions.view is None else _load(self.extensions.view)(self)
 
-    def analysis(self) -> Any:
+    def analysis(self) -> ModuleType:
         """The module of the game's statistics, or the generic one (``llm_mesa.analysis.generic``)."""
         return _load(self.extensions.analysis or "llm_mesa.analysis.generic")
 
@@ -268,7 +270,7 @@ class Game(ABC):
         if configure is not None:
             configure(parser)
 
-    def analyze(self, sweep: Any, options: Mapping[str, Any]) -> dict[str, Any]:
+    def analyze(self, sweep: SweepData, options: Mapping[str, Any]) -> dict[str, Any]:
         """The game's statistics over finished sweeps (a ``SweepData``), JSON-ready."""
         return self.analysis().analyze(sweep, options)
 
@@ -276,14 +278,14 @@ class Game(ABC):
         format_report = getattr(self.analysis(), "format_report", None)
         return format_report(report) if format_report is not None else json.dumps(report, indent=2)
 
-    def report_panels(self, sweep: Any, report: Mapping[str, Any]) -> list[Any]:
+    def report_panels(self, sweep: SweepData, report: Mapping[str, Any]) -> list[Panel]:
         """The figures of ``llm-mesa report``, each beside its table (``report_html.Panel``)."""
         module = _load(self.extensions.figures) if self.extensions.figures else None
         if module is None:
             from llm_mesa.analysis import generic as module
         return module.report_panels(sweep, report)
 
-    def cli(self) -> Any:
+    def cli(self) -> ModuleType | SimpleNamespace:
         """The module of the game's subcommand (``configure``, ``run``): its own, or the generic one."""
         if self.extensions.cli is not None:
             return _load(self.extensions.cli)
@@ -301,7 +303,7 @@ def run_model(model: Model) -> int:
     return steps
 
 
-def usage_fields(policy: Any) -> dict[str, Any]:
+def usage_fields(policy: Policy) -> dict[str, Any]:
     """An LLM policy's calls, tokens, cost and failures, as summary-row columns."""
     usage = getattr(policy, "usage", None)
     if usage is None:
