@@ -80,6 +80,7 @@ def test_an_llm_game_records_and_replays_exactly_with_zero_calls(server, tmp_pat
     row = live.row
     assert row["calls"] == calls > 0 and row["failed_decisions"] == 0 and row["model"].startswith("colouring:")
     assert calls == 20 * row["rounds"]  # every agent asked every round (the game's inertia is 0)
+    assert row["prompt_template_hash"] == ColouringPrompt().template_hash
     before = server.stats()["requests"]
     again = play(server, "colouring:best-response?inertia=0.2", ResponseStore(path, "replay"))
     assert server.stats()["requests"] == before  # zero calls

@@ -193,6 +193,9 @@ class ColouringModel(mesa.Model):
             row[f"conflicts_at_{share}"] = played[max(1, -(-horizon * share // 100)) - 1]
         row.update(changes=self.changes, failed_decisions=self.failures,
                    payoff_earned=self.payoff if self.solved else 0.0)
+        templates = sorted({t for p in self.players if (t := getattr(getattr(p.policy, "prompt", None), "template_hash", None))})
+        if templates:  # LLM agents: which prompt they read (the report's manifest summary names it)
+            row["prompt_template_hash"] = ",".join(templates)
         return row
 
     # --- tables -----------------------------------------------------------------------
