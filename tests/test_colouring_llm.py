@@ -49,8 +49,11 @@ def test_the_prompt_puts_the_games_own_rules_first_and_the_state_last():
                            for v in model.neighbours[3])
     assert f"Your neighbours' current colours: {neighbours}" in state
     assert f"Conflicts in the whole network: {model.conflicts}" in state and state.startswith("Round: 1 of 7")
+    assert "asked" not in text
     plain = ColouringModel("best-response", 4, n=12, k=3, topology="pa").players[3].observe()
     assert "degree" not in prompt.rules_text(plain) and "Conflicts" not in prompt.state_text(plain)
+    sitting = ColouringModel("best-response", 4, n=12, k=3, topology="pa", inertia=0.25).players[3].observe()
+    assert "Each player is asked in a round with probability 75%; one not asked keeps its colour that round." in prompt.rules_text(sitting)
 
 
 def test_the_stand_in_reads_the_prompt_as_the_game_wrote_it():

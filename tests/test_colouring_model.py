@@ -46,7 +46,7 @@ def test_bad_networks_are_refused_in_one_line():
     with pytest.raises(ColouringError, match="nodes 0..n-1"):
         ColouringModel("best-response", 0, graph=nx.relabel_nodes(nx.cycle_graph(4), {0: "a"}))
     with pytest.raises(ColouringError, match="start colours"):
-        ColouringModel("best-response", 0, graph=nx.cycle_graph(4), colours=["red", "mauve", "red", "blue"])
+        ColouringModel("best-response", 0, graph=nx.cycle_graph(4), start=["red", "mauve", "red", "blue"])
 
 
 def test_the_same_seed_plays_the_same_game_and_model_random_is_not_used():

@@ -72,7 +72,7 @@ def test_a_proper_colouring_is_a_fixed_point_of_best_response(shape, inertia):
     found = proper_colouring(graph, shape["k"])
     assert found is not None
     start = [COLOURS[c] for c in found]
-    model = ColouringModel("best-response", 1, graph=graph, colours=start, inertia=inertia, **{**shape, "n": 38})
+    model = ColouringModel("best-response", 1, graph=graph, start=start, inertia=inertia, **{**shape, "n": 38})
     assert model.solved and not model.running
     play(model, 10)  # stepped on past its end: nothing moves
     assert set(model.history) == {tuple(start)} and model.changes == 0 and model.conflicts == 0
@@ -164,7 +164,7 @@ def test_best_response_freezes_on_a_cube_with_one_face_recoloured():
     # parity colouring, with the face x0 = 0 flipped: each agent has exactly one neighbour on its colour
     start = ["red" if (sum(v) + (v[0] == 0)) % 2 else "blue" for v in nodes]
     for inertia in (0.0, 0.5):
-        model = ColouringModel("best-response", 2, graph=cube, colours=start, k=2, inertia=inertia, max_rounds=50)
+        model = ColouringModel("best-response", 2, graph=cube, start=start, k=2, inertia=inertia, max_rounds=50)
         assert model.conflicts == 4 and model.agents_in_conflict() == 8
         while model.running:
             model.step()

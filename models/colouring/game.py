@@ -69,7 +69,7 @@ class ColouringGame(Game):
                     neighbour_colours=("purple",) * degree, colours=COLOURS[: p["k"]], n_players=p["n"],
                     max_rounds=p["max_rounds"], payoff=p["payoff"],
                     neighbour_degrees=(10,) * degree if p["show_degrees"] else None,
-                    conflicts=10 * degree if p["show_conflicts"] else None)
+                    conflicts=10 * degree if p["show_conflicts"] else None, inertia=p["inertia"])
         prompt = "\n".join(m["content"] for m in ColouringPrompt().messages(view))
         completion = endpoint.max_tokens or endpoint.max_completion_tokens or 40
         return LlmEstimate(calls=p["n"] * p["max_rounds"], rounds=p["max_rounds"],

@@ -59,7 +59,8 @@ class Player(FixedAgent, PolicyAgent):
             neighbour_colours=tuple(model.players[v].state for v in neighbours), colours=model.colours,
             n_players=model.n, max_rounds=model.max_rounds, payoff=model.payoff,
             neighbour_degrees=tuple(len(model.neighbours[v]) for v in neighbours) if model.show_degrees else None,
-            conflicts=model.conflicts if model.show_conflicts else None, game_key=model.game_key)
+            conflicts=model.conflicts if model.show_conflicts else None, inertia=model.inertia,
+            game_key=model.game_key)
 
     def advance(self) -> None:
         move: Move = self.pending
@@ -69,16 +70,17 @@ class Player(FixedAgent, PolicyAgent):
 class ColouringModel(mesa.Model):
     """One game of network colouring (parameters: ``parameters.PARAMETERS``).
 
-    Library callers may also pass ``graph`` (a networkx graph on nodes 0..n-1; ``n``
-    and ``topology`` are then read from it) and ``colours`` (each node's start colour).
+    Library callers may also pass ``graph`` (a networkx graph on nodes 0..n-1, played
+    instead of one drawn; ``n`` is then its size) and ``start`` (each node's first colour).
     """
 
     def __init__(self, policy: str | Policy | Sequence[str | Policy] = "best-response", seed: int = 0, *,
-                 graph: nx.Graph | None = None, colours: Sequence[str] | None = None, **parameters: Any) -> None:
+                 graph: nx.Graph | None = None, start: Sequence[str] | None = None, **parameters: Any) -> None:
         super().__init__(rng=seed)
         p = PARAMETERS.validate(parameters, complete=True)
         self.seed, self.parameters = seed, p
         graph_rng, start_rng, self.sit_out_rng, self.decision_rng = seed_streams(seed)
+        given = graph is not None
         if graph is None:
             graph = build_graph(p["topology"], p["n"], graph_rng, k=p["k"], chords=p["chords"],
                                 leaders=p["leaders"], links=p["links"])
@@ -91,10 +93,10 @@ class ColouringModel(mesa.Model):
         self.show_degrees, self.show_conflicts = p["show_degrees"], p["show_conflicts"]
         self.neighbours = [tuple(sorted(graph[v])) for v in range(self.n)]
         self.edges = sorted((min(u, v), max(u, v)) for u, v in graph.edges if u != v)
-        self.game_key = self._game_key(colours)
+        self.game_key = self._game_key(given, start)
         self.network = Network(graph, random=random.Random(seed), layout=None)
         policies = self._policies(policy)
-        self.players = [Player(self, v, c, policies[v]) for v, c in enumerate(self._start(p["initial"], colours, start_rng))]
+        self.players = [Player(self, v, c, policies[v]) for v, c in enumerate(self._start(p["initial"], start, start_rng))]
         self.round = 0
         self.changed = self.failed = 0
         self.conflicts = self.count_conflicts()
@@ -116,9 +118,9 @@ class ColouringModel(mesa.Model):
             raise ColouringError(f"give one policy for all agents or one per agent ({self.n}), not {len(chosen)}")
         return chosen
 
-    def _start(self, initial: str, colours: Sequence[str] | None, rng: random.Random) -> list[str]:
-        if colours is not None:
-            start = list(colours)
+    def _start(self, initial: str, given: Sequence[str] | None, rng: random.Random) -> list[str]:
+        if given is not None:
+            start = list(given)
             if len(start) != self.n or not set(start) <= set(self.colours):
                 raise ColouringError(f"give {self.n} start colours, each one of: {', '.join(self.colours)}")
             return start
@@ -126,10 +128,10 @@ class ColouringModel(mesa.Model):
             return [self.colours[0]] * self.n
         return [self.colours[rng.randrange(len(self.colours))] for _ in range(self.n)]
 
-    def _game_key(self, colours: Sequence[str] | None) -> str:
+    def _game_key(self, given_graph: bool, start: Sequence[str] | None) -> str:
         """Names this game in LLM call records: its parameters, seed, and any given graph or start."""
-        identity = {"parameters": self.parameters, "seed": self.seed, "edges": self.edges,
-                    "colours": list(colours) if colours is not None else None}
+        identity = {"parameters": self.parameters, "seed": self.seed, "edges": self.edges if given_graph else None,
+                    "start": list(start) if start is not None else None}
         return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
 
     # --- one round -------------------------------------------------------------------

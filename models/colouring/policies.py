@@ -44,6 +44,7 @@ class View:
     payoff: float
     neighbour_degrees: tuple[int, ...] | None = None
     conflicts: int | None = None
+    inertia: float = 0.0  # the game's: the chance that an agent sits a round out
     game_key: str = ""
 
     @property

@@ -20,11 +20,12 @@ RULES = """You are a player in a networked colouring game with {n_others} other 
 Each player sits on a node of a network and sees only its own colour and its direct neighbours' colours{degrees}, never the whole network.
 There are {k} colours: {colour_list}. Every player holds one of them.
 Two neighbours holding the same colour are a conflict. The group succeeds when the network has no conflict at all, and the game ends as soon as it has none.
-The game lasts at most {max_rounds} rounds. In each round all players choose at the same time; the choices are then revealed together.
+The game lasts at most {max_rounds} rounds. In each round all players choose at the same time; the choices are then revealed together.{asked}
 Payoff, the same for every player: ${payoff:.2f} if the network has no conflict by the last round; $0 otherwise.{conflicts}
 Answer with one JSON object with these keys: "colour": the colour you choose, one of {colour_list}; "reason": what you saw that made you choose it. Write nothing else."""
 DEGREES_RULE = " and how many neighbours each of them has"
 CONFLICTS_RULE = "\nYou are also told how many conflicts the whole network has."
+ASKED_RULE = " (Each player is asked in a round with probability {share:.0%}; one not asked keeps its colour that round.)"
 
 STATE = """Round: {round} of {max_rounds}
 You are node {agent}.
@@ -65,7 +66,7 @@ class ColouringPrompt:
     @cached_property
     def template_hash(self) -> str:
         """Changes whenever any template text changes, so stale answers never replay."""
-        parts = [self.rules, self.state, self.reminder_text, DEGREES_RULE, CONFLICTS_RULE, CONFLICTS_STATE,
+        parts = [self.rules, self.state, self.reminder_text, DEGREES_RULE, CONFLICTS_RULE, ASKED_RULE, CONFLICTS_STATE,
                  str(self.system_role)]
         return hashlib.sha256("\x1e".join(parts).encode()).hexdigest()[:16]
 
@@ -73,6 +74,7 @@ class ColouringPrompt:
         return self.rules.format(
             n_others=view.n_players - 1, degrees=DEGREES_RULE if view.neighbour_degrees is not None else "",
             k=len(view.colours), colour_list=", ".join(view.colours), max_rounds=view.max_rounds,
+            asked=ASKED_RULE.format(share=1 - view.inertia) if view.inertia else "",
             payoff=view.payoff, conflicts=CONFLICTS_RULE if view.conflicts is not None else "")
 
     def state_text(self, view: View) -> str:
