@@ -155,3 +155,78 @@ def test_a_rule_only_game_and_the_help_import_neither_openai_nor_solara():
             "sys.stderr.write(repr(bad)); sys.exit(1 if bad else 0)\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+#: the core's public API: these modules and the names in their ``__all__``
+PUBLIC_MODULES = ("llm_mesa", "llm_mesa.llm", "llm_mesa.loopback", "llm_mesa.analysis", "llm_mesa.sweep")
+
+
+def non_public_uses(path: Path, own: str, package: str) -> list[str]:
+    """What ``path`` (a module of ``package``) takes from llm_mesa beyond its public API and its game ``own``.
+
+    A name imported from a public module must be in that module's ``__all__`` and not
+    start with an underscore; any other llm_mesa module (another game, the explorer, a core
+    module not exported) is refused, in an import or in a module-name string.
+    """
+    import importlib
+
+    public = {m: set(importlib.import_module(m).__all__) for m in PUBLIC_MODULES}
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found, bound = [], set()
+
+    def allowed_module(module: str) -> bool:
+        return module in public or module == own or module.startswith(own + ".")
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:
+                base = package.split(".")
+                module = ".".join(base[: len(base) - node.level + 1] + ([node.module] if node.module else []))
+            if not module.startswith("llm_mesa"):
+                continue
+            if not allowed_module(module):
+                found.append(f"from {module} import ...")
+            elif module in public:
+                for alias in node.names:
+                    bound.add(alias.asname or alias.name)
+                    if alias.name.startswith("_") or alias.name not in public[module]:
+                        found.append(f"from {module} import {alias.name}")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("llm_mesa") and not allowed_module(alias.name):
+                    found.append(f"import {alias.name}")
+                elif alias.name in public:
+                    bound.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and re.fullmatch(r"llm_mesa(\.\w+)+(:\w+)?",
+                                                                                              node.value):
+            if not allowed_module(node.value.partition(":")[0]):
+                found.append(f"the module name {node.value!r}")
+    for node in ast.walk(tree):  # a private member reached through a public name (llm_mesa._EXPORTS)
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound
+                and node.attr.startswith("_") and not node.attr.startswith("__")):
+            found.append(f"{node.value.id}.{node.attr}")
+    return found
+
+
+def test_the_colouring_game_uses_only_the_public_api():
+    """The proof that a game needs nothing private: models/colouring imports only what llm_mesa exports."""
+    files = python_files("models/colouring")
+    assert len(files) >= 8
+    uses = {str(p.relative_to(ROOT)): non_public_uses(p, "llm_mesa.models.colouring", package_of(p)) for p in files}
+    assert {f: u for f, u in uses.items() if u} == {}
+
+
+def test_the_public_api_check_catches_a_private_import(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("import importlib\nimport llm_mesa\nimport llm_mesa.sweep.engine\n"
+                   "from llm_mesa import Game, _EXPORTS\nfrom llm_mesa.graphs import TOPOLOGIES\n"
+                   "from llm_mesa.llm import ask, answers\nfrom llm_mesa.models.consensus import GAME\n"
+                   "from llm_mesa.visualization import app\nfrom .policies import View\n"
+                   "importlib.import_module('llm_mesa.llm.store')\nPOLICY = 'llm_mesa.models.colouring.llm_policy:game_policy'\n"
+                   "print(llm_mesa._EXPORTS)\n")
+    found = non_public_uses(bad, "llm_mesa.models.colouring", "llm_mesa.models.colouring")
+    assert sorted(found) == sorted([
+        "import llm_mesa.sweep.engine", "from llm_mesa import _EXPORTS", "from llm_mesa.graphs import ...",
+        "from llm_mesa.llm import answers", "from llm_mesa.models.consensus import ...",
+        "from llm_mesa.visualization import ...", "the module name 'llm_mesa.llm.store'", "llm_mesa._EXPORTS"])

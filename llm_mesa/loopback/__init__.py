@@ -11,13 +11,20 @@ at most ``MAX_JSON_DEPTH`` deep (400), and injected delays of at most
 ``MAX_DELAY_S`` each (400).
 """
 
-from llm_mesa.loopback.behaviours import Behaviour, PromptView, count_tokens, listed_behaviours, register_behaviour
+from llm_mesa.loopback.behaviours import (
+    Behaviour,
+    PromptNotUnderstood,
+    PromptView,
+    count_tokens,
+    listed_behaviours,
+    register_behaviour,
+)
 from llm_mesa.loopback.faults import FAULT_KINDS, MAX_DELAY_S, FaultSettings, LoopbackError
 from llm_mesa.loopback.protocol import MAX_JSON_DEPTH
 from llm_mesa.loopback.server import DEFAULT_READ_TIMEOUT_S, MAX_BODY_BYTES, SYSTEM_FINGERPRINT, LoopbackServer
 
 __all__ = [
-    "Behaviour", "DEFAULT_READ_TIMEOUT_S", "FAULT_KINDS", "PromptView", "FaultSettings", "LoopbackError", "LoopbackServer",
+    "Behaviour", "DEFAULT_READ_TIMEOUT_S", "FAULT_KINDS", "PromptNotUnderstood", "PromptView", "FaultSettings", "LoopbackError", "LoopbackServer",
     "MAX_BODY_BYTES", "MAX_DELAY_S", "MAX_JSON_DEPTH", "SYSTEM_FINGERPRINT",
     "count_tokens", "listed_behaviours", "register_behaviour",
 ]

@@ -1,0 +1,80 @@
+"""The colouring game's LLM policy: one call per agent and round it decides, answered in JSON.
+
+One policy object serves every agent of a game; ``adecide`` is a coroutine, so the
+round runner has the whole round's calls in flight together. Every call goes
+through ``llm_mesa.llm.ask`` (one reminder on an unreadable answer) and the
+``ResponseStore`` it is given, so a recorded game replays exactly with no call.
+An answer that still decides nothing never stops the game: the agent keeps its
+colour and the decision counts as failed.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from llm_mesa import Policy, register_policy
+from llm_mesa.llm import Endpoint, LLMRequest, ResponseStore, Usage, ask, parse_json_answer
+
+from .policies import NAME, Move, View
+from .prompt import ColouringPrompt, answer_schema
+
+
+def decode_answer(text: str, view: View) -> Move | None:
+    """The move in an answer (a colour of the game, any case, ``color`` accepted), or None."""
+    data = parse_json_answer(text)
+    if not data:
+        return None
+    colour = str(data.get("colour", data.get("color", ""))).strip().lower()
+    if colour not in view.colours:
+        return None
+    return Move(colour, reason=str(data.get("reason", ""))[:2000], outcome="ok")
+
+
+@register_policy("llm", NAME, "an LLM agent behind any OpenAI-compatible endpoint")
+class ColouringLLM(Policy):
+    """Ask an LLM for each decision.
+
+    Args:
+        endpoint: where and how to call (or ``base_url``/``model`` and endpoint options
+            as keywords, e.g. ``make_policy("llm:base_url=...,model=...", "colouring")``).
+        store: the record/replay store (None: calls are not recorded).
+        prompt: the templates (``ColouringPrompt``).
+    """
+
+    is_async = True
+
+    def __init__(self, endpoint: Endpoint | None = None, *, store: ResponseStore | None = None,
+                 prompt: ColouringPrompt | None = None, **endpoint_options: Any) -> None:
+        self.endpoint = endpoint or Endpoint.from_url_and_env(
+            endpoint_options.pop("base_url", None), endpoint_options.pop("model", None), **endpoint_options)
+        self.store = store
+        self.prompt = prompt or ColouringPrompt()
+        self.usage = Usage(NAME)
+
+    def params(self) -> dict[str, Any]:
+        return {"base_url": self.endpoint.base_url, "model": self.endpoint.model}
+
+    def identity(self) -> str:
+        return f"llm:model={self.endpoint.model}"
+
+    def request(self, view: View) -> LLMRequest:
+        key = f"g={view.game_key}|agent={view.agent}|round={view.round}"
+        if self.endpoint.prompt_mode == "completion":
+            return LLMRequest(prompt=self.prompt.completion_prompt(view), sample_key=key,
+                              template_hash=self.prompt.template_hash, purpose="decide")
+        return LLMRequest(messages=self.prompt.messages(view), schema=answer_schema(view.colours, self.endpoint.max_tokens),
+                          sample_key=key, template_hash=self.prompt.template_hash, purpose="decide",
+                          schema_name="decision")
+
+    async def adecide(self, observation: View, rng: random.Random) -> Move:
+        answer = await ask(self.endpoint, self.request(observation), lambda text: decode_answer(text, observation),
+                           self.prompt.reminder(observation), store=self.store, usage=self.usage)
+        if answer.ok and answer.value is not None:
+            return Move(answer.value.colour, answer.value.reason, answer.outcome)
+        return Move(observation.colour, outcome=answer.outcome)
+
+
+def game_policy(endpoint: Any, store: ResponseStore | None = None) -> ColouringLLM:
+    """The game contract's LLM policy factory (``ColouringGame.llm.policy``)."""
+    return ColouringLLM(endpoint, store=store)
