@@ -39,6 +39,15 @@ _EXPORTS = {
     "game_names": "llm_mesa.games",
     "register_game": "llm_mesa.games",
     "run_model": "llm_mesa.games",
+    # update schemes: synchronous rounds, or agents taking turns (exact, with LLM calls overlapping)
+    "UPDATE": "llm_mesa.update",
+    "UPDATE_SCHEMES": "llm_mesa.update",
+    "TURN_RULES": "llm_mesa.update",
+    "activation_stream": "llm_mesa.update",
+    "activation_order": "llm_mesa.update",
+    "dependencies": "llm_mesa.update",
+    "depth": "llm_mesa.update",
+    "play_activations": "llm_mesa.update",
     "LlmMesaError": "llm_mesa.errors",
     # what pages draw of a game
     "GameView": "llm_mesa.views",

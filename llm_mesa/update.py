@@ -99,6 +99,7 @@ def depth(deps: Sequence[Sequence[int]]) -> int:
 
 
 Apply = Callable[[PolicyAgent, Any, int], None]
+Observe = Callable[[PolicyAgent, int], Any]
 
 
 def _apply(agent: PolicyAgent, decision: Any, activation: int) -> None:
@@ -106,12 +107,18 @@ def _apply(agent: PolicyAgent, decision: Any, activation: int) -> None:
     agent.advance()
 
 
+def _observe(agent: PolicyAgent, activation: int) -> Any:
+    return agent.observe()
+
+
 def play_activations(agents: Sequence[PolicyAgent], order: Sequence[int], deps: Sequence[Sequence[int]],
-                     rngs: Sequence[Any], apply: Apply = _apply) -> list[Any]:
+                     rngs: Sequence[Any], apply: Apply = _apply, observe: Observe = _observe) -> list[Any]:
     """Play one round's activations; each agent observes at its turn and applies its decision at once.
 
     ``rngs[k]`` is the random source of activation ``k``'s decision (drawn beforehand
     in activation order, so a rule run is the same however the calls overlap).
+    ``observe(agent, k)`` builds activation ``k``'s observation (default: the agent's
+    ``observe()``; a game whose prompt names the turn passes its own), and
     ``apply(agent, decision, k)`` applies one decision (default: ``pending`` then
     ``advance``). Rule policies decide on the spot; when any policy is asynchronous
     (an LLM), every activation whose dependencies are done runs at once on the
@@ -121,16 +128,16 @@ def play_activations(agents: Sequence[PolicyAgent], order: Sequence[int], deps: 
         decisions = []
         for k, i in enumerate(order):
             agent = agents[i]
-            decisions.append(agent.policy.decide(agent.observe(), rngs[k]))
+            decisions.append(agent.policy.decide(observe(agent, k), rngs[k]))
             apply(agent, decisions[-1], k)
         return decisions
     from llm_mesa.llm.runtime import run_sync
 
-    return run_sync(_concurrent(agents, order, deps, rngs, apply))
+    return run_sync(_concurrent(agents, order, deps, rngs, apply, observe))
 
 
 async def _concurrent(agents: Sequence[PolicyAgent], order: Sequence[int], deps: Sequence[Sequence[int]],
-                      rngs: Sequence[Any], apply: Apply) -> list[Any]:
+                      rngs: Sequence[Any], apply: Apply, observe: Observe) -> list[Any]:
     done = [asyncio.Event() for _ in order]
     decisions: list[Any] = [None] * len(order)
 
@@ -138,7 +145,7 @@ async def _concurrent(agents: Sequence[PolicyAgent], order: Sequence[int], deps:
         for d in deps[k]:
             await done[d].wait()
         agent = agents[order[k]]
-        observation = agent.observe()
+        observation = observe(agent, k)
         policy = agent.policy
         decisions[k] = await policy.adecide(observation, rngs[k]) if policy.is_async \
             else policy.decide(observation, rngs[k])

@@ -60,6 +60,8 @@ class ColouringLLM(Policy):
 
     def request(self, view: View) -> LLMRequest:
         key = f"g={view.game_key}|agent={view.agent}|round={view.round}"
+        if view.activation is not None:  # an agent may act twice in a round: its turn names the call
+            key += f"|act={view.activation}"
         if self.endpoint.prompt_mode == "completion":
             return LLMRequest(prompt=self.prompt.completion_prompt(view), sample_key=key,
                               template_hash=self.prompt.template_hash, purpose="decide")

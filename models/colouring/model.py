@@ -27,7 +27,17 @@ import numpy as np
 from mesa.datacollection import DataCollector
 from mesa.discrete_space import FixedAgent, Network
 
-from llm_mesa import Policy, PolicyAgent, make_policy, play_round
+from llm_mesa import (
+    Policy,
+    PolicyAgent,
+    activation_order,
+    activation_stream,
+    dependencies,
+    depth,
+    make_policy,
+    play_activations,
+    play_round,
+)
 
 from .graphs import build_graph, drawing_layout
 from .parameters import COLOURS, PARAMETERS, ColouringError
@@ -59,8 +69,8 @@ class Player(FixedAgent, PolicyAgent):
             neighbour_colours=tuple(model.players[v].state for v in neighbours), colours=model.colours,
             n_players=model.n, max_rounds=model.max_rounds, payoff=model.payoff,
             neighbour_degrees=tuple(len(model.neighbours[v]) for v in neighbours) if model.show_degrees else None,
-            conflicts=model.conflicts if model.show_conflicts else None, inertia=model.inertia,
-            game_key=model.game_key)
+            conflicts=model.count_conflicts() if model.show_conflicts else None, inertia=model.inertia,
+            game_key=model.game_key, update=model.update, activation=model.activation)
 
     def advance(self) -> None:
         move: Move = self.pending
@@ -91,6 +101,10 @@ class ColouringModel(mesa.Model):
         self.colours: tuple[str, ...] = COLOURS[: p["k"]]
         self.inertia, self.max_rounds, self.payoff = p["inertia"], p["max_rounds"], p["payoff"]
         self.show_degrees, self.show_conflicts = p["show_degrees"], p["show_conflicts"]
+        self.update = p["update"]
+        self.activation: int | None = None  # the turn being taken (None under synchronous rounds)
+        self.order_rng = activation_stream(seed)  # its own stream: one seed, one game, under every scheme
+        self.depth = 0
         self.neighbours = [tuple(sorted(graph[v])) for v in range(self.n)]
         self.edges = sorted((min(u, v), max(u, v)) for u, v in graph.edges if u != v)
         self.game_key = self._game_key(given, start)
@@ -143,7 +157,11 @@ class ColouringModel(mesa.Model):
 
     def step(self) -> None:
         before = self.colouring()
-        moves = play_round(self.movers(), self.decision_rng)
+        if self.update == "synchronous":
+            moves = play_round(self.movers(), self.decision_rng)
+            self.depth += 1  # one level: every call of the round is in flight at once
+        else:
+            moves = self._turns()
         self.round += 1
         after = self.colouring()
         self.changed = sum(a != b for a, b in zip(before, after))
@@ -155,6 +173,30 @@ class ColouringModel(mesa.Model):
         self.conflict_history.append(self.conflicts)
         self.datacollector.collect(self)
         self.running = not self.solved and self.round < self.max_rounds
+
+    def _turns(self) -> list[Move]:
+        """One round of turns: each agent acts on the colours as they are at its turn.
+
+        The order is drawn from the game's activation stream; each turn sits out with
+        probability ``inertia`` (one draw per turn), and each decision has its own tie
+        stream, drawn beforehand in turn order. A turn waits only for the earlier turns
+        of its neighbours (of everyone, when agents see the network's conflict count).
+        """
+        order = [v for v in activation_order(self.update, self.n, self.order_rng)
+                 if self.sit_out_rng.random() >= self.inertia]
+        rngs = [random.Random(self.decision_rng.getrandbits(64)) for _ in order]
+        everyone = range(self.n)
+        waits = dependencies(order, (lambda v: everyone) if self.show_conflicts else (lambda v: self.neighbours[v]))
+        self.depth += depth(waits)
+
+        def observe(player: Player, turn: int) -> View:
+            self.activation = turn
+            return player.observe()
+
+        try:
+            return play_activations(self.players, order, waits, rngs, observe=observe)
+        finally:
+            self.activation = None
 
     # --- measures --------------------------------------------------------------------
     def colouring(self) -> tuple[str, ...]:
@@ -185,7 +227,7 @@ class ColouringModel(mesa.Model):
         played = self.conflict_history[1:] + [0 if self.solved else self.conflicts] * (horizon - self.round)
         solved_at = self.round if self.solved else None
         row: dict[str, Any] = {
-            "solved": self.solved, "rounds": self.round, "rounds_to_solution": solved_at,
+            "solved": self.solved, "rounds": self.round, "rounds_to_solution": solved_at, "depth": self.depth,
             "n": self.n, "edges": len(self.edges), "k": len(self.colours),
             "conflicts_start": self.conflict_history[0], "conflicts_final": self.conflicts,
             "conflicts_min": min(self.conflict_history),

@@ -7,7 +7,7 @@ and the model both import it and neither imports the other.
 
 from __future__ import annotations
 
-from llm_mesa import LlmMesaError, Parameter, ParameterSet
+from llm_mesa import UPDATE, LlmMesaError, Parameter, ParameterSet
 
 #: the colours' names, in order: a game with k colours uses the first k
 COLOURS = ("red", "blue", "green", "yellow", "purple", "orange", "pink", "brown", "grey", "cyan")
@@ -45,6 +45,7 @@ PARAMETERS = ParameterSet.of(
               "(the study's second view)", label="Show degrees"),
     Parameter("show_conflicts", bool, False, "agents also see how many conflicts the whole network has "
               "(a summary of the study's global view)", label="Show conflicts"),
+    UPDATE,
     Parameter("max_rounds", int, 100, "round limit (the study's 300 s at 3 s a round: 100)", low=1, high=MAX_ROUNDS,
               label="Max rounds"),
     Parameter("payoff", float, 5.0, "each player's pay when no two neighbours share a colour by the end "

@@ -46,6 +46,8 @@ class View:
     conflicts: int | None = None
     inertia: float = 0.0  # the game's: the chance that an agent sits a round out
     game_key: str = ""
+    update: str = "synchronous"  # how turns are taken (llm_mesa.UPDATE_SCHEMES)
+    activation: int | None = None  # the turn's index in its round (None: synchronous)
 
     @property
     def in_conflict(self) -> bool:

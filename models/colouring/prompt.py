@@ -14,13 +14,15 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from llm_mesa import TURN_RULES
+
 from .policies import View
 
 RULES = """You are a player in a networked colouring game with {n_others} other players, who are LLM agents.
 Each player sits on a node of a network and sees only its own colour and its direct neighbours' colours{degrees}, never the whole network.
 There are {k} colours: {colour_list}. Every player holds one of them.
 Two neighbours holding the same colour are a conflict. The group succeeds when the network has no conflict at all, and the game ends as soon as it has none.
-The game lasts at most {max_rounds} rounds. In each round all players choose at the same time; the choices are then revealed together.{asked}
+The game lasts at most {max_rounds} rounds. {turns}{asked}
 Payoff, the same for every player: ${payoff:.2f} if the network has no conflict by the last round; $0 otherwise.{conflicts}
 Answer with one JSON object with these keys: "colour": the colour you choose, one of {colour_list}; "reason": what you saw that made you choose it. Write nothing else."""
 DEGREES_RULE = " and how many neighbours each of them has"
@@ -67,13 +69,14 @@ class ColouringPrompt:
     def template_hash(self) -> str:
         """Changes whenever any template text changes, so stale answers never replay."""
         parts = [self.rules, self.state, self.reminder_text, DEGREES_RULE, CONFLICTS_RULE, ASKED_RULE, CONFLICTS_STATE,
-                 str(self.system_role)]
+                 str(self.system_role), *TURN_RULES.values()]
         return hashlib.sha256("\x1e".join(parts).encode()).hexdigest()[:16]
 
     def rules_text(self, view: View) -> str:
         return self.rules.format(
             n_others=view.n_players - 1, degrees=DEGREES_RULE if view.neighbour_degrees is not None else "",
             k=len(view.colours), colour_list=", ".join(view.colours), max_rounds=view.max_rounds,
+            turns=TURN_RULES[view.update],
             asked=ASKED_RULE.format(share=1 - view.inertia) if view.inertia else "",
             payoff=view.payoff, conflicts=CONFLICTS_RULE if view.conflicts is not None else "")
 
