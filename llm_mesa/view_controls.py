@@ -104,11 +104,11 @@ def check_value(name: str, spec: Mapping[str, Any], value: Any, parameters: Para
     if kind in (int, float):
         low, high = spec.get("min"), spec.get("max")
         if low is not None and converted < low:
-            raise ControlError(name, f"{label}: {converted:g} is below this page's minimum {low:g}")
+            raise ControlError(name, f"{label}: {_number(converted)} is below this page's minimum {_number(low)}")
         if high is not None and converted > high:
             own = parameters[name].high if parameters is not None and name in parameters else None
-            hint = f" (the game takes up to {own:g}: play it from the command line)" if own is not None and own > high else ""
-            raise ControlError(name, f"{label}: {converted:g} is above this page's maximum {high:g}{hint}")
+            hint = f" (the game takes up to {_number(own)}: play it from the command line)" if own is not None and own > high else ""
+            raise ControlError(name, f"{label}: {_number(converted)} is above this page's maximum {_number(high)}{hint}")
     if parameters is not None and name in parameters:
         try:
             converted = parameters[name].convert(converted)
@@ -117,6 +117,10 @@ def check_value(name: str, spec: Mapping[str, Any], value: Any, parameters: Para
     if name == "llm_endpoint":
         converted = check_endpoint_text(converted)
     return converted
+
+
+def _number(value: float) -> str:
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
 
 
 def check_values(specs: Mapping[str, Mapping[str, Any]], values: Mapping[str, Any],
@@ -223,7 +227,8 @@ def make_policy(view: GameView, values: Mapping[str, Any], policy: str | None = 
     if spec is None:
         return game.first_policy()
     if spec != LLM:
-        from llm_mesa.policy import PolicyError, make_policy as make
+        from llm_mesa.policy import PolicyError
+        from llm_mesa.policy import make_policy as make
 
         try:
             make(spec, game.name)

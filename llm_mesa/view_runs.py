@@ -174,7 +174,7 @@ class ReplayedRun(Recording):
             return cls(view, key, rounds, summary, "played again from its seed, this game differs from its record "
                                                     "(another version of the game?): its charts only")
         else:
-            note = ""
+            rounds, note = played, ""  # the same game: its own table may say more than the record kept
         base = pictures[0]
         if base is None:
             return cls(view, key, rounds, summary, note)

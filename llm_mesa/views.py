@@ -200,7 +200,7 @@ class GameView:
         network = find_network(model)
         if network is None:
             return None
-        from llm_mesa.graphs import seeded_layout
+        from llm_mesa.view_layout import drawing_layout
 
         graph = network.G
         nodes = list(graph.nodes)
@@ -209,7 +209,7 @@ class GameView:
         if all(p is not None for p in positions):
             layout = {v: (float(p[0]), float(p[1])) for v, p in zip(nodes, positions)}
         else:
-            layout = _cached(model, "_llm_mesa_layout", lambda: seeded_layout(graph, 0))
+            layout = drawing_layout(graph, model, seed=getattr(model, "seed", 0) or 0)
         agents = [next(iter(c.agents), None) for c in cells]
         states = [str(getattr(a, "state", "agent")) if a is not None else "empty" for a in agents]
         details = None
@@ -281,17 +281,6 @@ def _policy_name(agent: Any) -> str:
         return "-"
     spec = getattr(policy, "spec", None)
     return spec() if callable(spec) else str(getattr(policy, "name", policy))
-
-
-def _cached(model: Any, name: str, make: Any) -> Any:
-    value = getattr(model, name, None)
-    if value is None:
-        value = make()
-        try:
-            setattr(model, name, value)
-        except AttributeError:
-            pass
-    return value
 
 
 __all__ = ["Banner", "ControlError", "DETAILS_UP_TO", "GENERAL", "GameView", "NetworkPicture", "PALETTE", "Snapshot",
