@@ -113,6 +113,11 @@ def _base(title: Any, width: Any, height: int, datasets: dict[str, list]) -> dic
                        "title": {"anchor": "start", "fontSize": 13}}}
 
 
+def _field(name: str) -> str:
+    """A detail's name as a Vega field name (no quotes, dots or brackets, which Vega reads as paths)."""
+    return "".join(c for c in str(name) if c not in "'\".[]\\") or "detail"
+
+
 def _short(text: Any, limit: int = 160) -> str:
     if text is None or text == "":
         return "-"
@@ -139,14 +144,14 @@ def network_spec(picture: NetworkPicture, *, selected: int | None = None, width:
     for i, v in enumerate(nodes_order):
         x, y = picture.layout[v]
         role = "marked" if i in marked else ("flagged" if picture.flagged is not None and picture.flagged[i] else "")
-        row = {"agent": i, "x": round(float(x), 5), "y": round(float(y), 5), legend.get("fill", "state"): state[i],
-               "fill": state[i], "role": labels[role] or "-", "shape": role, "group": found.of_node[i] + 1,
+        row = {"agent": i, "x": round(float(x), 5), "y": round(float(y), 5), "fill": state[i],
+               "role": labels[role] or "-", "shape": role, "group": found.of_node[i] + 1,
                "group size": len(found.members[found.of_node[i]])}
         if picture.ring is not None:
             row["ring"] = picture.ring[i]
-            row[legend.get("ring", "ring")] = picture.ring[i]
         extra = picture.details[i] if picture.details is not None else {}
         for key, value in extra.items():
+            key = _field(key)
             row[key] = _short(value)
             if key not in detail_fields:
                 detail_fields.append(key)
@@ -161,32 +166,33 @@ def network_spec(picture: NetworkPicture, *, selected: int | None = None, width:
                       "y2": round(float(y1), 5), "same": same, "fill": state[position[u]] if same else "mixed"})
     xy = _xy([picture.layout[v] for v in nodes_order])
     ends = {"x2": {"field": "x2"}, "y2": {"field": "y2"}}
-    tooltip = [{"field": f} for f in dict.fromkeys(["agent", legend.get("fill", "state"),
-                                                    *([legend.get("ring", "ring")] if picture.ring is not None else []),
-                                                    "role", "group", "group size", *detail_fields])]
+    tooltip = [{"field": "agent"}, {"field": "fill", "title": legend.get("fill", "state")},
+               *([{"field": "ring", "title": legend.get("ring", "ring")}] if picture.ring is not None else []),
+               *({"field": f} for f in dict.fromkeys(["role", "group", "group size", *detail_fields]))]
     flagged = sum(r["shape"] == "flagged" for r in nodes)
     sample = "" if len(shown) == len(edges) else f" · {len(shown):,} of {len(edges):,} links drawn"
     keys = [f"fill: {legend.get('fill', 'state')}"] + ([f"ring: {legend.get('ring', 'ring')}"] if picture.ring else [])
     subtitle = [" · ".join(keys) + f" · bands: links within a group (echo chambers){sample}"]
     if picture.flagged is not None or marked:
         subtitle.append(f"■ {flagged} {labels['flagged']} · ◆ {len(marked)} {labels['marked']} (black ring)")
-    title = {"text": f"Round {picture.round_number}: {len(found.members)} same-state groups, largest "
+    title = {"text": f"Round {picture.round_number}: {len(found.members)} {legend.get('groups', 'same-state groups')}, largest "
                      f"{found.largest} of {n}", "subtitle": subtitle}
     present = [s for s in ROLE_SHAPES if any(r["shape"] == s for r in nodes)]
+    fill_legend = {"symbolOpacity": 1, "title": legend.get("fill", "state") + (f" (ring: {legend['ring']})" if picture.ring and legend.get("ring") else "")}
     node_mark = {"type": "point", "filled": True, "size": style.size, "strokeWidth": style.ring if picture.ring else 0.5,
                  "opacity": 1, "cursor": "pointer"}
     layers: list[dict[str, Any]] = [
         {"data": {"name": "links"}, "transform": [{"filter": "datum.same"}],
          "mark": {"type": "rule", "strokeWidth": style.band, "opacity": 0.22, "strokeCap": "round"},
-         "encoding": {**xy, **ends, "color": {"field": "fill", "type": "nominal", "scale": colour_scale, "legend": None}}},
+         "encoding": {**xy, **ends, "color": {"field": "fill", "type": "nominal", "scale": colour_scale,
+                                              "legend": fill_legend}}},
         {"data": {"name": "links"}, "mark": {"type": "rule", "strokeWidth": style.link, "color": "#666666"},
          "encoding": {**xy, **ends, "strokeDash": {"condition": {"test": "datum.same", "value": [1, 0]}, "value": [3, 3]},
                       "opacity": {"condition": {"test": "datum.same", "value": 0.8}, "value": 0.45}}},
         {"name": "nodes", "data": {"name": "nodes"}, "mark": node_mark,
          "encoding": {**xy,
-                      "fill": {"field": "fill", "type": "nominal", "scale": colour_scale,
-                               "legend": {"title": legend.get("fill", "state")}},
-                      "stroke": ({"field": "ring", "type": "nominal", "scale": colour_scale, "legend": None}
+                      "fill": {"field": "fill", "type": "nominal", "scale": colour_scale, "legend": fill_legend},
+                      "stroke": ({"field": "ring", "type": "nominal", "scale": colour_scale, "legend": fill_legend}
                                  if picture.ring is not None else {"value": "white"}),
                       "shape": {"field": "shape", "type": "nominal", "legend": None,
                                 "scale": {"domain": present, "range": [ROLE_SHAPES[s] for s in present]}},
@@ -224,8 +230,8 @@ def chamber_spec(picture: NetworkPicture, *, width: Any = "container", height: i
         xs = [picture.layout[nodes_order[i]][0] for i in members]
         ys = [picture.layout[nodes_order[i]][1] for i in members]
         bubbles.append({"group": k + 1, "x": sum(xs) / len(xs), "y": sum(ys) / len(ys), "state": found.states[k],
-                        "members": len(members), legend.get("marked", "marked"): sum(i in marked for i in members),
-                        legend.get("flagged", "flagged"): sum(bool(flagged[i]) for i in members),
+                        "members": len(members), "marked": sum(i in marked for i in members),
+                        "flagged": sum(bool(flagged[i]) for i in members),
                         "agents": _short(", ".join(map(str, members)), 80)})
     _spread(bubbles, [picture.layout[v] for v in nodes_order], n)
     centre = {b["group"] - 1: (b["x"], b["y"]) for b in bubbles}
@@ -235,7 +241,10 @@ def chamber_spec(picture: NetworkPicture, *, width: Any = "container", height: i
     title = {"text": f"Round {picture.round_number}: {len(bubbles)} echo chambers, largest {found.largest} of {n}",
              "subtitle": "one bubble per group of neighbours in one state (area: members, on one scale for "
                          f"{n} agents) · lines: links across, thicker = more"}
-    fields = ["group", "state", "members", legend.get("flagged", "flagged"), legend.get("marked", "marked"), "agents"]
+    tips = [{"field": "group"}, {"field": "state", "title": legend.get("fill", "state")}, {"field": "members"},
+            *([{"field": "flagged", "title": legend.get("flagged", "flagged")}] if picture.flagged is not None else []),
+            *([{"field": "marked", "title": legend.get("marked", "marked")}] if picture.marked else []),
+            {"field": "agents"}]
     layers = [
         {"data": {"name": "lines"}, "mark": {"type": "rule", "color": "#777777", "opacity": 0.6},
          "encoding": {**xy, "x2": {"field": "x2"}, "y2": {"field": "y2"},
@@ -251,13 +260,13 @@ def chamber_spec(picture: NetworkPicture, *, width: Any = "container", height: i
                       "size": {"field": "members", "type": "quantitative",
                                "scale": {"domain": [1, max(n, 2)], "range": [36, 3600]},
                                "legend": {"title": "members"}},
-                      "tooltip": [{"field": f} for f in dict.fromkeys(fields)]}},
+                      "tooltip": tips}},
     ]
     if len(bubbles) <= 80:  # member counts on the bubbles big enough to hold them
         layers.append({"data": {"name": "bubbles"}, "transform": [{"filter": f"datum.members >= {max(2, round(0.04 * n))}"}],
                        "mark": {"type": "text", "color": "white", "fontWeight": "bold", "baseline": "middle"},
                        "encoding": {**xy, "text": {"field": "members"},
-                                    "tooltip": [{"field": f} for f in dict.fromkeys(fields)]}})
+                                    "tooltip": tips}})
     return {**_base(title, width, height, {"bubbles": bubbles, "lines": lines}), "layer": layers}
 
 

@@ -59,7 +59,7 @@ def distribution_spec(games: pd.DataFrame, measure: str, conditions: list[str], 
     colour = {"field": "policy", "type": "nominal", "sort": policies,
               "legend": {"orient": "bottom", "title": "policy", "columns": 3, "labelLimit": 0, "symbolLimit": 0}}
     x = {"field": "value", "type": "quantitative", "title": measure.replace("_", " ")}
-    size = max(12, min(80, 4000 // max(len(shown), 1)))
+    size = max(30, min(90, 6000 // max(len(shown), 1)))
     return {
         "$schema": VEGA_LITE, "width": "container", "height": {"step": band},
         "title": {"text": f"{measure.replace('_', ' ')} over games",
@@ -81,6 +81,17 @@ def distribution_spec(games: pd.DataFrame, measure: str, conditions: list[str], 
         ],
         "config": {"title": {"anchor": "start", "fontSize": 13}, "view": {"stroke": "#eeeeee"}},
     }
+
+
+def in_order(table: pd.DataFrame, sweep: SweepGames) -> pd.DataFrame:
+    """The table's rows in the sweep's order of conditions, then policies (as its manifest lists them)."""
+    if table.empty or not {"condition", "policy"} <= set(table.columns):
+        return table
+    rank = {c: i for i, c in enumerate(sweep.conditions)}
+    lane = {p: i for i, p in enumerate(sweep.policies)}
+    order = sorted(range(len(table)), key=lambda i: (rank.get(table["condition"].iloc[i], len(rank)),
+                                                     lane.get(table["policy"].iloc[i], len(lane))))
+    return table.iloc[order].reset_index(drop=True)
 
 
 @solara.component
@@ -132,7 +143,7 @@ def SweepBody(sweep: SweepGames):
         return
     solara.Markdown(f"#### The {view.game.name} games per condition and policy")
     with solara.Div(classes=["llm-mesa-sweep-table"]):
-        solara.DataFrame(view.sweep_table(games), items_per_page=20)
+        solara.DataFrame(in_order(view.sweep_table(games), sweep), items_per_page=20)
     if measures:
         shown_conditions = [c for c in sweep.conditions if c in set(games["condition"])]
         shown_policies = [p for p in sweep.policies if p in set(games["policy"])]

@@ -33,7 +33,8 @@ SHARES = {"blue_share": "share of blue", "local_agreement": "local agreement"}
 COMPONENT = {"largest_component": "largest same-colour component"}
 LLM_TOKENS = {"prompt_tokens": "prompt tokens", "completion_tokens": "completion tokens"}
 LLM_FAILURES = {"failures": "failed decisions", "calls": "calls"}
-LEGEND = {"fill": "colour now", "ring": "preference", "flagged": "neighbourhood disagrees", "marked": "flippers"}
+LEGEND = {"fill": "colour now", "ring": "preference", "flagged": "neighbourhood disagrees", "marked": "flippers",
+          "groups": "same-colour groups"}
 GAME_CONTROLS = ("topology", "n", "preferences", "communication", "label")
 
 

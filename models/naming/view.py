@@ -32,7 +32,7 @@ OUTCOME_COLOURS = {"schema": "#2ca02c", "retry": "#bcbd22", "salvage": "#ff7f0e"
 SPEAKERS = ("echo", "noisy:p=0.3", "minimal", "llm")
 #: the stand-in's SIGN speaker that sometimes breaks the schema, so retries and salvages show
 LOOPBACK_NAMING_MODEL = "naming:noisy?p=0.3"
-HELD = "held_"  # the rounds table's columns of agents holding each name
+HELD = "holds_"  # the rounds table's columns of agents holding each name
 
 
 class CountedNamingModel(NamingModel):
@@ -79,7 +79,10 @@ def agreement_chart(rounds: pd.DataFrame, last_round: int, current_round: int | 
     spec["layer"].insert(0, {"data": {"values": [{"level": t} for t in THRESHOLDS]},
                              "mark": {"type": "rule", "color": "#999999", "strokeDash": [3, 3]},
                              "encoding": {"y": {"field": "level", "type": "quantitative"}}})
-    spec["layer"][1]["encoding"]["color"]["legend"] = {"orient": "bottom", "columns": 1, "labelLimit": 300}
+    lines = spec["layer"][1]["encoding"]
+    lines["color"]["legend"] = {"orient": "bottom", "columns": 1, "labelLimit": 300}
+    lines["strokeWidth"] = {"condition": {"test": f"datum.series == '{AGREEMENT_SERIES['agreement']}'", "value": 4},
+                            "value": 1.8}  # the headline measure drawn thick (another may run on top of it)
     return spec
 
 
@@ -162,6 +165,7 @@ class NamingView(GameView):
         counts = pd.DataFrame([{"round": r, **{HELD + k: v for k, v in c.items()}} for r, c in enumerate(held)])
         frame = counts.merge(frame, on="round", how="left") if len(frame) else counts
         frame = frame.fillna({c: 0 for c in frame.columns if c.startswith(HELD)})
+        frame.loc[frame["round"] == 0, "held_share"] = max(held[0].values()) / model.n  # the start, before anyone spoke
         frame.attrs.update(lexicon=list(model.lexicon), n=model.n)
         return frame
 
