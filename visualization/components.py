@@ -96,13 +96,17 @@ def view_for(model: Any, game: str | Game | GameView | None = None) -> GameView:
     return _views[kind]
 
 
-def network_component(game: str | Game | GameView | None = None, *, height: int = 460) -> Callable[[Any], Any]:
+#: each piece fills its cell of Mesa's grid and scrolls within it (a user may resize the cell)
+CELL = {"min-width": "0", "width": "100%", "height": "100%", "overflow": "auto"}
+
+
+def network_component(game: str | Game | GameView | None = None, *, height: int = 300) -> Callable[[Any], Any]:
     """The round's banners and network picture (and chamber map) of a model, for ``SolaraViz(components=...)``."""
 
     def Network(model):
         view = view_for(model, game)
         picture = view.picture(model)
-        with solara.Column(classes=["llm-mesa-component-network"], style={"min-width": "0", "width": "100%"}):
+        with solara.Column(classes=["llm-mesa-component-network"], style=CELL):
             solara.Text(view.round_label(model), classes=["llm-mesa-round"], style={"font-weight": "bold"})
             Banners(view.banners(model))
             if picture is None:
@@ -118,7 +122,7 @@ def charts_component(game: str | Game | GameView | None = None) -> Callable[[Any
 
     def RoundCharts(model):
         view = view_for(model, game)
-        with solara.Column(classes=["llm-mesa-component-charts"], style={"min-width": "0", "width": "100%"}):
+        with solara.Column(classes=["llm-mesa-component-charts"], style=CELL):
             Charts(view.charts(view.rounds(model)))
 
     return RoundCharts
@@ -131,7 +135,7 @@ def agent_component(game: str | Game | GameView | None = None) -> Callable[[Any]
         view = view_for(model, game)
         count = len(view.agents(model))
         chosen = min(max(selected_agent.value, 0), max(count - 1, 0))
-        with solara.Column(classes=["llm-mesa-component-agent"], style={"min-width": "0", "width": "100%"}):
+        with solara.Column(classes=["llm-mesa-component-agent"], style=CELL):
             if count:
                 AgentPanel(count, chosen, view.agent_rows(model, chosen), selected_agent.set)
 
