@@ -7,7 +7,9 @@ Mesa model, and takes llm-mesa's pieces::
     from llm_mesa.visualization.components import agent_component, charts_component, model_params, network_component
 
     page = SolaraViz(model, components=[network_component(), charts_component(), agent_component()],
-                     model_params=model_params("consensus", policy="majority-inertia", rng=1))
+                     model_params=model_params(GAME, policy=POLICY, rng=1))
+
+(``GAME`` a game's name, ``POLICY`` one of its policies; ``examples/solaraviz_consensus.py`` is a whole page.)
 
 * ``network_component()``: the round's banners and the network (fill = state, ring,
   flagged squares, marked diamonds, same-state bands) with its echo-chamber map; a

@@ -9,7 +9,7 @@ control kept in place.
 ``GameSession`` holds the game(s) of one browser session: each tab builds its own
 (``use_session``), so two visitors never step each other's game. Building a game
 from control values goes through the view's ``build_from``, which raises
-``ControlError`` naming the control at fault. A link's values (``?n=500``) are
+``ControlError`` that names the control at fault. A link's values (``?NAME=VALUE``) are
 checked like the controls: a bad one shows its control's message, and the page
 starts with the rest.
 """
@@ -140,7 +140,7 @@ def use_session(build: Callable[[dict[str, Any]], Any], specs: Mapping[str, Mapp
                 query: Callable[[str], tuple[dict[str, Any], dict[str, str]]] | None = None):
     """This browser session's game, its control values, and a counter that moves at every change.
 
-    The page's query string may preset controls (``?n=500``): a link reopens a game;
+    The page's query string may preset controls (``?NAME=VALUE``): a link reopens a game;
     ``query`` checks its values like the controls (a bad one keeps its default and shows its message).
     """
     router = solara.use_router()
