@@ -138,14 +138,14 @@ def network_spec(picture: NetworkPicture, *, selected: int | None = None, width:
     found = chambers(graph, state)
     marked = set(picture.marked)
     legend = picture.legend
-    labels = {"": "", "flagged": legend.get("flagged", "flagged"), "marked": legend.get("marked", "marked")}
+    labels = {"": legend.get("plain", "-"), "flagged": legend.get("flagged", "flagged"), "marked": legend.get("marked", "marked")}
     detail_fields: list[str] = []
     nodes = []
     for i, v in enumerate(nodes_order):
         x, y = picture.layout[v]
         role = "marked" if i in marked else ("flagged" if picture.flagged is not None and picture.flagged[i] else "")
         row = {"agent": i, "x": round(float(x), 5), "y": round(float(y), 5), "fill": state[i],
-               "role": labels[role] or "-", "shape": role, "group": found.of_node[i] + 1,
+               "role": labels[role], "shape": role, "group": found.of_node[i] + 1,
                "group size": len(found.members[found.of_node[i]])}
         if picture.ring is not None:
             row["ring"] = picture.ring[i]
@@ -239,8 +239,8 @@ def chamber_spec(picture: NetworkPicture, *, width: Any = "container", height: i
               "between": f"groups {a + 1} and {b + 1}"} for (a, b), count in sorted(found.links.items())]
     xy = _xy([picture.layout[v] for v in nodes_order] + [(b["x"], b["y"]) for b in bubbles])
     title = {"text": f"Round {picture.round_number}: {len(bubbles)} echo chambers, largest {found.largest} of {n}",
-             "subtitle": "one bubble per group of neighbours in one state (area: members, on one scale for "
-                         f"{n} agents) · lines: links across, thicker = more"}
+             "subtitle": [f"one bubble per group of neighbours in one state (area: members, one scale for {n} agents)",
+                          "lines: links across groups, thicker = more"]}
     tips = [{"field": "group"}, {"field": "state", "title": legend.get("fill", "state")}, {"field": "members"},
             *([{"field": "flagged", "title": legend.get("flagged", "flagged")}] if picture.flagged is not None else []),
             *([{"field": "marked", "title": legend.get("marked", "marked")}] if picture.marked else []),
@@ -259,7 +259,7 @@ def chamber_spec(picture: NetworkPicture, *, width: Any = "container", height: i
                                "legend": {"title": legend.get("fill", "state")}},
                       "size": {"field": "members", "type": "quantitative",
                                "scale": {"domain": [1, max(n, 2)], "range": [36, 3600]},
-                               "legend": {"title": "members"}},
+                               "legend": {"title": "members", "values": sorted({1, max(n // 4, 1), max(n // 2, 1), n})}},
                       "tooltip": tips}},
     ]
     if len(bubbles) <= 80:  # member counts on the bubbles big enough to hold them

@@ -34,7 +34,7 @@ COMPONENT = {"largest_component": "largest same-colour component"}
 LLM_TOKENS = {"prompt_tokens": "prompt tokens", "completion_tokens": "completion tokens"}
 LLM_FAILURES = {"failures": "failed decisions", "calls": "calls"}
 LEGEND = {"fill": "colour now", "ring": "preference", "flagged": "neighbourhood disagrees", "marked": "flippers",
-          "groups": "same-colour groups"}
+          "plain": "neighbourhood agrees", "groups": "same-colour groups"}
 GAME_CONTROLS = ("topology", "n", "preferences", "communication", "label")
 
 
