@@ -178,7 +178,8 @@ def network_spec(picture: NetworkPicture, *, selected: int | None = None, width:
     title = {"text": f"Round {picture.round_number}: {len(found.members)} {legend.get('groups', 'same-state groups')}, largest "
                      f"{found.largest} of {n}", "subtitle": subtitle}
     present = [s for s in ROLE_SHAPES if any(r["shape"] == s for r in nodes)]
-    fill_legend = {"symbolOpacity": 1, "title": legend.get("fill", "state") + (f" (ring: {legend['ring']})" if picture.ring and legend.get("ring") else "")}
+    ring_words = f" (ring: {legend['ring']})" if picture.ring and legend.get("ring") else ""
+    fill_legend = {"symbolOpacity": 1, "title": legend.get("fill", "state") + ring_words}
     node_mark = {"type": "point", "filled": True, "size": style.size, "strokeWidth": style.ring if picture.ring else 0.5,
                  "opacity": 1, "cursor": "pointer"}
     layers: list[dict[str, Any]] = [
