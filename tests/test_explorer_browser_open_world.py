@@ -47,10 +47,11 @@ def test_the_live_page_plays_the_outside_game(tmp_path, local):  # noqa: F811
         wait_picture(page, 2)
         assert "state:" in page.locator(".llm-mesa-agent").inner_text()
         page.locator(".llm-mesa-chart-shares svg .mark-line path").first.wait_for(state="attached", timeout=30_000)
+        no_traceback(page)
+        shoot(page, "open-world.png")
         page.get_by_role("button", name="echo chambers").click()
         page.locator(".llm-mesa-network-chart svg g.chambers_marks path").first.wait_for(state="attached", timeout=30_000)
         no_traceback(page)
-        shoot(page, "open-world.png")
 
 
 def test_the_compare_page_plays_two_policies_of_the_outside_game(tmp_path, local):  # noqa: F811
