@@ -159,7 +159,7 @@ class ReplayedRun(Recording):
             return cls(view, key, rounds, summary, note)
         try:
             model = view.build(parameters, policy, int(seed))
-        except (LlmMesaError, ValueError) as exc:
+        except (LlmMesaError, ValueError, TypeError) as exc:
             raise ReplayError(f"{key} cannot be played again ({exc})") from None
         pictures = {0: view.picture(model)}
         steps = 0
@@ -220,10 +220,22 @@ def open_run(view: GameView, path: str | Path) -> Recording:
         raise ReplayError(f"{path} holds a {manifest.get('kind')} run, not a {view.game.name} one")
     rounds = read_table(path, "rounds")
     summary = read_manifest(path / "summary.json") if (path / "summary.json").is_file() else {}
-    parameters = manifest.get("parameters") or {}
-    policy = str(manifest.get("policy") or summary.get("policy") or view.game.first_policy())
+    parameters = {k: v for k, v in (manifest.get("parameters") or {}).items() if k in view.game.parameters}
+    policy = str(_policy_of(view, manifest, summary))
     seed = int(manifest.get("seed", summary.get("seed", 1)) or 0)
     return ReplayedRun.play_again(view, str(path), rounds, parameters, policy, seed, summary)
+
+
+def _policy_of(view: GameView, manifest: Mapping[str, Any], summary: Mapping[str, Any]) -> Any:
+    """The run's policy spec: as the generic command writes it, or under the game's name for it (one of them)."""
+    named = view.game.policies.parameter  # what the game's model calls its policy
+    for found in (manifest.get("policy"), summary.get("policy"), manifest.get(named), summary.get(named)):
+        if isinstance(found, str) and found:
+            return found
+    for listed in (manifest.get(named + "s"), (manifest.get("parameters") or {}).get(named + "s")):
+        if isinstance(listed, (list, dict)) and len(listed) == 1:  # one policy for every agent
+            return next(iter(listed))
+    return view.game.first_policy()
 
 
 def sweep_game(view: GameView, sweep: Any, condition: str, policy: str, seed: int) -> Recording:

@@ -104,3 +104,18 @@ def test_llm_speakers_over_loopback_http_fill_the_outcome_chart_and_the_agent_pa
     assert snapshot.agent["last reply"] != "-" and snapshot.agent["decoded by"] in OUTCOMES
     assert len(snapshot.messages) == 8 and snapshot.messages_title == "Utterances"
     assert any(b.tag == "llm-mesa-llm-totals" for b in snapshot.banners)
+
+
+def test_a_naming_run_directory_replays_as_it_was_played(tmp_path):
+    """The game's own ``--out`` run (its rounds, its speakers in the manifest), played again and checked round by round."""
+    from llm_mesa.cli import main
+
+    out = tmp_path / "run"
+    assert main(["naming", "--rounds", "15", "--speaker", "noisy:p=0.3", "--seed", "6", "--out", str(out)]) == 0
+    recording = VIEW.recording(out)
+    assert recording.note == "" and (recording.first_round, recording.last_round) == (0, 15)
+    snapshot = recording.snapshot(15)
+    assert snapshot.label == "Round 15 of 15" and snapshot.picture is None
+    charts = dict(VIEW.charts(recording.rounds, current_round=15, last_round=15))
+    names = charts["llm-mesa-naming-names"]["data"]["values"]
+    assert sum(r["value"] for r in names if r["round"] == 15) == 12  # every agent holds a name
