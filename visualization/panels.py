@@ -21,11 +21,12 @@ from .vega_widget import VegaChart
 
 
 @solara.component
-def AgentPanel(count: int, selected: int, rows: dict[str, str], on_select: Callable[[int], None] | None):
-    """The selected agent (click a node in the picture, or type its number)."""
+def AgentPanel(count: int, selected: int, rows: dict[str, str], on_select: Callable[[int], None] | None,
+               clickable: bool = True):
+    """The selected agent (type its number, or click its node when there is a picture)."""
     with solara.Card("Agent", classes=["llm-mesa-agent"], margin=0):
         if on_select is not None:
-            solara.InputInt(f"Agent (0..{count - 1}; or click a node)", value=selected,
+            solara.InputInt(f"Agent (0..{count - 1}" + ("; or click a node)" if clickable else ")"), value=selected,
                             on_value=lambda v: on_select(min(max(int(v or 0), 0), count - 1)),
                             classes=["llm-mesa-agent-select"])
         for key, value in rows.items():
@@ -68,7 +69,8 @@ def RoundPanel(snapshot: Snapshot, charts: Sequence[tuple[str, dict[str, Any]]],
             Charts(charts[(len(charts) + 1) // 2:])
     with solara.Columns([2, 3], style={"align-items": "flex-start"}):
         if snapshot.agents:
-            AgentPanel(snapshot.agents, snapshot.selected, dict(snapshot.agent), on_select)
+            AgentPanel(snapshot.agents, snapshot.selected, dict(snapshot.agent), on_select,
+                       clickable=snapshot.picture is not None)
         else:
             solara.Text("")
         Messages(snapshot)
