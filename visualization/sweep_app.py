@@ -23,6 +23,7 @@ from llm_mesa.games import get_game
 from llm_mesa.view_charts import EMBED, KEY, VEGA_LITE
 from llm_mesa.view_sweeps import SWEEP_DIR_ENV, SweepGames, game_label
 
+from .controls import page_view
 from .replay_app import RecordingView
 from .vega_widget import VegaChart
 
@@ -164,7 +165,9 @@ def open_sweep(path: str) -> SweepGames | LlmMesaError | None:
         return None
     try:
         sweep = SweepGames.open(path)
-        get_game(sweep.game_name or "")
+        if not sweep.game_name:  # a sweep from before manifests named their game: the page's game
+            sweep.manifest["game"] = page_view().game.name
+        get_game(sweep.game_name)
         return sweep
     except LlmMesaError as exc:
         return exc
