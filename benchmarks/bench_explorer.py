@@ -9,7 +9,12 @@ One warm-up step, then the median (and range) of ``--steps`` steps per N. It als
 prints the server-side cost of building the picture's spec, and the machine's load,
 which moves these figures on a shared machine. No request leaves this machine.
 
-    .venv/bin/python benchmarks/bench_explorer.py [--sizes 36,100,500,1000] [--steps 10]
+``--before REV`` also serves the explorer as it was at git revision REV (its
+``llm_mesa``, ``models`` and ``visualization`` laid out in a temporary folder put
+first on ``PYTHONPATH``) and measures both in the same run, N by N, before then
+after, so a change is judged under one load.
+
+    .venv/bin/python benchmarks/bench_explorer.py [--sizes 36,100,500,1000] [--steps 10] [--before be873dd]
 """
 
 from __future__ import annotations
@@ -37,11 +42,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_viz(port: int, log: Path) -> subprocess.Popen:
+def start_viz(port: int, log: Path, site: Path | None = None) -> subprocess.Popen:
     cli = shutil.which("llm-mesa", path=str(Path(sys.executable).parent)) or "llm-mesa"
+    env = dict(os.environ)
+    if site is not None:  # the explorer of another revision, found before the installed one
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")]))
     with open(log, "w") as out:
-        process = subprocess.Popen([cli, "viz", "--port", str(port), "--host", "127.0.0.1"],
-                                   stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        # run outside the work tree: Solara puts the working folder first on sys.path
+        process = subprocess.Popen([cli, "viz", "--port", str(port), "--host", "127.0.0.1", "--game", "consensus"],
+                                   stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env,
+                                   cwd=str(site.parent) if site is not None else None)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -54,21 +64,36 @@ def start_viz(port: int, log: Path) -> subprocess.Popen:
 
 
 def spec_cost(n: int, repeats: int = 3) -> float:
-    """Seconds the server spends building the network picture's spec for one round (median)."""
-    from llm_mesa.visualization.consensus_game import agent_details, build_model, model_params
-    from llm_mesa.visualization.controls import initial_values
-    from llm_mesa.visualization.layout import drawing_layout
-    from llm_mesa.visualization.network_view import NetworkState
+    """Seconds the server spends on one round's picture: the view's snapshot and the network's spec (median)."""
+    from llm_mesa.games import get_game
+    from llm_mesa.view_controls import initial_values
+    from llm_mesa.visualization.network_chart import network_spec
 
-    model = build_model({**initial_values(model_params()), "n": n, "policy_mix": "voter", "max_rounds": 200})
-    layout = drawing_layout(model)
+    view = get_game("consensus").view()
+    model = view.build_from({**initial_values(view.controls()), "n": n, "policy_mix": "voter", "max_rounds": 200})
     times = []
     for _ in range(repeats):
         model.step()
         started = time.perf_counter()
-        NetworkState.of_model(model, agent_details(model), layout=layout).spec()
+        network_spec(view.snapshot(model).picture)
         times.append(time.perf_counter() - started)
     return statistics.median(times)
+
+
+def revision_site(revision: str, into: Path) -> Path:
+    """The project at ``revision`` laid out as an installed ``llm_mesa`` (models and visualization inside it)."""
+    root = Path(__file__).resolve().parents[1]
+    archive = subprocess.run(["git", "-C", str(root), "archive", revision, "llm_mesa", "models", "visualization"],
+                             check=True, capture_output=True).stdout
+    tree = into / "tree"
+    tree.mkdir()
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    site = into / "site"
+    site.mkdir()
+    shutil.move(str(tree / "llm_mesa"), site / "llm_mesa")
+    shutil.move(str(tree / "models"), site / "llm_mesa" / "models")
+    shutil.move(str(tree / "visualization"), site / "llm_mesa" / "visualization")
+    return site
 
 
 def step_to_picture(browser, url: str, n: int, steps: int, refused: list[str]) -> list[float]:
@@ -105,6 +130,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="36,100,500,1000", help="comma-separated N (default %(default)s)")
     parser.add_argument("--steps", type=int, default=10, help="timed steps per N (default %(default)s)")
+    parser.add_argument("--before", metavar="REV", default=None,
+                        help="also measure the explorer of git revision REV, in the same run")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     from playwright.sync_api import sync_playwright
@@ -112,23 +139,34 @@ def main() -> None:
     load_before = os.getloadavg()
     refused: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
-        port = free_port()
-        process = start_viz(port, Path(tmp) / "viz.log")
+        servers = {}
+        versions = [("before", revision_site(args.before, Path(tmp))), ("after", None)] if args.before else [("after", None)]
         try:
+            for name, site in versions:
+                port = free_port()
+                servers[name] = (port, start_viz(port, Path(tmp) / f"viz-{name}.log", site))
             with sync_playwright() as p:
                 browser = p.chromium.launch(executable_path=CHROMIUM,
                                             args=["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"])
                 print(f"step-to-picture, consensus page, BA graph, voter agents; median of {args.steps} steps "
-                      f"(after one warm-up) on {os.cpu_count()} cores")
-                print(f"{'N':>6} {'median s':>9} {'min s':>7} {'max s':>7} {'spec build s':>13}")
+                      f"(after one warm-up) on {os.cpu_count()} cores" + (f"; before = {args.before}" if args.before else ""))
+                print(f"{'N':>6} {'version':>8} {'median s':>9} {'min s':>7} {'max s':>7} {'spec build s':>13}")
                 for n in sizes:
-                    times = step_to_picture(browser, f"http://127.0.0.1:{port}/", n, args.steps, refused)
-                    print(f"{n:>6} {statistics.median(times):>9.3f} {min(times):>7.3f} {max(times):>7.3f} "
-                          f"{spec_cost(n):>13.3f}", flush=True)
+                    medians = {}
+                    for name, _ in versions:
+                        port = servers[name][0]
+                        times = step_to_picture(browser, f"http://127.0.0.1:{port}/", n, args.steps, refused)
+                        medians[name] = statistics.median(times)
+                        cost = f"{spec_cost(n):>13.3f}" if name == "after" else f"{'-':>13}"
+                        print(f"{n:>6} {name:>8} {medians[name]:>9.3f} {min(times):>7.3f} {max(times):>7.3f} {cost}",
+                              flush=True)
+                    if "before" in medians:
+                        print(f"{n:>6} {'after/before':>8} {medians['after'] / medians['before']:>9.2f}x", flush=True)
                 browser.close()
         finally:
-            os.killpg(process.pid, signal.SIGTERM)
-            process.wait(timeout=20)
+            for _, process in servers.values():
+                os.killpg(process.pid, signal.SIGTERM)
+                process.wait(timeout=20)
     load_after = os.getloadavg()
     print(f"load average (1, 5, 15 min): before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, "
           f"after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}")

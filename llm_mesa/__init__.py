@@ -54,6 +54,8 @@ _EXPORTS = {
     "NetworkPicture": "llm_mesa.views",
     "Banner": "llm_mesa.views",
     "ControlError": "llm_mesa.views",
+    "Snapshot": "llm_mesa.views",
+    "line_spec": "llm_mesa.view_charts",
     # what games on graphs and LLM prompts share
     "build_topology": "llm_mesa.graphs",
     "seeded_layout": "llm_mesa.graphs",

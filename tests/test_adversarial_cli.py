@@ -163,7 +163,7 @@ ROWS = [
     (["local", "--frob"], "unrecognized arguments: --frob"),
     (["viz", "--port", "0"], "--port 0 is not a TCP port; use e.g. --port 8521"),
     (["viz", "--port", "99999"], "--port 99999 is not a TCP port; use e.g. --port 8521"),
-    (["viz", "--replay", "/etc"], "/etc has no rounds.parquet, agents.parquet, nodes.parquet, e"),
+    (["viz", "--replay", "/etc"], "/etc has no rounds.parquet (found: "),
     (["viz", "--game", "chess"], "argument --game: invalid choice: 'chess' (choose from "),
     (["viz", "--frob"], "unrecognized arguments: --frob"),
     (["analyze"], "the following arguments are required: SWEEP_DIR"),

@@ -95,3 +95,9 @@ def test_custom_policy_and_game_match_theory():
     assert start == end  # equal weights on a ring keep the mean
     assert float(re.search(r"spread [\d.]+ -> (\S+)", out).group(1).rstrip(",")) < 1e-6
     assert float(re.search(r"ends within (\S+) of it", out).group(1)) < 1e-6
+
+
+def test_the_solaraviz_example_builds_its_components_and_model_params():
+    """The script's own check (the page itself is driven in Chromium in test_explorer_browser_open_world)."""
+    out = run_example("solaraviz_consensus.py")
+    assert re.search(r"round 1: 3 components, \d+ model parameters", out)

@@ -10,7 +10,11 @@ front-end cache from npm) and drives its pages as a researcher would:
   unreachable endpoint each show one message beside their control, every control
   stays; an endpoint that goes away mid-game shows "36 of 36 decisions failed";
 * a 500-node game renders, hovering a node shows its details, clicking selects it;
-* the replay viewer and the naming game.
+* hovering node 0 at N = 36 (its number on its centre) shows its details;
+* every bad link value (``?topology=x``, ``?n=abc``, ``?n=7``, ``?max_rounds=100000``,
+  ``?n=100000000``) shows its control's own message while the page plays the rest;
+* the replay viewer (with its agent panel) and the naming game (its agreement chart
+  at round 0 too).
 
 Every context refuses (and records) any request that would leave this machine; each
 test ends by checking there was none. The pages are saved to ``docs/screenshots/``.
@@ -93,7 +97,8 @@ def viz(tmp_dir: Path, *options: str):
     with serving([CLI, "viz", "--port", str(port), "--host", "127.0.0.1", *options], port, log):
         yield f"http://127.0.0.1:{port}/"
     # a component that raised shows a traceback instead of its part of the page
-    assert "raised exception" not in log.read_text(), "a page component raised; see the server log above"
+    text = log.read_text()
+    assert "raised exception" not in text and "Traceback" not in text, "a page component raised; see the server log"
 
 
 class LocalOnly:
@@ -144,8 +149,12 @@ def local(browser):
 
 @pytest.fixture(scope="module")
 def explorer_url(tmp_path_factory):
-    with viz(tmp_path_factory.mktemp("viz")) as url:
+    with viz(tmp_path_factory.mktemp("viz"), "--game", "consensus") as url:
         yield url
+
+
+def no_traceback(page) -> None:
+    assert "Traceback" not in page.locator("body").inner_text()
 
 
 def text_round(page, selector: str = ".llm-mesa-round") -> int:
@@ -333,7 +342,7 @@ def test_a_500_node_game_renders_and_hovering_a_node_shows_its_details(explorer_
     tooltip = page.locator("#vg-tooltip-element")
     tooltip.wait_for(state="visible", timeout=10_000)
     details = tooltip.inner_text()
-    for field in ("agent", "colour", "preference", "state", "last reason"):
+    for field in ("agent", "colour now", "preference", "role", "group size", "policy", "last reason"):
         assert field in details
     assert re.search(r"agent\s+123\b", details)
     shoot(page, "network-500.png")
@@ -343,6 +352,40 @@ def test_a_500_node_game_renders_and_hovering_a_node_shows_its_details(explorer_
     step(page)
     wait_picture(page, 4)
     assert page.locator(".llm-mesa-agent").inner_text().count("123") >= 1
+
+
+def test_hovering_node_0_at_36_agents_shows_its_details(explorer_url, local):
+    """At N <= 60 each node carries its number on its centre: hovering the centre must still show the node."""
+    page = local.page()
+    open_game(page, explorer_url + "?n=36")
+    page.wait_for_function(f"() => document.querySelectorAll('{NODES}').length === 36", timeout=60_000)
+    box = page.locator(NODES).nth(0).bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)  # the very centre, under the "0"
+    tooltip = page.locator("#vg-tooltip-element")
+    tooltip.wait_for(state="visible", timeout=10_000)
+    assert re.search(r"agent\s+0\b", tooltip.inner_text()) and "colour now" in tooltip.inner_text()
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_function("() => document.querySelector('.llm-mesa-agent-select input').value === '0'", timeout=30_000)
+
+
+@pytest.mark.parametrize(("query", "control", "message"), [
+    ("topology=x", "topology", "unknown value 'x'"),
+    ("n=abc", "n", "'abc' is not a whole number"),
+    ("n=7", "n", "7 is below this page's minimum 8"),
+    ("max_rounds=100000", "max_rounds", "100,000 is above this page's maximum 200"),
+    ("n=100000000", "n", "100,000,000 is above this page's maximum 1,000"),
+])
+def test_a_bad_link_value_shows_its_controls_message_and_the_page_plays(explorer_url, local, query, control, message):
+    page = local.page()
+    open_game(page, explorer_url + f"?{query}&seed=4")
+    error = page.locator(f".llm-mesa-control-{control} .llm-mesa-control-error")
+    error.wait_for(timeout=30_000)
+    assert message in error.inner_text()
+    assert page.locator(".llm-mesa-control-error").count() == 1
+    _controls_in_place(page)
+    assert step(page) == 1  # the page keeps its state: the game from the rest of the link plays
+    assert "Seed\n4" in page.locator(".llm-mesa-control-seed").inner_text() or \
+        page.locator(".llm-mesa-control-seed input").input_value() == "4"
 
 
 # --- the replay viewer and the naming game ------------------------------------------------
@@ -374,6 +417,12 @@ def test_replay_slider_scrubs_a_recorded_game(tmp_path, local):
             page.keyboard.press("ArrowRight")
             wait_round(page, expected, ".llm-mesa-replay-round")
         wait_picture(page, 2)
+        panel = page.locator(".llm-mesa-agent")
+        assert "colour / preference:" in panel.inner_text()  # the agent panel, at the round shown
+        page.locator(NODES).nth(5).click(force=True)
+        page.wait_for_function(
+            "() => document.querySelector('.llm-mesa-agent-select input').value === '5'", timeout=30_000)
+        no_traceback(page)
         shoot(page, "replay.png")
 
 
@@ -382,24 +431,30 @@ def test_naming_game_steps_and_its_charts_show_the_latest_round(tmp_path, local)
         page = local.page(height=1100)
         page.goto(url)
         page.locator(".llm-mesa-naming-names svg .mark-area").first.wait_for(state="attached", timeout=120_000)
-        assert text_round(page, ".llm-mesa-naming-round") == 0
+        assert text_round(page) == 0
+        # round 0: the agreement chart draws its one measure of the start (who holds the most common name)
+        page.wait_for_function(
+            "() => document.querySelectorAll('.llm-mesa-naming-agreement svg .mark-symbol.role-mark path').length === 1",
+            timeout=30_000)
         assert "N (agents): 12" in page.locator(".llm-mesa-control-n").inner_text()  # sliders show their value
         choose(page, "Speaker", "noisy:p=0.3")  # malformed replies: retries and salvages show
         page.locator(".llm-mesa-control-speaker .llm-mesa-reset-hint").wait_for(timeout=10_000)  # "Reset to apply"
         page.get_by_role("button", name="Reset").click()
-        wait_round(page, 0, ".llm-mesa-naming-round")
-        step(page, 3, ".llm-mesa-naming-round")
+        wait_round(page, 0)
+        step(page, 3)
         page.wait_for_function(
             "n => document.querySelectorAll('.llm-mesa-naming-agreement svg .mark-symbol.role-mark path').length === n",
-            arg=3 * 3, timeout=30_000)  # three agreement series, rounds 1..3
+            arg=3 * 3 + 1, timeout=30_000)  # three agreement series, rounds 1..3, and the start
         # the x axis reaches the latest round
         page.wait_for_function(
             "() => Array.from(document.querySelectorAll('.llm-mesa-naming-names svg .role-axis-label text'))"
             ".some(t => t.textContent === '3')", timeout=30_000)
         page.get_by_role("button", name="Play").click()
         deadline = time.monotonic() + 120
-        while text_round(page, ".llm-mesa-naming-round") < 60 and time.monotonic() < deadline:
+        while text_round(page) < 60 and time.monotonic() < deadline:
             time.sleep(0.5)
         page.get_by_role("button", name="Pause").click()
-        assert text_round(page, ".llm-mesa-naming-round") >= 60
+        assert text_round(page) >= 60
+        assert "holds:" in page.locator(".llm-mesa-agent").inner_text()  # the agent panel
+        no_traceback(page)
         shoot(page, "naming.png")

@@ -1,26 +1,29 @@
-"""The explorer's LLM defaults work offline: 'loopback' starts the stand-in in-process."""
+"""The pages' LLM defaults work offline: 'loopback' starts the stand-in in-process, for any game with an LLM policy."""
 
-from llm_mesa.visualization.app import ExplorerConsensusModel
-from llm_mesa.visualization.builtin_endpoint import resolve_endpoint
-from llm_mesa.visualization.naming_app import ExplorerNamingModel
+import pytest
+
+from llm_mesa.games import get_game
+from llm_mesa.view_controls import initial_values, resolve_endpoint
 
 
 def test_loopback_resolves_to_one_running_stand_in():
     url = resolve_endpoint("loopback")
     assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
     assert resolve_endpoint("loopback") == url  # started once per process
-    assert resolve_endpoint(" http://example.org/v1 ") == "http://example.org/v1"
+    assert resolve_endpoint(" http://127.0.0.2:9/v1 ") == "http://127.0.0.2:9/v1"
 
 
-def test_llm_agents_with_the_default_endpoint_play():
-    model = ExplorerConsensusModel(n=12, topology="ws", policy_mix="llm", max_rounds=3)
+@pytest.mark.parametrize(("game", "changes"), [
+    ("consensus", {"policy_mix": "llm", "n": 12, "topology": "ws", "max_rounds": 5}),
+    ("naming", {"speaker": "llm", "n": 6, "max_rounds": 10}),
+    ("tinyvote", {"policy": "llm", "n": 6}),
+])
+def test_llm_agents_with_the_default_endpoint_play(game, changes):
+    view = get_game(game).view()
+    model = view.build_from({**initial_values(view.controls()), **changes})
     model.step()
-    assert model.rounds_table()["calls"].iloc[-1] == 12
-    assert model.summary()["failures"] == 0
-
-
-def test_llm_speakers_with_the_default_endpoint_play():
-    model = ExplorerNamingModel(n=6, speaker="llm", rounds=2)
-    model.step()
-    frame = model.rounds_frame()
-    assert frame["calls"].iloc[-1] >= 6
+    snapshot = view.snapshot(model)
+    assert snapshot.round_number == 1
+    assert not [b for b in snapshot.banners if b.kind == "error"]  # no call failed
+    policies = {a.policy for a in view.agents(model)} if view.agents(model)[0] is not None else set()
+    assert any(getattr(p, "usage", None) is not None and p.usage.calls >= 6 for p in policies)

@@ -1,15 +1,17 @@
-"""Open the Solara explorer in a browser: play a game, or replay a recorded one.
+"""Open the Solara explorer in a browser, for any installed game: play it, compare, replay, browse a sweep.
 
 The first run caches Solara's front-end from the npm registry (see
 ``python -m llm_mesa.visualization.assets``), so the page also renders on machines
 without a route to a public CDN. Then it starts ``solara run`` on the chosen page.
 
-  llm-mesa viz                      # the consensus game: step, play, reset with new controls
-  llm-mesa viz --game naming        # the naming game (SIGN)
-  llm-mesa viz --replay runs/cave1  # scrub through a game recorded with llm-mesa consensus --out
-  llm-mesa viz --compare            # LLM agents against a rule, same graph and seed, side by side
-  llm-mesa viz --sweep runs/sweep1  # browse a sweep's results and replay its games
+  llm-mesa viz --game NAME            # play a game: step, play, reset with new controls
+  llm-mesa viz --game NAME --compare  # two policies on the same graph and seed, side by side
+  llm-mesa viz --replay runs/g1       # scrub through a game written with llm-mesa GAME ... --out runs/g1
+  llm-mesa viz --sweep runs/sweep1    # browse a sweep's results and replay its games
   llm-mesa viz --port 8521 --host 127.0.0.1
+
+With one game installed it is the default; with several, ``--game`` is required
+(``--replay`` and ``--sweep`` read the game from what they open).
 """
 
 from __future__ import annotations
@@ -20,17 +22,17 @@ import sys
 from pathlib import Path
 
 from llm_mesa.errors import LlmMesaError
+from llm_mesa.games import default_game, game_names, get_game
+from llm_mesa.view_runs import REPLAY_DIR_ENV, run_directory
+from llm_mesa.view_sweeps import SWEEP_DIR_ENV, SweepGames
 
 from . import assets
+from .controls import GAME_ENV
 
 APP_MODULE = "llm_mesa.visualization.app"
-#: The page of each game, and of the replay viewer.
-APP_MODULES = {"consensus": APP_MODULE, "naming": "llm_mesa.visualization.naming_app"}
 REPLAY_MODULE = "llm_mesa.visualization.replay_app"
 COMPARE_MODULE = "llm_mesa.visualization.compare_app"
 SWEEP_MODULE = "llm_mesa.visualization.sweep_app"
-#: The environment variable through which ``llm-mesa viz --sweep DIR`` names the sweep.
-SWEEP_DIR_ENV = "LLM_MESA_SWEEP_DIR"
 
 
 class VizError(LlmMesaError):
@@ -38,12 +40,14 @@ class VizError(LlmMesaError):
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--game", choices=tuple(APP_MODULES), default="consensus",
-                        help="which game to play (default consensus)")
+    names = game_names()
+    parser.add_argument("--game", choices=names, default=None,
+                        help="which game to play" + (f" (default: {names[0]}, the only one installed)" if len(names) == 1
+                                                     else "; required when several are installed"))
     parser.add_argument("--replay", metavar="DIR", type=Path, default=None,
-                        help="open the replay viewer on a run directory written by llm-mesa consensus --out DIR")
+                        help="open the replay viewer on a run directory written by llm-mesa GAME ... --out DIR")
     parser.add_argument("--compare", action="store_true",
-                        help="LLM agents against a rule policy on the same graph, preferences and seed, side by side")
+                        help="two policies on the same graph and seed, side by side (any game with a policy choice)")
     parser.add_argument("--sweep", metavar="DIR", type=Path, default=None,
                         help="browse a sweep's results (llm-mesa sweep --out DIR) and replay its games")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback)")
@@ -59,22 +63,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="Solara development mode (auto-reload; the page pings solara.dev)")
 
 
-def solara_environment(cache_dir: Path, replay_dir: Path | None = None,
-                       sweep_dir: Path | None = None) -> dict[str, str]:
-    """The environment of the Solara server: our asset cache, no telemetry, the run to replay."""
-    env = dict(os.environ)
-    env[assets.SOLARA_CACHE_ENV] = str(cache_dir)
-    env["SOLARA_TELEMETRY_MIXPANEL_ENABLE"] = "false"  # no calls home from offline machines
-    if replay_dir is not None:
-        from .replay import REPLAY_DIR_ENV
-        env[REPLAY_DIR_ENV] = str(replay_dir)
-    if sweep_dir is not None:
-        env[SWEEP_DIR_ENV] = str(sweep_dir)
-    return env
-
-
 def app_module(args: argparse.Namespace) -> str:
-    """The page to serve: the replay viewer, the sweep browser, the comparison, else the chosen game."""
+    """The page to serve: the replay viewer, the sweep browser, the comparison, else the live game."""
     chosen = [flag for flag, on in (("--replay", getattr(args, "replay", None) is not None),
                                     ("--sweep", getattr(args, "sweep", None) is not None),
                                     ("--compare", bool(getattr(args, "compare", False)))) if on]
@@ -82,20 +72,48 @@ def app_module(args: argparse.Namespace) -> str:
         raise VizError(f"{' and '.join(chosen)} open different pages; choose one")
     if getattr(args, "sweep", None) is not None:
         return SWEEP_MODULE
-    if getattr(args, "compare", False):
-        if getattr(args, "game", "consensus") != "consensus":
-            raise VizError("--compare plays the consensus game; drop --game naming")
-        return COMPARE_MODULE
     if getattr(args, "replay", None) is not None:
-        if getattr(args, "game", "consensus") != "consensus":
-            raise VizError("--replay opens recorded consensus games; drop --game naming")
         return REPLAY_MODULE
-    return APP_MODULES[getattr(args, "game", "consensus")]
+    return COMPARE_MODULE if getattr(args, "compare", False) else APP_MODULE
+
+
+def chosen_game(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
+    """The game the page shows and the environment that names it (and the run or sweep), each checked here."""
+    env: dict[str, str] = {}
+    if getattr(args, "replay", None) is not None:
+        path, manifest = run_directory(args.replay)  # a bad directory fails here, in one line
+        name = str(manifest["kind"])
+        if args.game and args.game != name:
+            raise VizError(f"{path} holds a {name} run; drop --game {args.game}")
+        get_game(name).view().recording(path)  # its tables read, before any server starts
+        env[REPLAY_DIR_ENV] = str(path.resolve())
+    elif getattr(args, "sweep", None) is not None:
+        sweep = SweepGames.open(args.sweep)
+        name = sweep.game_name or default_game(args.game).name
+        if args.game and args.game != name:
+            raise VizError(f"{args.sweep} holds a {name} sweep; drop --game {args.game}")
+        get_game(name)  # an uninstalled game is one line here
+        env[SWEEP_DIR_ENV] = str(sweep.path.resolve())
+    else:
+        view = default_game(args.game).view()
+        name = view.game.name
+        if getattr(args, "compare", False) and not view.policy_choices():
+            raise VizError(f"the {name} game offers no policy choice; --compare needs two policies")
+    env[GAME_ENV] = name
+    return name, env
+
+
+def solara_environment(cache_dir: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of the Solara server: our asset cache, no telemetry, the game and what to open."""
+    env = dict(os.environ)
+    env[assets.SOLARA_CACHE_ENV] = str(cache_dir)
+    env["SOLARA_TELEMETRY_MIXPANEL_ENABLE"] = "false"  # no calls home from offline machines
+    env.update(extra or {})
+    return env
 
 
 def solara_command(args: argparse.Namespace) -> list[str]:
-    command = [sys.executable, "-m", "solara", "run", app_module(args),
-               "--host", args.host, "--port", str(args.port)]
+    command = [sys.executable, "-m", "solara", "run", app_module(args), "--host", args.host, "--port", str(args.port)]
     command.append("--open" if args.open else "--no-open")
     if not args.dev:
         command.append("--production")  # minified bundles, and no solara.dev check iframe
@@ -105,26 +123,17 @@ def solara_command(args: argparse.Namespace) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     if not 0 < args.port < 65536:
         raise VizError(f"--port {args.port} is not a TCP port; use e.g. --port 8521")
-    replay_dir = None
-    if args.replay is not None:
-        from .replay import RecordedGame
-        replay_dir = RecordedGame.load(args.replay).path.resolve()  # a bad directory fails here, in one line
-    sweep_dir = None
-    if getattr(args, "sweep", None) is not None:
-        sweep_dir = args.sweep.expanduser().resolve()
-        if not (sweep_dir / "games").is_dir() and not (sweep_dir.suffix == ".parquet" and sweep_dir.is_file()):
-            raise VizError(f"{args.sweep} holds no sweep results (no games/ folder); "
-                           "give the directory passed to llm-mesa sweep --out")
-    _check_port_free(args.host, args.port)
     command = solara_command(args)
+    name, extra = chosen_game(args)
+    _check_port_free(args.host, args.port)
     cache_dir = assets.use_cache(args.assets_dir, fill_missing=not args.no_fill,
                                  log=lambda text: print(f"llm-mesa viz: {text}", file=sys.stderr))
-    print(f"llm-mesa viz: serving on http://{args.host}:{args.port}/ (front-end from {cache_dir})",
+    print(f"llm-mesa viz: the {name} game, serving on http://{args.host}:{args.port}/ (front-end from {cache_dir})",
           file=sys.stderr)
     sys.stdout.flush()
     sys.stderr.flush()
     # replace this process: a signal to `llm-mesa viz` then reaches the server itself
-    os.execve(command[0], command, solara_environment(cache_dir, replay_dir, sweep_dir))
+    os.execve(command[0], command, solara_environment(cache_dir, extra))
     return 0  # not reached
 
 
@@ -138,3 +147,7 @@ def _check_port_free(host: str, port: int) -> None:
             sock.bind((host, port))
         except OSError as exc:
             raise VizError(f"port {port} on {host} is taken ({exc.strerror}); pass another --port") from None
+
+
+__all__ = ["APP_MODULE", "COMPARE_MODULE", "REPLAY_MODULE", "SWEEP_MODULE", "VizError", "app_module", "chosen_game",
+           "configure", "run", "solara_command", "solara_environment"]

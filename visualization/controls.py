@@ -1,15 +1,17 @@
 """The explorer's controls, and one game per visitor.
 
-``ControlPanel`` draws controls from Mesa-style ``model_params`` specs (which the
-pages derive from each game's ``PARAMETERS``): sliders show their value, a seed is
-a number field, a control whose value differs from the running game's says
+``ControlPanel`` draws controls from Mesa-style ``model_params`` specs (which a
+game's view derives from its parameter definition): sliders show their value, a
+seed is a number field, a control whose value differs from the running game's says
 "Reset to apply", and an error is shown beside the control it concerns, with every
 control kept in place.
 
 ``GameSession`` holds the game(s) of one browser session: each tab builds its own
 (``use_session``), so two visitors never step each other's game. Building a game
-from control values goes through a page's ``build`` function, which raises
-``ControlError`` naming the control at fault.
+from control values goes through the view's ``build_from``, which raises
+``ControlError`` that names the control at fault. A link's values (``?NAME=VALUE``) are
+checked like the controls: a bad one shows its control's message, and the page
+starts with the rest.
 """
 
 from __future__ import annotations
@@ -22,21 +24,7 @@ from typing import Any
 import solara
 import solara.lab
 
-from llm_mesa.errors import LlmMesaError
-
-GENERAL = "_general"  # an error that belongs to no single control
-
-
-class ControlError(LlmMesaError):
-    """A control value that cannot make a game; ``control`` names the control at fault."""
-
-    def __init__(self, control: str, message: str) -> None:
-        super().__init__(message)
-        self.control = control
-
-
-def initial_values(specs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    return {name: spec.get("value") for name, spec in specs.items()}
+from llm_mesa.view_controls import GENERAL, ControlError, initial_values
 
 
 def _shown(value: Any) -> str:
@@ -94,13 +82,16 @@ class GameSession:
     A failed Reset keeps the running game and its controls.
     """
 
-    def __init__(self, build: Callable[[dict[str, Any]], Any], values: Mapping[str, Any]) -> None:
+    def __init__(self, build: Callable[[dict[str, Any]], Any], values: Mapping[str, Any],
+                 errors: Mapping[str, str] | None = None) -> None:
         self.build = build
         self.lock = threading.RLock()
         self.errors: dict[str, str] = {}
         self.applied = dict(values)
         self.game = None
         self.reset(values)
+        if errors:  # a link's bad values: the page starts without them and says so beside each control
+            self.errors = {**dict(errors), **self.errors}
 
     def reset(self, values: Mapping[str, Any]) -> bool:
         """A new game from ``values``; on an error keep the old one and record the message."""
@@ -136,35 +127,6 @@ class GameSession:
         return True
 
 
-def values_from_query(specs: Mapping[str, Mapping[str, Any]], search: str) -> dict[str, Any]:
-    """Control values given in a page's query string (``?n=500&topology=caveman``), typed as their control.
-
-    Unknown names and values of the wrong type are ignored: a link never breaks the page.
-    """
-    from urllib.parse import parse_qsl
-
-    out: dict[str, Any] = {}
-    for name, text in parse_qsl((search or "").lstrip("?")):
-        spec = specs.get(name)
-        if spec is None:
-            continue
-        kind = spec.get("type")
-        try:
-            if kind in ("SliderInt", "InputInt"):
-                out[name] = int(text)
-            elif kind == "SliderFloat":
-                out[name] = float(text)
-            elif kind == "Checkbox":
-                out[name] = text.lower() in ("1", "true", "yes", "on")
-            elif kind == "Select" and text not in spec.get("values", []):
-                continue
-            else:
-                out[name] = text
-        except ValueError:
-            continue
-    return out
-
-
 def ErrorNote(session: GameSession, what: str = "game"):
     """In the main area: a round that broke, or a pointer to the control that needs fixing."""
     if session.errors.get(GENERAL):
@@ -174,14 +136,22 @@ def ErrorNote(session: GameSession, what: str = "game"):
                        dense=True, classes=["llm-mesa-errors-note"])
 
 
-def use_session(build: Callable[[dict[str, Any]], Any], specs: Mapping[str, Mapping[str, Any]]):
+def use_session(build: Callable[[dict[str, Any]], Any], specs: Mapping[str, Mapping[str, Any]],
+                query: Callable[[str], tuple[dict[str, Any], dict[str, str]]] | None = None):
     """This browser session's game, its control values, and a counter that moves at every change.
 
-    The page's query string may preset controls (``?n=500``): a link reopens a game.
+    The page's query string may preset controls (``?NAME=VALUE``): a link reopens a game;
+    ``query`` checks its values like the controls (a bad one keeps its default and shows its message).
     """
     router = solara.use_router()
-    values = solara.use_reactive({**initial_values(specs), **values_from_query(specs, router.search or "")})
-    session = solara.use_memo(lambda: GameSession(build, values.value), dependencies=[])
+
+    def start():
+        given, errors = query(router.search or "") if query is not None else ({}, {})
+        values = {**initial_values(specs), **given}
+        return GameSession(build, values, errors), values
+
+    session, first = solara.use_memo(start, dependencies=[])
+    values = solara.use_reactive(first)
     version = solara.use_reactive(0)
     return session, values, version
 
@@ -228,5 +198,21 @@ def GameButtons(session: GameSession, values: solara.Reactive[dict[str, Any]], v
                           classes=["llm-mesa-play"])
 
 
-__all__ = ["Control", "ControlError", "ErrorNote", "ControlPanel", "GENERAL", "GameButtons", "GameSession", "initial_values",
-           "use_session", "values_from_query"]
+
+
+
+#: the environment variable through which ``llm-mesa viz --game NAME`` names the game
+GAME_ENV = "LLM_MESA_GAME"
+
+
+def page_view(name: str | None = None):
+    """The view of the game a page shows: ``name``, else ``$LLM_MESA_GAME``, else the only game installed."""
+    import os
+
+    from llm_mesa.games import default_game
+
+    return default_game(name or os.environ.get(GAME_ENV) or None).view()
+
+
+__all__ = ["Control", "ControlError", "ControlPanel", "ErrorNote", "GAME_ENV", "GENERAL", "GameButtons", "GameSession",
+           "initial_values", "page_view", "use_session"]

@@ -1,112 +1,93 @@
-"""The replay viewer: scrub through a recorded consensus game, round by round.
+"""The replay viewer: scrub through a recorded game of any game, round by round.
 
-Open it with ``llm-mesa viz --replay DIR`` (DIR written by ``llm-mesa consensus
---out DIR``), or ``solara run llm_mesa.visualization.replay_app`` and type the
-directory into the page. It reads the run's tables only: no endpoint is called and
-no game is played; the network is drawn by the same code as the live explorer.
-The sweep browser replays a sweep's games with the same ``ReplayView``.
+Open it with ``llm-mesa viz --replay DIR`` (DIR written by ``llm-mesa GAME ... --out
+DIR``), or ``solara run llm_mesa.visualization.replay_app`` and type the directory
+into the page. The game is the one the run's manifest names; its view reads the
+run's tables (``GameView.recording``): no endpoint is called. The round is drawn by
+the same pieces as the live page, agent panel included; the sweep browser replays a
+sweep's games with the same ``RecordingView``.
 """
 
 from __future__ import annotations
 
 import os
 
-import pandas as pd
 import solara
 
-from .charts import VegaChart, consensus_charts, llm_charts
-from .network_view import NetworkPanel
-from .replay import REPLAY_DIR_ENV, RecordedGame, ReplayError
+from llm_mesa.errors import LlmMesaError
+from llm_mesa.games import get_game
+from llm_mesa.view_runs import REPLAY_DIR_ENV, Recording, run_directory
 
-TRANSCRIPT_COLUMNS = ("agent", "colour_before", "colour", "outcome", "reason", "message", "message_to", "failed")
-
-
-def _plot_frame(game: RecordedGame) -> pd.DataFrame:
-    numeric = [c for c in game.rounds.columns
-               if c not in ("round", "flippers", "largest_component_colour", "condition", "policy", "seed")
-               and pd.api.types.is_numeric_dtype(game.rounds[c])]
-    frame = game.rounds[["round", *numeric]].astype({c: float for c in numeric})
-    return frame.sort_values("round")
+from .panels import RoundLabel, RoundPanel
 
 
 @solara.component
-def RoundView(game: RecordedGame, round_number: int, label_class: str = "llm-mesa-replay-round"):
-    """The network, status and measures at one recorded round."""
-    selected, set_selected = solara.use_state(0)
-    colours = game.colours_at(round_number)
-    rounds = solara.use_memo(lambda: _plot_frame(game), dependencies=[str(game.path), len(game.rounds)])
-    solara.Text(f"Round {round_number} of {game.last_round}", classes=[label_class],
-                style={"font-weight": "bold", "font-size": "1.1em"})
-    with solara.Columns([3, 2], style={"align-items": "flex-start"}):
-        NetworkPanel(game.state_at(round_number, game.details_at(round_number)), selected=selected,
-                     on_select=set_selected)
-        with solara.Column(classes=["llm-mesa-plots"], style={"min-width": "0"}):
-            for cls, spec in consensus_charts(rounds, len(colours), current_round=round_number,
-                                              last_round=game.last_round):
-                VegaChart(spec, classes=[cls])
-            if game.transcript is not None or float(rounds.get("calls", pd.Series([0.0])).sum()) > 0:
-                for cls, spec in llm_charts(rounds, current_round=round_number):
-                    VegaChart(spec, classes=[cls])
-    messages = game.messages_at(round_number)
-    solara.Text(f"Messages in round {round_number}: {len(messages)}", style={"font-weight": "bold"})
-    if len(messages):
-        solara.DataFrame(messages.assign(to=messages["to"].map(lambda v: "neighbours/all" if pd.isna(v) else v)),
-                         items_per_page=8)
-    decisions = game.transcript_at(round_number)
-    if decisions is not None and round_number > 0:
-        solara.Text(f"LLM decisions that made round {round_number}: {len(decisions)}", style={"font-weight": "bold"})
-        if len(decisions):
-            shown = decisions[[c for c in TRANSCRIPT_COLUMNS if c in decisions.columns]].rename(
-                columns={"colour_before": "held", "colour": "chose"})
-            shown.insert(3, "holds now", [colours[int(v)] for v in decisions["agent"]])
-            solara.DataFrame(shown, items_per_page=8)
-
-
-@solara.component
-def RoundScrubber(last_round: int, round_number: int, set_round, classes=("llm-mesa-replay-slider",)):
+def RoundScrubber(first_round: int, last_round: int, round_number: int, set_round,
+                  classes=("llm-mesa-replay-slider",)):
     """A round slider with its value, and Previous / Next."""
     with solara.Column(classes=list(classes), gap="2px"):
         solara.Text(f"Round shown: {round_number} of {last_round}",
                     style={"font-size": "0.85em", "color": "#555", "margin-bottom": "30px"})
-        solara.SliderInt("", value=min(round_number, last_round), min=0, max=max(last_round, 0),
-                         on_value=set_round, thumb_label=True)
+        solara.SliderInt("", value=min(max(round_number, first_round), last_round), min=first_round,
+                         max=max(last_round, first_round), on_value=set_round, thumb_label=True)
         with solara.Row():
-            solara.Button("Previous", on_click=lambda: set_round(max(0, round_number - 1)), disabled=round_number <= 0)
+            solara.Button("Previous", on_click=lambda: set_round(max(first_round, round_number - 1)),
+                          disabled=round_number <= first_round)
             solara.Button("Next", on_click=lambda: set_round(min(last_round, round_number + 1)),
                           disabled=round_number >= last_round)
+
+
+@solara.component
+def RecordingView(recording: Recording, scrubber_in_sidebar: bool = False):
+    """A recording's round (slider, round line, banners, picture, charts, agent panel, messages)."""
+    round_number, set_round = solara.use_state(recording.first_round)
+    selected, set_selected = solara.use_state(0)
+    shown = min(max(round_number, recording.first_round), recording.last_round)
+    snapshot = solara.use_memo(lambda: recording.snapshot(shown, selected),
+                               dependencies=[recording.key, shown, selected])
+    charts = solara.use_memo(lambda: recording.view.charts(recording.rounds, current_round=shown,
+                                                            last_round=recording.last_round),
+                             dependencies=[recording.key, shown])
+    if scrubber_in_sidebar:
+        with solara.Sidebar():
+            RoundScrubber(recording.first_round, recording.last_round, shown, set_round)
+            solara.Text(recording.outline(), classes=["llm-mesa-replay-outline"])
+    else:
+        RoundScrubber(recording.first_round, recording.last_round, shown, set_round)
+        solara.Text(recording.outline(), classes=["llm-mesa-replay-outline"])
+    RoundLabel(snapshot.label, classes=("llm-mesa-replay-round",))
+    RoundPanel(snapshot, charts, on_select=set_selected)
+
+
+def open_recording(path: str) -> Recording | LlmMesaError | None:
+    """The run at ``path`` with its game's view, or the one-line error that says why not."""
+    if not path.strip():
+        return None
+    try:
+        folder, manifest = run_directory(path)
+        return get_game(str(manifest["kind"])).view().recording(folder)
+    except LlmMesaError as exc:
+        return exc
 
 
 @solara.component
 def Page():
     """Choose a run directory, then scrub its rounds with the slider."""
     run_dir, set_run_dir = solara.use_state(os.environ.get(REPLAY_DIR_ENV, ""))
-    round_number, set_round = solara.use_state(0)
-
-    def load():
-        if not run_dir.strip():
-            return None
-        try:
-            return RecordedGame.load(run_dir)
-        except ReplayError as exc:
-            return exc
-
-    loaded = solara.use_memo(load, dependencies=[run_dir])
+    loaded = solara.use_memo(lambda: open_recording(run_dir), dependencies=[run_dir])
     solara.Title("llm-mesa: replay")
     with solara.Sidebar():
         solara.Markdown("### Replay a recorded game")
-        solara.InputText("Run directory (llm-mesa consensus --out DIR)", value=run_dir,
-                         on_value=lambda v: (set_run_dir(v.strip()), set_round(0)), continuous_update=False,
+        solara.InputText("Run directory (llm-mesa GAME ... --out DIR)", value=run_dir,
+                         on_value=lambda v: set_run_dir(v.strip()), continuous_update=False,
                          classes=["llm-mesa-replay-dir"])
-        if isinstance(loaded, RecordedGame):
-            RoundScrubber(loaded.last_round, min(round_number, loaded.last_round), set_round)
-            solara.Text(loaded.outcome_line())
-    with solara.Column(style={"padding": "8px 16px"}):
+    with solara.Column(style={"padding": "8px 16px"}, classes=["llm-mesa-page"]):
         if loaded is None:
-            solara.Info("Type the directory of a recorded game (llm-mesa consensus ... --out DIR) in the sidebar.")
-        elif isinstance(loaded, ReplayError):
+            solara.Info("Type the directory of a recorded game (llm-mesa GAME ... --out DIR) in the sidebar.")
+        elif isinstance(loaded, LlmMesaError):
             solara.Error(str(loaded), classes=["llm-mesa-replay-error"])
         else:
-            RoundView(loaded, min(round_number, loaded.last_round))
+            RecordingView(loaded, scrubber_in_sidebar=True).key(loaded.key)
 
 
-__all__ = ["Page", "RoundScrubber", "RoundView"]
+__all__ = ["Page", "RecordingView", "RoundScrubber", "open_recording"]

@@ -1,168 +1,182 @@
-"""The sweep browser: open a sweep's results, filter them, look at the distributions, replay a game.
+"""The sweep browser, for any game's sweep: filter its games, read its table and distributions, replay a game.
 
 Open it with ``llm-mesa viz --sweep DIR`` (DIR written by ``llm-mesa sweep --out
 DIR``), or type the directory into the page. It reads the sweep's tables only (no
-game is played, no endpoint called): the consensus table (or SIGN's final
-agreement), the distribution of any measure by policy and condition, the games
+endpoint is called): the game's table per condition x policy (``GameView.sweep_table``),
+the distribution of any measure (one row per condition, one lane per policy, each
+game a point, jittered within its lane, the mean a black tick), and the games
 themselves; click a game in the distribution (or pick it in the list) to replay it
-round by round with the replay viewer. Games replay when the sweep kept their
-tables (``--tables agents,rounds``; a naming sweep needs ``rounds``).
+round by round (from its kept tables, or played again from its seed).
 """
 
 from __future__ import annotations
 
 import os
+import zlib
 from typing import Any
 
 import pandas as pd
 import solara
 
-from .charts import VegaChart
-from .cli import SWEEP_DIR_ENV
-from .naming_charts import agreement_chart, outcomes_chart
-from .network_chart import EMBED, VEGA_LITE
-from .replay_app import RoundScrubber, RoundView
-from .sweep_data import KEY, SweepView, SweepViewError, game_label
+from llm_mesa.errors import LlmMesaError
+from llm_mesa.games import get_game
+from llm_mesa.view_charts import EMBED, KEY, VEGA_LITE
+from llm_mesa.view_sweeps import SWEEP_DIR_ENV, SweepGames, game_label
 
-GAME_COLUMNS = ("condition", "policy", "seed", "consensus", "rounds", "stop_reason", "winner", "largest_component",
-                "local_agreement", "failures", "agreement_final", "rounds_to_50")
-DEFAULT_MEASURE = {"consensus": "rounds", "naming": "agreement_final"}
+from .controls import page_view
+from .replay_app import RecordingView
+from .vega_widget import VegaChart
+
+#: points drawn at most per distribution (a larger sweep shows an even sample, its means from every game)
+MAX_POINTS = 3000
 
 
-def distribution_spec(games: pd.DataFrame, measure: str, title: str | None = None) -> dict[str, Any]:
-    """Every game as a point (x: the measure, row: its policy, colour: its condition); ticks: the means."""
+def _jitter(condition: str, policy: str, seed: int) -> float:
+    """A fixed offset in 0..1 for one game (the same game always lands on the same spot)."""
+    return (zlib.crc32(f"{condition}|{policy}|{seed}".encode()) % 1000) / 1000
+
+
+def distribution_spec(games: pd.DataFrame, measure: str, conditions: list[str], policies: list[str]) -> dict[str, Any]:
+    """One row per condition, one lane per policy in it, each game a jittered point; ticks: the means."""
+    lanes = {p: i for i, p in enumerate(policies)}
     rows = []
     for record in games[[*KEY, measure]].to_dict("records"):
         value = record[measure]
         if value is None or pd.isna(value):
             continue
-        rows.append({"condition": str(record["condition"]), "policy": str(record["policy"]), "seed": int(record["seed"]),
-                     "value": float(value), "game": game_label(record["condition"], record["policy"], record["seed"])})
-    y = {"field": "policy", "type": "nominal", "title": "policy"}
+        condition, policy, seed = str(record["condition"]), str(record["policy"]), int(record["seed"])
+        lane = lanes.get(policy, 0)
+        rows.append({"condition": condition, "policy": policy, "seed": seed, "value": float(value),
+                     "lane": lane + 0.2 + 0.6 * _jitter(condition, policy, seed), "middle": lane + 0.5,
+                     "game": game_label(condition, policy, seed), "key": [condition, policy, seed]})
+    means = (pd.DataFrame(rows).groupby(["condition", "policy"], sort=False)
+             .agg(value=("value", "mean"), middle=("middle", "first"), games=("value", "size")).reset_index()
+             .to_dict("records")) if rows else []
+    shown = rows if len(rows) <= MAX_POINTS else rows[:: -(-len(rows) // MAX_POINTS)]
+    band = max(24, 18 * len(policies))
+    y = {"field": "condition", "type": "nominal", "title": None, "sort": conditions,
+         "axis": {"labelLimit": 280, "labelFontSize": 11}}
+    offset = {"type": "quantitative", "scale": {"domain": [0, max(len(policies), 1)], "range": [0, band]}}
+    colour = {"field": "policy", "type": "nominal", "sort": policies,
+              "legend": {"orient": "bottom", "title": "policy", "columns": 3, "labelLimit": 0, "symbolLimit": 0}}
     x = {"field": "value", "type": "quantitative", "title": measure.replace("_", " ")}
+    size = max(30, min(90, 6000 // max(len(shown), 1)))
     return {
-        "$schema": VEGA_LITE, "width": "container", "height": {"step": 34},
-        "title": {"text": title or f"Distribution of {measure.replace('_', ' ')} over games",
-                  "subtitle": "one point per game (colour: condition) · black tick: the mean · click a game to replay it"},
-        "autosize": {"type": "fit-x", "contains": "padding"}, "data": {"values": rows}, "usermeta": EMBED,
+        "$schema": VEGA_LITE, "width": "container", "height": {"step": band},
+        "title": {"text": f"{measure.replace('_', ' ')} over games",
+                  "subtitle": [f"one row per condition, one lane per policy; each game a point ({len(rows)} games"
+                               + (f", {len(shown)} drawn" if len(shown) < len(rows) else "") + ")",
+                               "black tick: the mean of a condition x policy · click a game to replay it"]},
+        "autosize": {"type": "fit-x", "contains": "padding"}, "usermeta": EMBED,
+        "datasets": {"games": shown, "means": means},
         "layer": [  # the ticks beneath: a click on a game reaches its point
-            {"mark": {"type": "tick", "color": "black", "thickness": 2, "size": 26},
-             "encoding": {"x": {"aggregate": "mean", "field": "value", "type": "quantitative"}, "y": y}},
-            {"mark": {"type": "point", "filled": True, "size": 90, "opacity": 0.75, "cursor": "pointer"},
-             "encoding": {"x": x, "y": y, "color": {"field": "condition", "type": "nominal",
-                                                   "legend": {"orient": "bottom", "title": "condition"}},
+            {"data": {"name": "means"}, "mark": {"type": "tick", "color": "black", "thickness": 2,
+                                                 "size": max(10, band / max(len(policies), 1) - 4)},
+             "encoding": {"x": x, "y": y, "yOffset": {"field": "middle", **offset},
+                          "tooltip": [{"field": "condition"}, {"field": "policy"}, {"field": "games"},
+                                      {"field": "value", "title": f"mean {measure}", "format": ".4~f"}]}},
+            {"data": {"name": "games"}, "mark": {"type": "point", "filled": True, "size": size, "opacity": 0.6,
+                                                 "cursor": "pointer"},
+             "encoding": {"x": x, "y": y, "yOffset": {"field": "lane", **offset}, "color": colour,
                           "tooltip": [{"field": "game"}, {"field": "value", "title": measure, "format": ".4~f"}]}},
         ],
-        "config": {"title": {"anchor": "start", "fontSize": 13}},
+        "config": {"title": {"anchor": "start", "fontSize": 13}, "view": {"stroke": "#eeeeee"}},
     }
 
 
+def in_order(table: pd.DataFrame, sweep: SweepGames) -> pd.DataFrame:
+    """The table's rows in the sweep's order of conditions, then policies (as its manifest lists them)."""
+    if table.empty or not {"condition", "policy"} <= set(table.columns):
+        return table
+    rank = {c: i for i, c in enumerate(sweep.conditions)}
+    lane = {p: i for i, p in enumerate(sweep.policies)}
+    order = sorted(range(len(table)), key=lambda i: (rank.get(table["condition"].iloc[i], len(rank)),
+                                                     lane.get(table["policy"].iloc[i], len(lane))))
+    return table.iloc[order].reset_index(drop=True)
+
+
 @solara.component
-def NamingReplay(view: SweepView, key: tuple[str, str, int]):
-    round_number, set_round = solara.use_state(0)
-    try:
-        rounds = view.rounds_of(*key)
-    except SweepViewError as exc:
-        solara.Error(str(exc), classes=["llm-mesa-sweep-error"])
+def GameReplay(view, sweep: SweepGames, key: tuple[str, str, int]):
+    def load():
+        try:
+            return view.sweep_game(sweep, *key)
+        except LlmMesaError as exc:
+            return exc
+
+    recording = solara.use_memo(load, dependencies=[str(sweep.path), key])
+    if isinstance(recording, LlmMesaError):
+        solara.Error(str(recording), classes=["llm-mesa-sweep-error"])
         return
-    rounds = rounds[rounds["round"] >= 1] if (rounds["round"] >= 1).any() else rounds
-    last = int(rounds["round"].max())
-    shown = min(max(round_number, int(rounds["round"].min())), last)
-    RoundScrubber(last, shown, set_round)
-    row = rounds[rounds["round"] == shown].iloc[0]
-    solara.Text(f"Round {shown} of {last}", classes=["llm-mesa-replay-round"], style={"font-weight": "bold"})
-    solara.Info(f"Agreement {float(row['agreement']):.2f}; {float(row['held_share']):.0%} hold {row['top_held']}; "
-                f"{int(row['distinct_held'])} names in use.", dense=True)
-    with solara.Columns([1, 1], style={"align-items": "flex-start"}):
-        VegaChart(agreement_chart(rounds, last_round=last, current_round=shown).to_dict(),
-                  classes=["llm-mesa-naming-agreement"])
-        VegaChart(outcomes_chart(rounds, last_round=last, current_round=shown).to_dict(),
-                  classes=["llm-mesa-naming-outcomes"])
+    RecordingView(recording).key(recording.key)
 
 
 @solara.component
-def ConsensusReplay(view: SweepView, key: tuple[str, str, int]):
-    round_number, set_round = solara.use_state(0)
-    game = solara.use_memo(lambda: _load_game(view, key), dependencies=[str(view.path), key])
-    if isinstance(game, SweepViewError):
-        solara.Error(str(game), classes=["llm-mesa-sweep-error"])
-        return
-    shown = min(round_number, game.last_round)
-    RoundScrubber(game.last_round, shown, set_round)
-    solara.Text(game.outcome_line())
-    RoundView(game, shown)
-
-
-def _load_game(view: SweepView, key):
-    try:
-        return view.recorded_game(*key)
-    except SweepViewError as exc:
-        return exc
-
-
-@solara.component
-def SweepBody(view: SweepView):
-    conditions, set_conditions = solara.use_state(view.conditions)
-    policies, set_policies = solara.use_state(view.policies)
-    measures = view.measures()
-    measure, set_measure = solara.use_state(DEFAULT_MEASURE.get(view.game, measures[0] if measures else ""))
-    games = view.filtered(conditions, policies)
-    labels = [game_label(*k) for k in zip(games["condition"], games["policy"], games["seed"])]
-    chosen, set_chosen = solara.use_state(labels[0] if labels else "")
+def SweepBody(sweep: SweepGames):
+    """The browser of one sweep; its filters belong to it (another directory starts afresh: keyed by path)."""
+    view = solara.use_memo(lambda: get_game(sweep.game_name).view(), dependencies=[sweep.game_name])
+    conditions, set_conditions = solara.use_state(sweep.conditions)
+    policies, set_policies = solara.use_state(sweep.policies)
+    measures = solara.use_memo(lambda: view.sweep_measures(sweep.games), dependencies=[str(sweep.path)])
+    measure, set_measure = solara.use_state(measures[0] if measures else "")
+    games = sweep.filtered(conditions, policies)
+    keys = list(zip(games["condition"], games["policy"], games["seed"].astype(int)))
+    labels = [game_label(*k) for k in keys]
+    chosen, set_chosen = solara.use_state(0)
 
     def clicked(datum):
-        if isinstance(datum, dict) and datum.get("game"):
-            set_chosen(str(datum["game"]))
+        if isinstance(datum, dict) and isinstance(datum.get("key"), list):
+            wanted = (str(datum["key"][0]), str(datum["key"][1]), int(datum["key"][2]))
+            if wanted in keys:
+                set_chosen(keys.index(wanted))
 
     with solara.Sidebar():
         with solara.Column(classes=["llm-mesa-sweep-filters"]):
-            solara.SelectMultiple("Conditions", values=conditions, all_values=view.conditions,
+            solara.SelectMultiple("Conditions", values=conditions, all_values=sweep.conditions,
                                   on_value=set_conditions, classes=["llm-mesa-sweep-conditions"])
-            solara.SelectMultiple("Policies", values=policies, all_values=view.policies, on_value=set_policies,
+            solara.SelectMultiple("Policies", values=policies, all_values=sweep.policies, on_value=set_policies,
                                   classes=["llm-mesa-sweep-policies"])
             if measures:
                 solara.Select("Measure", values=measures, value=measure if measure in measures else measures[0],
-                              on_value=set_measure)
-    solara.Text(view.describe(), classes=["llm-mesa-sweep-summary"])
+                              on_value=set_measure, classes=["llm-mesa-sweep-measure"])
+    solara.Text(sweep.describe(), classes=["llm-mesa-sweep-summary"])
     if games.empty:
         solara.Warning("No game matches the filters: choose at least one condition and one policy.", dense=True)
         return
-    heading = "Consensus (successes / games)" if view.game == "consensus" else "Final agreement (mean, SD over seeds)"
-    solara.Markdown(f"#### {heading}")
+    solara.Markdown(f"#### The {view.game.name} games per condition and policy")
     with solara.Div(classes=["llm-mesa-sweep-table"]):
-        solara.DataFrame(view.headline(games), items_per_page=20)
-    with solara.Columns([3, 2], style={"align-items": "flex-start"}):
-        if measures:
-            VegaChart(distribution_spec(games, measure if measure in measures else measures[0]),
-                      classes=["llm-mesa-sweep-distribution"], on_click=clicked)
-        with solara.Column(style={"min-width": "0"}):
-            shown = [c for c in GAME_COLUMNS if c in games.columns]
-            solara.DataFrame(games[shown], items_per_page=8)
+        solara.DataFrame(in_order(view.sweep_table(games), sweep), items_per_page=20)
+    if measures:
+        shown_conditions = [c for c in sweep.conditions if c in set(games["condition"])]
+        shown_policies = [p for p in sweep.policies if p in set(games["policy"])]
+        VegaChart(distribution_spec(games, measure if measure in measures else measures[0], shown_conditions,
+                                    shown_policies), classes=["llm-mesa-sweep-distribution"], on_click=clicked)
+    with solara.Details("The games", expand=False):
+        solara.DataFrame(games, items_per_page=10)
     solara.Markdown("#### Replay one game")
-    current = chosen if chosen in labels else labels[0]
-    solara.Select("Game", values=labels, value=current, on_value=set_chosen, classes=["llm-mesa-sweep-game"])
-    condition, policy, seed = [part.strip() for part in current.split("|")]
-    key = (condition, policy, int(seed.removeprefix("seed ")))
+    current = min(chosen, len(labels) - 1)
+    solara.Select("Game", values=labels, value=labels[current], on_value=lambda v: set_chosen(labels.index(v)),
+                  classes=["llm-mesa-sweep-game"])
     with solara.Column(classes=["llm-mesa-sweep-replay"]):
-        if view.game == "consensus":
-            ConsensusReplay(view, key)
-        else:
-            NamingReplay(view, key)
+        GameReplay(view, sweep, keys[current]).key(f"{sweep.path}|{labels[current]}")
+
+
+def open_sweep(path: str) -> SweepGames | LlmMesaError | None:
+    if not path.strip():
+        return None
+    try:
+        sweep = SweepGames.open(path)
+        if not sweep.game_name:  # a sweep from before manifests named their game: the page's game
+            sweep.manifest["game"] = page_view().game.name
+        get_game(sweep.game_name)
+        return sweep
+    except LlmMesaError as exc:
+        return exc
 
 
 @solara.component
 def Page():
     sweep_dir, set_sweep_dir = solara.use_state(os.environ.get(SWEEP_DIR_ENV, ""))
-
-    def load():
-        if not sweep_dir.strip():
-            return None
-        try:
-            return SweepView.open(sweep_dir)
-        except SweepViewError as exc:
-            return exc
-
-    loaded = solara.use_memo(load, dependencies=[sweep_dir])
+    loaded = solara.use_memo(lambda: open_sweep(sweep_dir), dependencies=[sweep_dir])
     solara.Title("llm-mesa: sweep browser")
     with solara.Sidebar():
         solara.Markdown("### Browse a sweep")
@@ -172,10 +186,10 @@ def Page():
     with solara.Column(style={"padding": "8px 16px"}, classes=["llm-mesa-page"]):
         if loaded is None:
             solara.Info("Type the directory of a sweep (llm-mesa sweep ... --out DIR) in the sidebar.")
-        elif isinstance(loaded, SweepViewError):
+        elif isinstance(loaded, LlmMesaError):
             solara.Error(str(loaded), classes=["llm-mesa-sweep-error"])
         else:
-            SweepBody(loaded)
+            SweepBody(loaded).key(str(loaded.path))
 
 
 __all__ = ["Page", "distribution_spec"]

@@ -58,8 +58,11 @@ module.exports = {
             if (this.view) { this.view.finalize(); this.view = null; }
         },
         async plot() {
+            // not synced yet, or no longer shown (a grid re-mounts its items): drawn when it is
+            if (!this.spec || !Object.keys(this.spec).length || !this.$refs.plotElement) { return; }
             const vegaEmbed = await new Promise((resolve, reject) => require(['vega-embed'], resolve, reject));
             this.finalize();
+            if (!this.$refs.plotElement) { return; }
             const result = await vegaEmbed(this.$refs.plotElement, this.spec, {actions: false, renderer: 'svg'});
             this.view = result.view;
             if (this.listen_to_click) {

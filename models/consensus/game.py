@@ -57,7 +57,7 @@ class ConsensusGame(Game):
     llm = LlmSupport(policy="llm_mesa.models.consensus.llm_policy:game_policy",
                      behaviours="llm_mesa.models.consensus.behaviours")
     extensions = Extensions(cli="llm_mesa.models.consensus.cli", analysis="llm_mesa.models.consensus.analysis_report",
-                            figures="llm_mesa.models.consensus.figures")
+                            figures="llm_mesa.models.consensus.figures", view="llm_mesa.models.consensus.view:ConsensusView")
 
     def build(self, parameters: Mapping[str, Any], policy: Any, seed: int) -> Any:
         from .model import ConsensusModel

@@ -63,7 +63,7 @@ class NamingGame(Game):
                                         "top_p": 0.9, "extra_body": {"repetition_penalty": 1.1}},
                      behaviours="llm_mesa.models.naming.behaviours")
     extensions = Extensions(cli="llm_mesa.models.naming.cli", analysis="llm_mesa.models.naming.analysis",
-                            figures="llm_mesa.models.naming.figures")
+                            figures="llm_mesa.models.naming.figures", view="llm_mesa.models.naming.view:NamingView")
 
     def build(self, parameters: Mapping[str, Any], policy: Any, seed: int) -> Any:
         from .model import NamingModel

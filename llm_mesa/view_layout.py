@@ -3,7 +3,7 @@
 The game's own layout (``llm_mesa.graphs.seeded_layout``, what a recorded run
 stores) is Kamada–Kawai up to 300 nodes and networkx's spring layout above, which
 takes seconds at N = 500 and about ten at N = 1,000: too long for a page that
-rebuilds a game at every Reset. Above ``QUICK_ABOVE`` nodes the explorer draws
+rebuilds a game at every Reset. Above ``QUICK_ABOVE`` nodes a page draws
 with a vectorised Fruchterman–Reingold (numpy, dense repulsion, 1,000 nodes in
 well under a second), started from a seeded spectral embedding so the same game
 always gets the same picture.
@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import networkx as nx
 import numpy as np
+
+from llm_mesa.graphs import seeded_layout
 
 #: Up to this many nodes the game's own layout is used (it reads well and is quick).
 QUICK_ABOVE = 200
@@ -54,14 +56,20 @@ def quick_layout(graph: nx.Graph, seed: int = 0, iterations: int = 60) -> dict[i
     return {int(v): (float(x), float(y)) for v, (x, y) in zip(graph.nodes, pos)}
 
 
-def drawing_layout(model) -> dict[int, tuple[float, float]]:
-    """The layout the explorer draws a live game with: the game's own, or the quick one when large."""
-    if model.n <= QUICK_ABOVE:
-        return model.layout
-    cached = getattr(model, "_explorer_layout", None)
+def drawing_layout(graph: nx.Graph, holder: object, own=None, seed: int = 0) -> dict:
+    """The layout a page draws ``graph`` with: ``own()`` (the game's) up to ``QUICK_ABOVE`` nodes, else the quick one.
+
+    The quick layout is computed once and kept on ``holder`` (the model), so stepping never moves a node.
+    """
+    if graph.number_of_nodes() <= QUICK_ABOVE and own is not None:
+        return own()
+    cached = getattr(holder, "_llm_mesa_layout", None)
     if cached is None:
-        cached = quick_layout(model.graph, seed=getattr(model, "_layout_seed", 0))
-        model._explorer_layout = cached
+        cached = quick_layout(graph, seed=seed) if graph.number_of_nodes() > QUICK_ABOVE else seeded_layout(graph, seed)
+        try:
+            holder._llm_mesa_layout = cached
+        except AttributeError:
+            pass
     return cached
 
 

@@ -1,0 +1,39 @@
+"""llm-mesa's network view, charts and agent panel inside Mesa's own SolaraViz.
+
+    solara run examples/solaraviz_consensus.py
+
+A Mesa user's page: Mesa's SolaraViz with its own controls (Reset, Play, Step, the
+model's parameters), and llm-mesa's pieces as its components: the consensus game's
+network with its echo chambers (colour, preference ring, disagreement, flippers, the
+chamber map), its charts (share of blue, local agreement, ...) and the agent panel.
+``Page`` builds a model per visitor, so two browser tabs never step each other's game.
+Importing the components points Solara at llm-mesa's offline asset cache when it is
+filled (``python -m llm_mesa.visualization.assets fill``) and no other is set.
+"""
+
+from __future__ import annotations
+
+import solara
+from mesa.visualization import SolaraViz
+
+from llm_mesa.models.consensus import ConsensusModel
+from llm_mesa.visualization.components import components, model_params
+
+PARAMS = model_params("consensus", policy="majority-inertia", rng=1, baseline_permutations=0)
+
+
+def new_model() -> ConsensusModel:
+    """The game the page starts with: the parameters' defaults, majority-with-inertia agents, seed 1."""
+    return ConsensusModel(policy="majority-inertia", rng=1, baseline_permutations=0)
+
+
+@solara.component
+def Page():
+    model = solara.use_memo(new_model, dependencies=[])  # one model per visitor
+    SolaraViz(model, components=components("consensus"), model_params=PARAMS, name="llm-mesa consensus in SolaraViz")
+
+
+if __name__ == "__main__":
+    model = new_model()
+    model.step()
+    print(f"round {model.round}: {len(components('consensus'))} components, {len(PARAMS)} model parameters")

@@ -1,0 +1,189 @@
+"""Charts of a game's per-round table as Vega-Lite dicts (plain data), and a sweep's generic table.
+
+A game's view returns its charts as Vega-Lite specifications: dicts a browser draws,
+which a game can build without any drawing library. ``line_spec`` is the one line
+chart every page uses: it fits its cell, spans every round played (the latest
+included), keeps shares on a fixed 0-1 axis and can mark the round a replay shows.
+``round_charts`` is the default for any game: its shares together, then each other
+numeric column alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+VEGA_LITE = "https://vega.github.io/schema/vega-lite/v5.json"  # a schema name only: never fetched
+#: SVG everywhere: every mark is an element a browser test can hover or count
+EMBED = {"embedOptions": {"renderer": "svg", "actions": False}}
+SERIES_COLOURS = ["#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
+#: columns of a sweep's games table that identify a game, and ones that are not measures worth a summary
+KEY = ("condition", "policy", "seed")
+NOT_MEASURES = {"seed", "wall_s", "cost", "round"}
+#: at most this many default charts (the rest of a wide table stays in the table)
+MAX_CHARTS = 6
+
+
+def numeric_rounds(rounds: pd.DataFrame) -> pd.DataFrame:
+    """The per-round table's numeric and yes/no columns as floats (``round`` as int), others dropped."""
+    if rounds.empty or "round" not in rounds.columns:
+        return pd.DataFrame({"round": pd.Series(dtype=int)})
+    keep = ["round"] + [c for c in rounds.columns if c != "round" and c not in KEY
+                        and (pd.api.types.is_bool_dtype(rounds[c]) or pd.api.types.is_numeric_dtype(rounds[c]))]
+    return rounds[keep].astype({c: float for c in keep[1:]}).astype({"round": int}).sort_values("round")
+
+
+def long_frame(rounds: pd.DataFrame, columns: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Rows (round, series, value) of the columns ``rounds`` has, every round included."""
+    present = [c for c in columns if c in rounds.columns]
+    rows = []
+    for record in rounds[["round", *present]].to_dict("records"):
+        for c in present:
+            value = record[c]
+            rows.append({"round": int(record["round"]), "series": columns[c],
+                         "value": None if pd.isna(value) else float(value)})
+    return rows
+
+
+def round_axis(last_round: int) -> dict[str, Any]:
+    """The x axis of a per-round chart: rounds 0..last, whole numbers only."""
+    last = max(int(last_round), 1)
+    axis: dict[str, Any] = {"format": "d", "tickMinStep": 1, "tickCount": min(last, 10)}
+    if last <= 10:  # few rounds: a tick for each (no half rounds read as whole ones)
+        axis = {"format": "d", "values": list(range(last + 1)), "labelOverlap": False}
+    return {"field": "round", "type": "quantitative", "title": "round",
+            "scale": {"domain": [0, last], "nice": False}, "axis": axis}
+
+
+def line_spec(rows: Sequence[Mapping[str, Any]], title: str, y_title: str, *, last_round: int,
+              y_domain: Sequence[float] | None = None, current_round: int | None = None,
+              series: Sequence[str] | None = None, dash: str | None = None, height: int = 150,
+              subtitle: str | list[str] | None = None, counts: bool = False) -> dict[str, Any]:
+    """A line chart of ``rows`` (round, series, value[, dash field]) over rounds 0..``last_round``.
+
+    ``counts`` gives whole-number ticks; ``current_round`` draws an orange rule (a replay's position);
+    ``dash`` names a field whose values are drawn as dash styles (two populations overlaid).
+    """
+    order = list(series) if series is not None else list(dict.fromkeys(r["series"] for r in rows))
+    x = round_axis(last_round)
+    y: dict[str, Any] = {"field": "value", "type": "quantitative", "title": y_title}
+    if counts:
+        y["axis"] = {"tickMinStep": 1, "format": "d"}
+        top = max((r["value"] for r in rows if r.get("value") is not None), default=0)
+        if y_domain is None and top <= 8:  # few values: name each whole number (no 0.5 ticks read as 1)
+            y["axis"] = {"format": "d", "values": list(range(int(top) + 1)) if top >= 1 else [0, 1],
+                         "labelOverlap": False}
+    if y_domain is not None:
+        y["scale"] = {"domain": list(y_domain), "nice": False}
+    encoding: dict[str, Any] = {
+        "x": x, "y": y,
+        "color": {"field": "series", "type": "nominal", "title": None, "sort": order,
+                  "scale": {"domain": order, "range": (SERIES_COLOURS * 4)[: len(order)] or SERIES_COLOURS},
+                  "legend": {"orient": "bottom", "labelLimit": 320, "columns": 2} if len(order) > 1 else None},
+        "tooltip": [{"field": "series"}, {"field": "round"}, {"field": "value", "format": ".3~f"}],
+    }
+    if dash:
+        groups = list(dict.fromkeys(r[dash] for r in rows))
+        styles = [[1, 0], [6, 4], [2, 2], [8, 3, 2, 3]]
+        encoding["strokeDash"] = {"field": dash, "type": "nominal", "legend": None,
+                                  "scale": {"domain": groups, "range": styles[: len(groups)]}}
+        names = ("solid", "dashed", "dotted", "dash-dot")
+        key = " · ".join(f"{names[i]}: {g}" for i, g in enumerate(groups[:4]))
+        subtitle = [subtitle, key] if isinstance(subtitle, str) else [*(subtitle or []), key]
+        encoding["detail"] = {"field": dash}
+        encoding["tooltip"] = [{"field": dash}, *encoding["tooltip"]]
+    layers: list[dict[str, Any]] = [{"mark": {"type": "line", "point": len(rows) <= 400, "interpolate": "linear"},
+                                     "encoding": encoding}]
+    if current_round is not None:
+        layers.append({"data": {"values": [{"round": int(current_round)}]},
+                       "mark": {"type": "rule", "color": "#ff7f0e", "strokeWidth": 2, "strokeDash": [5, 3]},
+                       "encoding": {"x": x}})
+    heading: dict[str, Any] = {"text": title}
+    if subtitle:
+        heading["subtitle"] = subtitle
+    return {"$schema": VEGA_LITE, "width": "container", "height": height, "title": heading,
+            "autosize": {"type": "fit-x", "contains": "padding"}, "data": {"values": list(rows)},
+            "layer": layers, "usermeta": EMBED,
+            "config": {"title": {"anchor": "start", "fontSize": 13}, "view": {"stroke": None}}}
+
+
+def dashed_rows(rounds: pd.DataFrame, columns: Mapping[str, str], dash: str | None) -> list[dict[str, Any]]:
+    """``long_frame`` of ``rounds``, split by the ``dash`` column when there is one."""
+    if dash is None:
+        return long_frame(rounds, columns)
+    out = []
+    for key, part in rounds.groupby(dash, sort=False):
+        out += [{**r, dash: key} for r in long_frame(part, columns)]
+    return out
+
+
+def _label(column: str) -> str:
+    return column.replace("_", " ")
+
+
+def round_charts(rounds: pd.DataFrame, *, current_round: int | None = None, last_round: int | None = None,
+                 dash: str | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """Any game's per-round charts: its shares (every value in 0..1) together, then each other column."""
+    columns = [c for c in rounds.columns if c not in ("round", dash)
+               and pd.api.types.is_numeric_dtype(rounds[c]) and rounds[c].notna().any()]
+    if not columns:
+        return []
+    last = int(rounds["round"].max()) if last_round is None else int(last_round)
+    shares = [c for c in columns if rounds[c].dropna().between(0, 1).all()]
+    common = {"last_round": last, "current_round": current_round, "dash": dash}
+    charts = []
+    if shares:
+        names = {c: _label(c) for c in shares}
+        charts.append(("llm-mesa-chart-shares", line_spec(dashed_rows(rounds, names, dash), "Shares per round",
+                                                          "share", y_domain=(0, 1), series=list(names.values()),
+                                                          **common)))
+    for column in [c for c in columns if c not in shares][: MAX_CHARTS - len(charts)]:
+        whole = bool((rounds[column].dropna() % 1 == 0).all())
+        charts.append((f"llm-mesa-chart-{column.replace('_', '-')}",
+                       line_spec(dashed_rows(rounds, {column: _label(column)}, dash), f"{_label(column)} per round",
+                                 _label(column), series=[_label(column)], counts=whole, height=120, **common)))
+    return charts
+
+
+# --- a sweep's games ---------------------------------------------------------------------------
+
+
+def sweep_measures(games: pd.DataFrame) -> list[str]:
+    """Numeric and yes/no columns of a sweep's games table worth a distribution."""
+    out = []
+    for column in games.columns:
+        if column in NOT_MEASURES or column in KEY:
+            continue
+        kind = games[column].dtype
+        if (pd.api.types.is_bool_dtype(kind) or pd.api.types.is_numeric_dtype(kind)) and games[column].notna().any():
+            out.append(column)
+    return out
+
+
+def sweep_table(games: pd.DataFrame, measures: Sequence[str] | None = None) -> pd.DataFrame:
+    """One row per condition x policy: games, then each measure's mean (a yes/no: its share) and SD."""
+    if games.empty:
+        return pd.DataFrame()
+    measures = list(measures) if measures is not None else sweep_measures(games)[:6]
+    grouped = games.groupby(["condition", "policy"], sort=False)
+    table = pd.DataFrame({"games": grouped.size()})
+    for column in measures:
+        table[f"{column} (mean)"] = grouped[column].apply(lambda s: s.astype(float).mean()).round(3)
+        if not pd.api.types.is_bool_dtype(games[column]):
+            table[f"{column} (sd)"] = grouped[column].apply(lambda s: s.astype(float).std(ddof=1)).round(3)
+    return table.reset_index()
+
+
+def repetitions(games: pd.DataFrame) -> str:
+    """Games per condition x policy cell, in words ("30 games a cell", or "2 to 3 games a cell")."""
+    if games.empty:
+        return "no games"
+    sizes = games.groupby(["condition", "policy"], sort=False).size()
+    low, high = int(sizes.min()), int(sizes.max())
+    return f"{low} game{'s' if low != 1 else ''} a cell" if low == high else f"{low} to {high} games a cell"
+
+
+__all__ = ["EMBED", "KEY", "SERIES_COLOURS", "VEGA_LITE", "dashed_rows", "line_spec", "long_frame", "numeric_rounds",
+           "repetitions", "round_axis", "round_charts", "sweep_measures", "sweep_table"]

@@ -1,0 +1,288 @@
+"""A page's controls for any game, and building a model from their values (``GameView``'s defaults).
+
+The controls are the game's parameter definition (``Parameter.control_spec``), then
+the agents' policy, the LLM endpoint and model when the game has an LLM policy (the
+built-in loopback stand-in by default, so LLM agents work offline), and the seed.
+Every value, typed into the page or given in a link (``?n=500``), is checked the same
+way: converted as its control's type, held to the page's own range, then to the
+parameter's own checks; each error is a ``ControlError`` that names the control, with
+the message the control itself shows.
+"""
+
+from __future__ import annotations
+
+import atexit
+import re
+import threading
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, urlparse
+
+from llm_mesa.errors import LlmMesaError
+
+if TYPE_CHECKING:
+    from llm_mesa.games import Game
+    from llm_mesa.parameters import ParameterSet
+    from llm_mesa.views import GameView
+
+GENERAL = "_general"  # an error that belongs to no single control
+#: the endpoint control's value that starts the loopback stand-in inside the page's process
+BUILTIN = "loopback"
+#: the page's LLM calls give up sooner than a study's: a failure shows within seconds
+PAGE_ENDPOINT = {"timeout": 60.0, "max_attempts": 2}
+LLM = "llm"
+
+
+class ControlError(LlmMesaError):
+    """A control value that cannot make a game; ``control`` names the control at fault."""
+
+    def __init__(self, control: str, message: str) -> None:
+        super().__init__(message)
+        self.control = control
+
+
+# --- the controls ---------------------------------------------------------------------------
+
+
+def policy_choices(game: Game) -> list[str]:
+    """The game's rule configurations, its registered rule policies, then ``llm`` when it has an LLM policy."""
+    from llm_mesa.policy import registered_rule_policies
+
+    specs = [spec for group in game.policy_groups.values() for spec in group.values()]
+    specs += registered_rule_policies(game.name)
+    if game.llm.policy:
+        specs.append(LLM)
+    return list(dict.fromkeys(specs))
+
+
+def loopback_model(game: Game) -> str:
+    """The first stand-in behaviour the game registers (what its LLM agents are answered by offline)."""
+    from llm_mesa.loopback.behaviours import listed_behaviours
+
+    mine = [name for name in listed_behaviours() if name.startswith(f"{game.name}:")]
+    return mine[0] if mine else "echo"
+
+
+def controls_of(view: GameView) -> dict[str, dict[str, Any]]:
+    game = view.game
+    specs = game.parameters.controls()
+    choices = view.policy_choices()
+    if choices:
+        specs[view.policy_control] = {"type": "Select", "value": choices[0], "values": choices, "label": "Policy"}
+    if LLM in choices:
+        specs["llm_endpoint"] = {"type": "InputText", "value": BUILTIN,
+                                 "label": "LLM endpoint (base URL, or loopback: the built-in stand-in)"}
+        specs["llm_model"] = {"type": "InputText", "value": view.loopback_model(), "label": "LLM model"}
+    specs["seed"] = {"type": "InputInt", "value": 1, "min": 0, "label": "Seed"}
+    return specs
+
+
+def initial_values(specs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    return {name: spec.get("value") for name, spec in specs.items()}
+
+
+# --- checking values -------------------------------------------------------------------------
+
+_KINDS = {"SliderInt": int, "InputInt": int, "SliderFloat": float, "InputFloat": float, "Checkbox": bool}
+
+
+def check_value(name: str, spec: Mapping[str, Any], value: Any, parameters: ParameterSet | None = None) -> Any:
+    """``value`` as control ``name`` holds it, or ``ControlError`` with the control's own message."""
+    from llm_mesa.parameters import Parameter, ParameterError
+
+    label = spec.get("label", name)
+    kind = _KINDS.get(spec.get("type", "InputText"), str)
+    probe = Parameter(name, kind, None, "", nullable=False)
+    try:
+        converted = probe.convert(value) if kind is not str else ("" if value is None else str(value))
+    except ParameterError:
+        expected = {int: "a whole number", float: "a number", bool: "true or false"}[kind]
+        raise ControlError(name, f"{label}: {value!r} is not {expected}") from None
+    if spec.get("type") == "Select" and converted not in spec.get("values", ()):
+        raise ControlError(name, f"{label}: unknown value {converted!r}; choose one of: "
+                                 + ", ".join(map(str, spec.get("values", ()))))
+    if kind in (int, float):
+        low, high = spec.get("min"), spec.get("max")
+        if low is not None and converted < low:
+            raise ControlError(name, f"{label}: {_number(converted)} is below this page's minimum {_number(low)}")
+        if high is not None and converted > high:
+            own = parameters[name].high if parameters is not None and name in parameters else None
+            hint = f" (the game takes up to {_number(own)}: play it from the command line)" if own is not None and own > high else ""
+            raise ControlError(name, f"{label}: {_number(converted)} is above this page's maximum {_number(high)}{hint}")
+    if parameters is not None and name in parameters:
+        try:
+            converted = parameters[name].convert(converted)
+        except ParameterError as exc:
+            raise ControlError(name, f"{label}: {exc}") from None
+    if name == "llm_endpoint":
+        converted = check_endpoint_text(converted)
+    return converted
+
+
+def _number(value: float) -> str:
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
+
+
+def check_values(specs: Mapping[str, Mapping[str, Any]], values: Mapping[str, Any],
+                 parameters: ParameterSet | None = None) -> dict[str, Any]:
+    """Every value checked by its control, in the controls' order; values without a control pass through."""
+    out = dict(values)
+    for name, spec in specs.items():
+        if name in values:
+            out[name] = check_value(name, spec, values[name], parameters)
+    return out
+
+
+def query_values(specs: Mapping[str, Mapping[str, Any]], search: str,
+                 parameters: ParameterSet | None = None) -> tuple[dict[str, Any], dict[str, str]]:
+    """A query string as control values; each bad value (or unknown name) gets its control's message."""
+    values: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    for name, text in parse_qsl((search or "").lstrip("?"), keep_blank_values=True):
+        spec = specs.get(name)
+        if spec is None:
+            errors[GENERAL] = f"the link names no control {name!r}; the page has: {', '.join(specs)}"
+            continue
+        try:
+            values[name] = check_value(name, spec, text, parameters)
+        except ControlError as exc:
+            errors[name] = str(exc)
+    return values, errors
+
+
+def check_endpoint_text(url: str) -> str:
+    """``url`` stripped, or ``ControlError`` on the endpoint control for a malformed one."""
+    url = (url or "").strip()
+    if url == BUILTIN:
+        return url
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname or " " in url:
+        raise ControlError("llm_endpoint", f"{url!r} is not an endpoint URL: give a base URL such as "
+                                           f"http://127.0.0.1:8765/v1, or {BUILTIN} for the built-in stand-in")
+    return url
+
+
+def reported(specs: Mapping[str, Any], make: Callable[[], Any]) -> Any:
+    """``make()``, its user-facing errors reported against the control they name (else against none)."""
+    try:
+        return make()
+    except ControlError:
+        raise
+    except (LlmMesaError, ValueError) as exc:
+        text = str(exc)
+        lowered = text.lower()
+        named = [name for name in specs if re.search(rf"\b{re.escape(name)}\b", lowered)
+                 or re.search(rf"\b{re.escape(str(specs[name].get('label', '')).lower())}\b", lowered)]
+        raise ControlError(named[0] if named else GENERAL, text) from None
+
+
+# --- the policy -------------------------------------------------------------------------------
+
+
+_lock = threading.Lock()
+_server: Any = None
+
+
+def resolve_endpoint(url: str) -> str:
+    """``url`` itself, or the base URL of the in-process stand-in (started once) for ``loopback``."""
+    global _server
+    url = url.strip()
+    if url != BUILTIN:
+        return url
+    with _lock:
+        if _server is None:
+            from llm_mesa.loopback.server import LoopbackServer
+
+            server = LoopbackServer(port=0)
+            server.__enter__()
+            atexit.register(server.__exit__, None, None, None)
+            _server = server
+    return _server.base_url
+
+
+def page_endpoint(game: Game, url: str, model_name: str, *, check: bool = True) -> Any:
+    """The endpoint of the LLM controls (the game's sampling defaults, the page's short timeout), asked first."""
+    from llm_mesa.llm.client import preflight
+    from llm_mesa.llm.endpoint import Endpoint, EndpointError
+
+    url = check_endpoint_text(url)
+    name = (model_name or "").strip()
+    if not name:
+        raise ControlError("llm_model", f"the LLM model name is empty: name the model the endpoint serves "
+                                        f"(on {BUILTIN}: {loopback_model(game)})")
+    try:
+        target = Endpoint(base_url=resolve_endpoint(url), model=name, **{**game.llm.endpoint_defaults, **PAGE_ENDPOINT})
+        if check:
+            preflight(target)
+    except EndpointError as exc:
+        text = str(exc).replace("pass e.g. --base-url ", "e.g. ").replace(" (pass one with --model)", "")
+        at_model = "model" in text.split(";")[0].lower() and "reach" not in text
+        raise ControlError("llm_model" if at_model else "llm_endpoint", text) from None
+    return target
+
+
+def make_policy(view: GameView, values: Mapping[str, Any], policy: str | None = None) -> Any:
+    game = view.game
+    spec = policy if policy is not None else values.get(view.policy_control)
+    if spec is None:
+        return game.first_policy()
+    if spec != LLM:
+        from llm_mesa.policy import PolicyError
+        from llm_mesa.policy import make_policy as make
+
+        try:
+            make(spec, game.name)
+        except (PolicyError, ValueError) as exc:
+            raise ControlError(view.policy_control, f"policy {spec!r}: {exc}") from None
+        return spec
+    endpoint = page_endpoint(game, values.get("llm_endpoint", BUILTIN), values.get("llm_model", ""))
+    return game.llm_policy(endpoint, None)
+
+
+# --- one agent's panel ----------------------------------------------------------------------------
+
+
+def shorten(value: Any, limit: int = 400) -> str:
+    if value is None or value == "":
+        return "-"
+    text = " ".join(str(value).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def agent_rows(view: GameView, model: Any, index: int) -> dict[str, str]:
+    """State, policy, neighbours, observation and last decision of agent ``index`` (what it has of them)."""
+    agents = view.agents(model)
+    if not agents:
+        return {}
+    agent = agents[min(max(index, 0), len(agents) - 1)]
+    if agent is None:
+        return {"agent": str(index), "state": "(no agent on this node)"}
+    rows = {"agent": str(index), "state": shorten(getattr(agent, "state", "-"))}
+    policy = getattr(agent, "policy", None)
+    if policy is not None:
+        spec = getattr(policy, "spec", None)
+        rows["policy"] = spec() if callable(spec) else str(policy)
+    cell = getattr(agent, "cell", None)
+    neighbourhood = getattr(cell, "neighborhood", None)
+    if neighbourhood is not None:
+        around = [next(iter(c.agents), None) for c in neighbourhood]
+        states = [shorten(getattr(a, "state", "-"), 40) for a in around if a is not None]
+        rows["neighbours hold"] = ", ".join(states[:40]) + (f" … ({len(states)} in all)" if len(states) > 40 else "") or "-"
+    observe = getattr(agent, "observe", None)
+    if callable(observe):
+        try:
+            rows["observation"] = shorten(observe())
+        except Exception:  # noqa: BLE001 - a panel never breaks a page; an agent may not observe between rounds
+            rows["observation"] = "-"
+    decision = getattr(agent, "pending", None)
+    if decision is not None:
+        for key in ("reason", "message", "diary"):
+            if getattr(decision, key, None):
+                rows[f"last {key}" if key == "reason" else key] = shorten(getattr(decision, key))
+        rows.setdefault("last decision", shorten(decision))
+    return rows
+
+
+__all__ = ["BUILTIN", "ControlError", "GENERAL", "LLM", "agent_rows", "check_endpoint_text", "check_value",
+           "check_values", "controls_of", "initial_values", "loopback_model", "make_policy", "page_endpoint",
+           "policy_choices", "query_values", "reported", "resolve_endpoint", "shorten"]

@@ -1,0 +1,250 @@
+"""Finished games read back for the replay pages: a run directory (``--out``) or one game of a sweep.
+
+A ``Recording`` answers a page's questions round by round, as a live model does
+(``snapshot(round, selected)``), from what was kept. The default, ``ReplayedRun``,
+works for any game: its recorded per-round table draws the charts, and the network
+of each round comes from playing the game again from its parameters, policy and
+seed, which gives the same game bit for bit for rule policies (the project's
+reproducibility rule). The replayed rounds are compared with the recorded ones, and
+a game that does not match shows its charts only, saying why; an LLM game shows its
+network only where its game keeps per-agent tables (its own ``GameView``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from llm_mesa.errors import LlmMesaError
+from llm_mesa.view_charts import numeric_rounds
+
+if TYPE_CHECKING:
+    from llm_mesa.views import GameView, NetworkPicture, Snapshot
+
+#: the environment variable through which ``llm-mesa viz --replay DIR`` names the run
+REPLAY_DIR_ENV = "LLM_MESA_REPLAY_DIR"
+#: a replay plays a game again at most this many rounds (a longer game shows its charts only)
+REPLAY_ROUNDS = 5000
+
+
+class ReplayError(LlmMesaError):
+    """A run directory or sweep game the replay cannot open; the message names the fix."""
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    """``manifest.json`` of a run or sweep as a dict ({} when absent); one line for anything else."""
+    file = path / "manifest.json" if path.is_dir() else path
+    if not file.is_file():
+        return {}
+    try:
+        manifest = json.loads(file.read_text())
+    except (OSError, ValueError) as exc:
+        raise ReplayError(f"{file} is not valid JSON ({exc}); write the run again with --out") from None
+    if not isinstance(manifest, dict):
+        raise ReplayError(f"{file} holds a JSON {type(manifest).__name__}, not a run's manifest (an object); "
+                          "write the run again with --out")
+    return manifest
+
+
+def run_directory(path: str | Path) -> tuple[Path, dict[str, Any]]:
+    """A run directory and its manifest, refused in one line when it is not one (saying what it holds)."""
+    path = Path(str(path).strip()).expanduser()
+    if not str(path).strip() or not path.is_dir():
+        raise ReplayError(f"{str(path)!r} is not a directory; give the folder passed to llm-mesa GAME --out")
+    manifest = read_manifest(path)
+    if (path / "games").is_dir():
+        raise ReplayError(f"{path} holds a sweep (a games/ folder), not one game: open it with llm-mesa viz --sweep {path}")
+    if not (path / "rounds.parquet").is_file():
+        found = sorted(p.name for p in path.iterdir() if not p.name.startswith("."))
+        shown = ", ".join(found[:8]) + (f" and {len(found) - 8} more" if len(found) > 8 else "") or "nothing"
+        raise ReplayError(f"{path} has no rounds.parquet (found: {shown}); give the folder written by "
+                          "llm-mesa GAME ... --out DIR")
+    if not manifest.get("kind"):
+        raise ReplayError(f"{path} has no manifest.json that names its game; write the run again with llm-mesa GAME --out")
+    return path, manifest
+
+
+def read_table(path: Path, name: str) -> pd.DataFrame | None:
+    file = path / f"{name}.parquet"
+    if not file.is_file():
+        return None
+    try:
+        return pd.read_parquet(file)
+    except (OSError, ValueError) as exc:
+        raise ReplayError(f"cannot read {file} ({exc}); write the run again with --out") from None
+
+
+@dataclass
+class Recording:
+    """A finished game, round by round. ``rounds``: its per-round table (round 0 the start when kept)."""
+
+    view: GameView
+    key: str
+    rounds: pd.DataFrame
+    summary: Mapping[str, Any] = field(default_factory=dict)
+    note: str = ""  # why part of the game cannot be shown
+
+    @property
+    def first_round(self) -> int:
+        return int(self.rounds["round"].min()) if len(self.rounds) else 0
+
+    @property
+    def last_round(self) -> int:
+        return int(self.rounds["round"].max()) if len(self.rounds) else 0
+
+    def check_round(self, round_number: int) -> int:
+        round_number = int(round_number)
+        if not self.first_round <= round_number <= self.last_round:
+            raise ReplayError(f"round {round_number} is outside this game (rounds {self.first_round}..{self.last_round})")
+        return round_number
+
+    def outline(self) -> str:
+        """The game in one line, from its summary."""
+        shown = {k: v for k, v in self.summary.items() if not isinstance(v, (dict, list)) and k != "game"}
+        words = ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in list(shown.items())[:8])
+        return words or f"{self.last_round} rounds"
+
+    def picture(self, round_number: int) -> NetworkPicture | None:
+        return None
+
+    def agent_rows(self, round_number: int, index: int) -> dict[str, str]:
+        return {}
+
+    def agent_count(self) -> int:
+        return 0
+
+    def banners(self, round_number: int) -> list:
+        from llm_mesa.views import Banner
+
+        return [Banner("info", self.note, "llm-mesa-replay-note")] if self.note else []
+
+    def messages(self, round_number: int) -> pd.DataFrame | None:
+        return None
+
+    def snapshot(self, round_number: int, selected: int = 0) -> Snapshot:
+        from llm_mesa.views import Snapshot
+
+        round_number = self.check_round(round_number)
+        count = self.agent_count()
+        chosen = min(max(int(selected), 0), max(count - 1, 0))
+        return Snapshot(round_number=round_number, label=f"Round {round_number} of {self.last_round}", running=False,
+                        rounds=self.rounds, picture=self.picture(round_number), banners=tuple(self.banners(round_number)),
+                        agents=count, selected=chosen, agent=self.agent_rows(round_number, chosen) if count else {},
+                        messages=self.messages(round_number))
+
+
+@dataclass
+class ReplayedRun(Recording):
+    """Any game, played again from its parameters, policy and seed to draw its network each round."""
+
+    states: dict[int, list[str]] = field(default_factory=dict)
+    base: NetworkPicture | None = None
+    policies: list[str] = field(default_factory=list)
+
+    @classmethod
+    def play_again(cls, view: GameView, key: str, recorded: pd.DataFrame | None, parameters: Mapping[str, Any],
+                   policy: str, seed: int, summary: Mapping[str, Any]) -> ReplayedRun:
+        from llm_mesa.view_controls import LLM
+
+        rounds = numeric_rounds(recorded) if recorded is not None else None
+        if policy.split(":")[0] == LLM:
+            note = "an LLM game is not played again: its network shows only where the game keeps per-agent tables"
+            if rounds is None:
+                raise ReplayError(f"{key} kept no per-round table and is an LLM game; nothing to replay")
+            return cls(view, key, rounds, summary, note)
+        try:
+            model = view.build(parameters, policy, int(seed))
+        except (LlmMesaError, ValueError, TypeError) as exc:
+            raise ReplayError(f"{key} cannot be played again ({exc})") from None
+        pictures = {0: view.picture(model)}
+        steps = 0
+        while model.running and steps < REPLAY_ROUNDS:
+            model.step()
+            steps += 1
+            pictures[view.round_number(model)] = view.picture(model)
+        played = view.rounds(model)
+        if rounds is None:
+            rounds, note = played, "played again from its seed (the sweep kept no per-round table)"
+        elif not _same(played, rounds):
+            return cls(view, key, rounds, summary, "played again from its seed, this game differs from its record "
+                                                    "(another version of the game?): its charts only")
+        else:
+            rounds, note = played, ""  # the same game: its own table may say more than the record kept
+        base = pictures[0]
+        if base is None:
+            return cls(view, key, rounds, summary, note)
+        states = {r: list(p.state) for r, p in pictures.items() if p is not None}
+        policies = [str((d or {}).get("policy", "-")) for d in (base.details or [{}] * len(base.state))]
+        return cls(view, key, rounds, summary, note, states=states, base=base, policies=policies)
+
+    def picture(self, round_number: int) -> NetworkPicture | None:
+        from dataclasses import replace
+
+        if self.base is None or round_number not in self.states:
+            return None
+        return replace(self.base, state=self.states[round_number], round_number=round_number, key=self.key,
+                       details=[{"policy": p} for p in self.policies])
+
+    def agent_count(self) -> int:
+        return len(self.base.state) if self.base is not None else 0
+
+    def agent_rows(self, round_number: int, index: int) -> dict[str, str]:
+        if self.base is None or round_number not in self.states:
+            return {}
+        nodes = list(self.base.graph.nodes)
+        states = self.states[round_number]
+        node = nodes[index]
+        around = [states[nodes.index(v)] if v in nodes else "-" for v in self.base.graph.neighbors(node)]
+        return {"agent": str(index), "state": states[index], "policy": self.policies[index] if self.policies else "-",
+                "neighbours hold": ", ".join(around[:40]) or "-"}
+
+
+def _same(played: pd.DataFrame, recorded: pd.DataFrame) -> bool:
+    """Do two per-round tables agree on their shared rounds and columns (to float precision)?"""
+    columns = [c for c in recorded.columns if c in played.columns and c != "round"]
+    merged = recorded.merge(played, on="round", suffixes=("", "_again"))
+    if merged.empty or len(merged) < len(recorded):
+        return False
+    return all(((merged[c] - merged[f"{c}_again"]).abs().fillna(0) < 1e-9).all() for c in columns)
+
+
+def open_run(view: GameView, path: str | Path) -> Recording:
+    """A run directory of ``view``'s game (``llm-mesa GAME ... --out DIR``), replayed round by round."""
+    path, manifest = run_directory(path)
+    if manifest.get("kind") != view.game.name:
+        raise ReplayError(f"{path} holds a {manifest.get('kind')} run, not a {view.game.name} one")
+    rounds = read_table(path, "rounds")
+    summary = read_manifest(path / "summary.json") if (path / "summary.json").is_file() else {}
+    parameters = {k: v for k, v in (manifest.get("parameters") or {}).items() if k in view.game.parameters}
+    policy = str(_policy_of(view, manifest, summary))
+    seed = int(manifest.get("seed", summary.get("seed", 1)) or 0)
+    return ReplayedRun.play_again(view, str(path), rounds, parameters, policy, seed, summary)
+
+
+def _policy_of(view: GameView, manifest: Mapping[str, Any], summary: Mapping[str, Any]) -> Any:
+    """The run's policy spec: as the generic command writes it, or under the game's name for it (one of them)."""
+    named = view.game.policies.parameter  # what the game's model calls its policy
+    for found in (manifest.get("policy"), summary.get("policy"), manifest.get(named), summary.get(named)):
+        if isinstance(found, str) and found:
+            return found
+    for listed in (manifest.get(named + "s"), (manifest.get("parameters") or {}).get(named + "s")):
+        if isinstance(listed, (list, dict)) and len(listed) == 1:  # one policy for every agent
+            return next(iter(listed))
+    return view.game.first_policy()
+
+
+def sweep_game(view: GameView, sweep: Any, condition: str, policy: str, seed: int) -> Recording:
+    """One game of a sweep (``view_sweeps.SweepGames``): its kept rounds, its network played again."""
+    rounds = sweep.of_game("rounds", condition, policy, seed)
+    return ReplayedRun.play_again(view, sweep.label(condition, policy, seed), rounds if len(rounds) else None,
+                                  sweep.parameters_of(condition), sweep.policy_spec(policy), seed,
+                                  sweep.row(condition, policy, seed))
+
+
+__all__ = ["REPLAY_DIR_ENV", "Recording", "ReplayError", "ReplayedRun", "open_run", "read_manifest", "read_table",
+           "run_directory", "sweep_game"]

@@ -1,0 +1,163 @@
+"""llm-mesa's explorer pieces as components for Mesa's own ``SolaraViz``.
+
+A Mesa user writes ``SolaraViz(model, components=[...], model_params=...)`` as for any
+Mesa model, and takes llm-mesa's pieces::
+
+    from mesa.visualization import SolaraViz
+    from llm_mesa.visualization.components import agent_component, charts_component, model_params, network_component
+
+    page = SolaraViz(model, components=[network_component(), charts_component(), agent_component()],
+                     model_params=model_params(GAME, policy=POLICY, rng=1))
+
+(``GAME`` a game's name, ``POLICY`` one of its policies; ``examples/solaraviz_consensus.py`` is a whole page.)
+
+* ``network_component()``: the round's banners and the network (fill = state, ring,
+  flagged squares, marked diamonds, same-state bands) with its echo-chamber map; a
+  click selects an agent;
+* ``charts_component()``: the game's per-round charts;
+* ``agent_component()``: the selected agent's panel (observation, last reason,
+  message, diary where the game has them).
+
+Each piece is a plain function of the model (Mesa redraws it after every step) and
+draws what the game's view says (``Game.view()``), found from the model's class or
+named with ``game=``; a model of no installed game gets the generic view (its Mesa
+``Network``, its ``DataCollector``). These are the very pieces the explorer's own
+pages draw with (``panels``, ``network_view``). The selected agent is a Solara
+reactive value, so each visitor selects their own.
+
+Offline: importing this module points Solara's asset proxy at llm-mesa's cache
+(``python -m llm_mesa.visualization.assets fill``) when ``SOLARA_ASSETS_PROXY_CACHE_DIR``
+is unset and the cache is complete, so the page renders without a route to a CDN.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import solara
+
+from llm_mesa.games import Game, game_names, get_game
+from llm_mesa.views import GameView
+
+from . import assets
+from .network_view import Banners, NetworkPanel
+from .panels import AgentPanel, Charts
+
+
+def use_offline_cache() -> str | None:
+    """Point Solara at llm-mesa's asset cache when the user set none and the cache is complete; the folder used."""
+    if os.environ.get(assets.SOLARA_CACHE_ENV):
+        return os.environ[assets.SOLARA_CACHE_ENV]
+    cache = assets.default_cache_dir()
+    if assets.missing_assets(cache):
+        return None
+    os.environ[assets.SOLARA_CACHE_ENV] = str(cache)
+    try:  # a server already running (``solara run`` imports it first) reads this setting at each request
+        import solara.server.settings as settings
+
+        settings.assets.proxy_cache_dir = cache
+    except ImportError:  # pragma: no cover - solara always has it
+        pass
+    return str(cache)
+
+
+OFFLINE_CACHE = use_offline_cache()
+selected_agent = solara.reactive(0)  # per visitor: Solara keeps a reactive value per session
+_views: dict[Any, GameView] = {}
+
+
+class _AnyGame(Game):
+    """The generic view's game for a model of no installed game: nothing but its model."""
+
+    name = "model"
+
+    def build(self, parameters, policy, seed):  # pragma: no cover - the components never build
+        raise NotImplementedError
+
+
+def view_for(model: Any, game: str | Game | GameView | None = None) -> GameView:
+    """The view that draws ``model``: the one given, the game whose package defines the model's class, or the generic one."""
+    if isinstance(game, GameView):
+        return game
+    if isinstance(game, Game):
+        return game.view()
+    if isinstance(game, str):
+        return get_game(game).view()
+    kind = type(model)
+    if kind not in _views:
+        module = kind.__module__
+        found = None
+        for name in game_names():
+            package = type(get_game(name)).__module__.rpartition(".")[0] or type(get_game(name)).__module__
+            if module == package or module.startswith(package + "."):
+                found = get_game(name).view()
+                break
+        _views[kind] = found or GameView(_AnyGame())
+    return _views[kind]
+
+
+#: each piece fills its cell of Mesa's grid and scrolls within it (a user may resize the cell)
+CELL = {"min-width": "0", "width": "100%", "height": "100%", "overflow": "auto"}
+
+
+def network_component(game: str | Game | GameView | None = None, *, height: int = 300) -> Callable[[Any], Any]:
+    """The round's banners and network picture (and chamber map) of a model, for ``SolaraViz(components=...)``."""
+
+    def Network(model):
+        view = view_for(model, game)
+        picture = view.picture(model)
+        with solara.Column(classes=["llm-mesa-component-network"], style=CELL):
+            solara.Text(view.round_label(model), classes=["llm-mesa-round"], style={"font-weight": "bold"})
+            Banners(view.banners(model))
+            if picture is None:
+                solara.Info("This model keeps no network to draw.", dense=True)
+            else:
+                NetworkPanel(picture, selected=selected_agent.value, on_select=selected_agent.set, height=height)
+
+    return Network
+
+
+def charts_component(game: str | Game | GameView | None = None) -> Callable[[Any], Any]:
+    """The game's per-round charts of a model, for ``SolaraViz(components=...)``."""
+
+    def RoundCharts(model):
+        view = view_for(model, game)
+        with solara.Column(classes=["llm-mesa-component-charts"], style=CELL):
+            Charts(view.charts(view.rounds(model)))
+
+    return RoundCharts
+
+
+def agent_component(game: str | Game | GameView | None = None) -> Callable[[Any], Any]:
+    """The selected agent's panel (click a node in the network component), for ``SolaraViz(components=...)``."""
+
+    def Agent(model):
+        view = view_for(model, game)
+        count = len(view.agents(model))
+        chosen = min(max(selected_agent.value, 0), max(count - 1, 0))
+        with solara.Column(classes=["llm-mesa-component-agent"], style=CELL):
+            if count:
+                AgentPanel(count, chosen, view.agent_rows(model, chosen), selected_agent.set)
+
+    return Agent
+
+
+def components(game: str | Game | GameView | None = None) -> list[Callable[[Any], Any]]:
+    """The network, the charts and the agent panel, in that order."""
+    return [network_component(game), charts_component(game), agent_component(game)]
+
+
+def model_params(game: str | Game, **fixed: Any) -> dict[str, Any]:
+    """Mesa ``model_params`` from the game's parameter definition, plus the model's other arguments given fixed.
+
+    Every parameter with a control becomes a Mesa input; ``fixed`` adds what the
+    model's class also takes (its policy, its seed), e.g. ``policy="voter", rng=1``.
+    """
+    chosen = get_game(game) if isinstance(game, str) else game
+    return {**chosen.parameters.controls(), **fixed}
+
+
+__all__ = ["OFFLINE_CACHE", "agent_component", "charts_component", "components", "model_params", "network_component",
+           "selected_agent", "use_offline_cache", "view_for"]

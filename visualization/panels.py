@@ -1,0 +1,84 @@
+"""One round of any game, drawn from its ``Snapshot``: the pieces every page shares.
+
+The live page, the side-by-side page, the replay viewer, the sweep browser and the
+components for Mesa's ``SolaraViz`` all draw a round with these: its banners, the
+network panel, the charts, the agent panel and the round's messages. What is drawn
+comes from the game's view (``llm_mesa.views``); nothing here knows a game.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pandas as pd
+import solara
+
+from llm_mesa.views import Snapshot
+
+from .network_view import Banners, NetworkPanel
+from .vega_widget import VegaChart
+
+
+@solara.component
+def AgentPanel(count: int, selected: int, rows: dict[str, str], on_select: Callable[[int], None] | None,
+               clickable: bool = True):
+    """The selected agent (type its number, or click its node when there is a picture)."""
+    with solara.Card("Agent", classes=["llm-mesa-agent"], margin=0):
+        if on_select is not None:
+            solara.InputInt(f"Agent (0..{count - 1}" + ("; or click a node)" if clickable else ")"), value=selected,
+                            on_value=lambda v: on_select(min(max(int(v or 0), 0), count - 1)),
+                            classes=["llm-mesa-agent-select"])
+        for key, value in rows.items():
+            with solara.Row(gap="6px", classes=["llm-mesa-agent-row"]):
+                solara.Text(f"{key}:", style={"font-weight": "bold", "white-space": "nowrap"})
+                solara.Text(value)
+
+
+def Charts(charts: Sequence[tuple[str, dict[str, Any]]]):
+    """The game's charts, one under another, each with its CSS class."""
+    with solara.Column(classes=["llm-mesa-plots"], style={"min-width": "0"}):
+        for cls, spec in charts:
+            VegaChart(spec, classes=[cls])
+
+
+def Messages(snapshot: Snapshot):
+    """The round's messages (or utterances), when the game has them."""
+    frame = snapshot.messages
+    if frame is None:
+        return
+    with solara.Column(classes=["llm-mesa-messages"]):
+        solara.Text(f"{snapshot.messages_title} in round {snapshot.round_number}: {len(frame)}",
+                    style={"font-weight": "bold"})
+        if len(frame):
+            solara.DataFrame(pd.DataFrame(frame).reset_index(drop=True), items_per_page=8)
+
+
+@solara.component
+def RoundPanel(snapshot: Snapshot, charts: Sequence[tuple[str, dict[str, Any]]],
+               on_select: Callable[[int], None] | None, height: int = 460):
+    """A round: banners, then the picture beside the charts (or the charts alone), then agent and messages."""
+    Banners(snapshot.banners)
+    if snapshot.picture is not None:
+        with solara.Columns([3, 2], style={"align-items": "flex-start"}):
+            NetworkPanel(snapshot.picture, selected=snapshot.selected, on_select=on_select, height=height)
+            Charts(charts)
+    else:
+        with solara.Columns([1, 1], style={"align-items": "flex-start"}):
+            Charts(charts[: (len(charts) + 1) // 2])
+            Charts(charts[(len(charts) + 1) // 2:])
+    with solara.Columns([2, 3], style={"align-items": "flex-start"}):
+        if snapshot.agents:
+            AgentPanel(snapshot.agents, snapshot.selected, dict(snapshot.agent), on_select,
+                       clickable=snapshot.picture is not None)
+        else:
+            solara.Text("")
+        Messages(snapshot)
+
+
+def RoundLabel(text: str, classes: Sequence[str] = ("llm-mesa-round",)):
+    """The round line ("Round t ..."), in the place every page keeps it."""
+    solara.Text(text, classes=list(classes), style={"font-weight": "bold", "font-size": "1.15em", "margin-right": "12px"})
+
+
+__all__ = ["AgentPanel", "Charts", "Messages", "RoundLabel", "RoundPanel"]
