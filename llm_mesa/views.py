@@ -31,6 +31,10 @@ if TYPE_CHECKING:
     from llm_mesa.view_runs import Recording
 
 #: the category colours of agents' states, in order (matplotlib's tab10)
+#: states that name a colour are drawn in it (the palette's own shade of it)
+NAMED_COLOURS = {"blue": "#1f77b4", "orange": "#ff7f0e", "green": "#2ca02c", "red": "#d62728", "purple": "#9467bd",
+                 "brown": "#8c564b", "pink": "#e377c2", "grey": "#7f7f7f", "gray": "#7f7f7f", "yellow": "#bcbd22",
+                 "cyan": "#17becf"}
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
            "#bcbd22", "#17becf")
 #: the most agents' rows a tooltip carries details for (beyond it, the picture stays quick)
@@ -62,12 +66,15 @@ class NetworkPicture:
     key: Any = None  # tells one game from another (a redraw when it changes)
 
     def colours(self) -> dict[str, str]:
-        """Every category drawn, with its colour (the game's own first, then the palette)."""
+        """Every category drawn, with its colour: the game's own first, a state named like a colour in
+        that colour, then the palette."""
         seen = list(dict.fromkeys([*self.palette, *self.state, *(self.ring or ())]))
-        free = [c for c in PALETTE if c not in self.palette.values()]
+        named = {c: NAMED_COLOURS[str(c).lower()] for c in seen if c not in self.palette and str(c).lower() in NAMED_COLOURS}
+        taken = {*self.palette.values(), *named.values()}
+        free = [c for c in PALETTE if c not in taken]
         out = {}
         for category in seen:
-            out[category] = self.palette.get(category) or (free.pop(0) if free else "#999999")
+            out[category] = self.palette.get(category) or named.get(category) or (free.pop(0) if free else "#999999")
         return out
 
 
@@ -95,6 +102,15 @@ class Snapshot:
     agent: Mapping[str, str] = field(default_factory=dict)
     messages: pd.DataFrame | None = None
     messages_title: str = "Messages"
+
+
+def _point(position: Any) -> tuple[float, float] | None:
+    """A cell's position as (x, y), or None (a network built without a layout keeps none)."""
+    try:
+        x, y = (float(c) for c in position)
+    except (TypeError, ValueError):
+        return None
+    return x, y
 
 
 def find_network(model: Any) -> Any:
@@ -205,9 +221,12 @@ class GameView:
         graph = network.G
         nodes = list(graph.nodes)
         cells = [network[v] for v in nodes]
-        positions = [getattr(c, "position", None) for c in cells]
+        positions = [_point(getattr(c, "position", None)) for c in cells]
+        own = getattr(model, "layout", None)  # a game's own drawing positions, if it keeps them
         if all(p is not None for p in positions):
-            layout = {v: (float(p[0]), float(p[1])) for v, p in zip(nodes, positions)}
+            layout = dict(zip(nodes, positions))
+        elif isinstance(own, Mapping) and all(v in own for v in nodes):
+            layout = {v: (float(own[v][0]), float(own[v][1])) for v in nodes}
         else:
             layout = drawing_layout(graph, model, seed=getattr(model, "seed", 0) or 0)
         agents = [next(iter(c.agents), None) for c in cells]

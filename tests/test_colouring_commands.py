@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from llm_mesa.cli import main
+from llm_mesa.games import get_game
 from llm_mesa.models.colouring.design import CONDITIONS, GRAPHS
 from llm_mesa.models.colouring.model import ColouringModel
 from llm_mesa.sweep import read_sweep
@@ -115,3 +116,15 @@ def test_the_rule_experiment_plays_and_analyze_and_report_read_it(tmp_path, caps
     assert main(["report", str(out), "--out", str(tmp_path / "report.html")]) == 0
     html = (tmp_path / "report.html").read_text()
     assert "conflicts_mean" in html and "rounds_to_solution" in html and html.count("<img") >= 3
+
+
+def test_the_generic_page_draws_the_network_where_the_game_lays_it_out_in_its_colours():
+    from llm_mesa.views import NAMED_COLOURS
+
+    view = get_game("colouring").view()
+    model = view.build_from({name: spec.get("value") for name, spec in view.controls().items()})
+    picture = view.picture(model)
+    assert picture.layout == {v: tuple(map(float, model.layout[v])) for v in model.graph}
+    assert picture.state == [p.state for p in model.players]
+    colours = picture.colours()
+    assert all(colours[state] == NAMED_COLOURS[state] for state in set(picture.state))
