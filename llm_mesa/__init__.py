@@ -39,6 +39,7 @@ _EXPORTS = {
     "game_names": "llm_mesa.games",
     "register_game": "llm_mesa.games",
     "run_model": "llm_mesa.games",
+    "seed_streams": "llm_mesa.mesa_versions",
     "LlmMesaError": "llm_mesa.errors",
     # what pages draw of a game
     "GameView": "llm_mesa.views",
