@@ -181,3 +181,86 @@ def test_the_network_space_holds_every_node_as_a_cell():
         space = network_space(graph, random.Random(0))
     assert sorted(c.coordinate for c in space.all_cells) == list(range(30))
     assert all({n.coordinate for n in space[v].neighborhood} == set(graph[v]) for v in graph)
+
+
+# -- what Mesa 4 adds: scenarios from an experiment file's cells, data recorders beside the DataCollector --
+
+def small_experiment(tmp_path, name: str):
+    from llm_mesa.sweep.experiment import load_experiment
+
+    game = get_game(name)
+    game.load_policies()
+    path = tmp_path / f"{name}.toml"
+    path.write_text(f'game = "{name}"\nrepetitions = 3\nseed = 5\npolicies = ["{game.first_policy()}"]\n'
+                    "[parameters]\nmax_rounds = 12\n[axes]\nn = [8, 12]\n")
+    return load_experiment(path)
+
+
+@pytest.mark.parametrize("name", ["consensus", "naming", "tinyvote"])
+def test_an_experiments_scenarios_build_the_games_its_sweep_plays(tmp_path, name):
+    from llm_mesa.cli import main
+    from llm_mesa.mesa_versions import MesaVersionError
+    from llm_mesa.sweep import read_sweep
+
+    experiment = small_experiment(tmp_path, name)
+    if not MESA_4:
+        with pytest.raises(MesaVersionError, match="scenarios need Mesa 4"):
+            experiment.scenarios()
+        return
+    scenarios = experiment.scenarios()
+    assert len(scenarios) == 2 * 3 and {s.condition for s in scenarios} == set(experiment.conditions)
+    assert [(s.scenario_id, s.replication_id) for s in scenarios] == [(i, r) for i in range(2) for r in range(3)]
+    assert main(["sweep", str(experiment.path), "--out", str(tmp_path / "out")]) == 0
+    rows = read_sweep(tmp_path / "out").set_index(["condition", "seed"])
+    game = get_game(name)
+    for scenario in scenarios:
+        model = game.build_scenario(scenario, game.first_policy())
+        assert model.scenario is scenario
+        rounds = run_model_to_end(model)
+        row = rows.loc[(scenario.condition, scenario.seed)]
+        summary = game.summary_row(model)
+        summary.setdefault("rounds", rounds)
+        shared = [k for k, v in summary.items() if k in row.index and np.isscalar(v)]
+        assert "rounds" in shared and len(shared) >= 3
+        assert {k: summary[k] for k in shared} == pytest.approx({k: row[k] for k in shared})
+
+
+def run_model_to_end(model) -> int:
+    from llm_mesa.games import run_model
+
+    return run_model(model)
+
+
+def test_mesas_solaraviz_reset_arguments_build_a_consensus_game():
+    """Mesa's SolaraViz resets a model with its seed and a fresh, empty Scenario (Mesa 3.5) beside it."""
+    from mesa.experimental.scenarios import Scenario
+
+    from llm_mesa.models.consensus import ConsensusModel
+
+    reset = ConsensusModel(n=12, topology="ws", rng=4, scenario=Scenario(rng=None))
+    plain = ConsensusModel(n=12, topology="ws", rng=4)
+    assert sorted(reset.graph.edges) == sorted(plain.graph.edges) and reset.n == 12
+    if MESA_4:
+        scenario = Scenario(rng=4, seed=4, n=12, topology="ws")
+        from_scenario = ConsensusModel(scenario=scenario)
+        assert from_scenario.scenario is scenario and sorted(from_scenario.graph.edges) == sorted(plain.graph.edges)
+
+
+@pytest.mark.skipif(not MESA_4, reason="Mesa 4's data recorders: on Mesa 3 a game's rounds are its DataCollector's")
+@pytest.mark.parametrize("name", ["consensus", "naming"])
+def test_mesas_parquet_recorder_writes_every_round_beside_the_datacollector(tmp_path, name):
+    from mesa.experimental.data_collection import ParquetDataRecorder
+
+    game = get_game(name)
+    game.load_policies()
+    model = game.build(game.parameters.validate({"n": 12, "max_rounds": 6}, complete=True), game.first_policy(), 3)
+    recorder = ParquetDataRecorder(model, config={"rounds": {}}, output_dir=str(tmp_path))
+    run_model_to_end(model)
+    recorded = recorder.get_table_dataframe("rounds")
+    kept = game.table(model, "rounds")
+    assert (tmp_path / "rounds.parquet").exists()
+    # the DataCollector's rounds (the naming game's start at round 1), each once, the last one included
+    recorded = recorded[recorded["time"] >= kept["round"].iloc[0]].reset_index(drop=True)
+    assert recorded["time"].astype(int).tolist() == kept["round"].tolist()
+    columns = [c for c in kept.columns if c != "round"]
+    pd.testing.assert_frame_equal(recorded[columns], kept[columns], check_dtype=False)

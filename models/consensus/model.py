@@ -20,7 +20,7 @@ from mesa import Model
 
 from llm_mesa.graph_measures import BlockGraph
 from llm_mesa.graphs import NetworkError, seeded_layout
-from llm_mesa.mesa_versions import network_space, seed_streams
+from llm_mesa.mesa_versions import game_ended, model_arguments, network_space, scenario_fields, seed_streams, track_rounds
 from llm_mesa.policy import PolicyError
 from llm_mesa.rounds import play_round
 
@@ -77,6 +77,8 @@ class ConsensusModel(ConsensusRecord, Model):
             from the seed itself on every Mesa version (``seed_streams``); a game
             whose agents all follow rule policies draws its rounds from its rule
             stream (``array_state.rule_stream``), as the batched engine does.
+        scenario: a Mesa ``Scenario`` (``Experiment.scenarios()``) whose fields are game
+            parameters and whose ``seed`` is the game's seed; keywords given win.
     """
 
     def __init__(
@@ -93,11 +95,17 @@ class ConsensusModel(ConsensusRecord, Model):
         collect_agents: bool = True,
         fast_rules: bool = True,
         rng: int | None = None,
+        scenario: Any = None,
         **parameters: Any,
     ) -> None:
+        mesa_arguments = model_arguments(rng, scenario)
+        if scenario is not None:  # a Mesa scenario lends its parameters (and, unless rng is given, its seed)
+            fields, scenario_seed = scenario_fields(scenario)
+            parameters = {**fields, **parameters}
+            rng = scenario_seed if rng is None else rng
         if isinstance(rng, int) and rng < 0:
             raise ConsensusConfigError(f"the seed must be a non-negative integer (got {rng})")
-        super().__init__(rng=rng)
+        super().__init__(**mesa_arguments)
         mesa_seed = seed_streams(self, rng)  # the seed's own stream, on Mesa 3 and 4 alike
         self.seed = rng
         given = {k: v for k, v in (("n", n), ("topology", topology)) if v is not None}
@@ -171,8 +179,10 @@ class ConsensusModel(ConsensusRecord, Model):
         self.datacollector = ArrayDataCollector(self, collect_agents)
         self.datacollector.collect(self)
         self.running = not self._round_stats["consensus"]
+        track_rounds(self)  # Mesa 4's data recorders may record the rounds beside the DataCollector
         if not self.running:
             self.stop_reason = "consensus"
+            game_ended(self)
 
     @cached_property
     def layout(self) -> dict[int, tuple[float, float]]:
@@ -192,6 +202,8 @@ class ConsensusModel(ConsensusRecord, Model):
             self._agent_round(rounds)
         self.datacollector.collect(self)
         self._check_stop()
+        if not self.running:
+            game_ended(self)
 
     def _rule_round(self, rounds: Rounds) -> None:
         """Every agent on a rule policy: the whole round as arrays, from the rule stream."""

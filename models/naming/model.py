@@ -28,7 +28,7 @@ from typing import Any
 
 import mesa
 
-from llm_mesa.mesa_versions import seed_streams
+from llm_mesa.mesa_versions import game_ended, seed_streams, track_rounds
 from llm_mesa.parameters import ParameterError
 from llm_mesa.policy import Policy, PolicyError, make_policy
 from llm_mesa.rounds import PolicyAgent, play_round
@@ -149,6 +149,7 @@ class NamingModel(mesa.Model):
         self.totals = metrics.Totals()
         self.datacollector = mesa.DataCollector(
             model_reporters={key: _reporter(key) for key in metrics.ROUND_COLUMNS})
+        track_rounds(self)  # Mesa 4's data recorders may record the rounds beside the DataCollector
         self.running = True
 
     @property
@@ -212,6 +213,7 @@ class NamingModel(mesa.Model):
         self.datacollector.collect(self)
         if self.round >= self.max_rounds or (self.stop_at_consensus and self.round_stats["held_share"] == 1.0):
             self.running = False
+            game_ended(self)
 
     def adopts(self, own: str | None, partner: str | None) -> bool:
         if partner is None or (own is not None and own == partner):
