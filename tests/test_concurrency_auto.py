@@ -77,11 +77,26 @@ def test_after_a_cut_it_grows_by_a_twentieth_and_by_one_near_the_cut():
     rule = AdaptiveLimit()
     rule.answered(Ticket(0, 41), "rate_limit", 0.0, now=0.0)
     assert rule.limit == 40
+    for _ in range(AdaptiveLimit.PATIENCE - 1):
+        window(rule)
+    assert rule.limit == 40  # within a tenth of where the server refused: it waits ...
     window(rule)
-    assert rule.limit == 41  # within a tenth of where the server refused: one more
-    rule.limit = 20  # far below it: a twentieth (at least 1)
+    assert rule.limit == 41  # ... then probes one more
+    rule.limit = 20  # far below it: a twentieth (at least 1) each window
     window(rule)
     assert rule.limit == 21
+
+
+def test_a_window_with_a_refusal_does_not_grow_even_when_the_refusal_cut_nothing():
+    rule = AdaptiveLimit()
+    rule.answered(Ticket(0, 51), "rate_limit", 0.0, now=0.0)
+    rule.limit = 30  # far below the cut: it would grow each clean window
+    rule.answered(Ticket(rule.epoch, 45), "rate_limit", 0.0, now=0.0)  # a retry sent over the limit
+    assert rule.limit == 30
+    window(rule)
+    assert rule.limit == 30  # not grown: a refused call may still be waiting for its turn
+    window(rule)
+    assert rule.limit == 32
 
 
 def test_a_timeout_halves_it_once_and_rising_latency_cuts_it():
@@ -89,7 +104,10 @@ def test_a_timeout_halves_it_once_and_rising_latency_cuts_it():
     rule.answered(Ticket(0, 10), "timeout", 60.0, now=0.0)
     rule.answered(Ticket(0, 10), "timeout", 60.0, now=0.0)  # the same epoch's other timeout
     assert rule.limit == 32 and rule.history["timeouts"] == 2
-    window(rule, latency=1.0)  # the baseline: 1 s, flat, so it grows (+1 or a twentieth)
+    window(rule, latency=1.0)  # the second timeout came back in this window: no growth
+    assert rule.limit == 32
+    for _ in range(AdaptiveLimit.PATIENCE):  # the baseline: 1 s, flat, so it grows by one near its cut
+        window(rule, latency=1.0)
     grown = rule.limit
     assert grown > 32
     window(rule, latency=1.6)  # above 1.5 x the best window median: the server queues

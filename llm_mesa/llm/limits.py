@@ -75,8 +75,11 @@ class AdaptiveLimit:
       that kept its place while the limit was cut) says nothing new. A timeout of an
       attempt sent under the current limit halves it; the other attempts of that limit
       that time out do not halve it again.
-    * Near the limit of the last cut (within ``1 - CUT`` of it) it grows by 1 a window,
-      so a probe above the server's capacity costs one refused call, not a twentieth.
+    * Near the limit of the last cut (within ``1 - CUT`` of it) it grows by 1 every
+      ``PATIENCE`` clean windows, so a probe above the server's capacity costs one refused
+      call (and its Retry-After) now and then, not a twentieth of the calls each window.
+    * Any 429 or timeout in a window, cutting or not, keeps it from growing: a refused
+      call still backing off in its place is served before the limit probes again.
     * ``Retry-After`` (capped by the client at ``RETRY_AFTER_CAP_S``): no call is let in
       before it has passed.
 
@@ -88,6 +91,7 @@ class AdaptiveLimit:
     LATENCY_RISE = 1.5
     GROWTH = 0.05
     CUT = 0.9
+    PATIENCE = 4
 
     def __init__(self, start: int = AUTO_START, ceiling: int = AUTO_CEILING) -> None:
         self.limit = start
@@ -99,6 +103,8 @@ class AdaptiveLimit:
         self.last_cut: int | None = None  # the limit the last cut set
         self._latencies: list[float] = []
         self._saturated = False
+        self._refused = False  # a 429 or timeout came back in this window
+        self._clean = 0  # clean windows in a row near the last cut
         self.history = {"start": start, "low": start, "high": start, "grows": 0, "cuts": 0, "rate_limited": 0,
                         "timeouts": 0}
 
@@ -115,6 +121,8 @@ class AdaptiveLimit:
             self._saturated = True
         if retry_after_s:
             self.resume_at = max(self.resume_at, now + retry_after_s)
+        if kind in ("rate_limit", "timeout"):
+            self._refused = True
         if kind == "rate_limit":
             self.history["rate_limited"] += 1
             took = ticket.active - 1
@@ -133,25 +141,28 @@ class AdaptiveLimit:
     def _judge(self) -> None:
         median = statistics.median(self._latencies)
         best = self.best_latency = median if self.best_latency is None else min(self.best_latency, median)
+        near_cut = self.last_cut is not None and self.limit >= self.CUT * self.last_cut
         if median > self.LATENCY_RISE * best:
             self._set(max(1, int(self.limit * self.CUT)), cut=True)
-        elif self._saturated and self.limit < self.ceiling:
-            if self.slow_start:
-                grown = self.limit * 2
-            elif self.last_cut is not None and self.limit >= self.CUT * self.last_cut:
-                grown = self.limit + 1  # near where the server refused: probe gently
-            else:
-                grown = self.limit + max(1, round(self.limit * self.GROWTH))
-            self._set(min(self.ceiling, grown), cut=False)
+            return
+        clean = self._saturated and not self._refused and self.limit < self.ceiling
+        self._clean = self._clean + 1 if clean and near_cut else 0
+        if clean and self.slow_start:
+            self._set(min(self.ceiling, self.limit * 2), cut=False)
+        elif clean and not near_cut:
+            self._set(min(self.ceiling, self.limit + max(1, round(self.limit * self.GROWTH))), cut=False)
+        elif clean and self._clean >= self.PATIENCE:  # near where the server refused: probe gently
+            self._clean = 0
+            self._set(self.limit + 1, cut=False)
         else:  # judged again after another window
             self._latencies.clear()
-            self._saturated = False
+            self._saturated = self._refused = False
 
     def _set(self, limit: int, *, cut: bool) -> None:
         self.limit = limit
         self.epoch += 1
         self._latencies.clear()
-        self._saturated = False
+        self._saturated = self._refused = False
         if cut:
             self.slow_start = False
             self.last_cut = limit
