@@ -43,7 +43,7 @@ import bench_client  # noqa: E402  (the client-throughput variants, shared with 
 
 from llm_mesa.llm import Endpoint, run_sync  # noqa: E402
 from llm_mesa.llm.endpoint import concurrency_value  # noqa: E402
-from llm_mesa.llm.limits import limits_in_use  # noqa: E402
+from llm_mesa.llm.limits import forget_limits, limits_in_use  # noqa: E402
 from llm_mesa.models.consensus import ConsensusModel  # noqa: E402
 from llm_mesa.models.consensus.llm_policy import LLMConsensusPolicy  # noqa: E402
 
@@ -187,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     server, base_url = start_server()
     try:
         rates, cpu_ms = client_rates(base_url, calls, args.concurrency, repeats)
+        forget_limits()  # part 1's fixed limit on this server would hold for parts 2 and 3 (the smallest number wins)
         warm_up(base_url, model, args.game_concurrency)
         server_cpu0 = process_cpu_s(server.pid)
         one = play(base_url, model, rounds, 1, args.game_concurrency)
@@ -251,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"   client CPU per call      {many.cpu_ms_per_call:.2f} ms (process CPU {many.cpu_s:.2f} s / calls)")
     print(f"   server CPU per call      {server_ms(server_cpu1, server_cpu2, many)} (its own process)")
     used = limits_in_use().get(base_url, {})
-    print(f"   concurrency              {args.game_concurrency}: limit at the end {used.get('limit')}, "
+    print(f"   concurrency              {args.game_concurrency} ({used.get('mode')}): limit at the end {used.get('limit')}, "
           f"peak in flight {used.get('peak_in_flight')}")
     bad = [r for r in one.rounds + many.rounds if r != rounds]
     if bad or one.failures or many.failures:

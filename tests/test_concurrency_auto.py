@@ -269,3 +269,13 @@ def test_the_command_line_takes_auto_and_refuses_zero_in_one_line(capsys):
     assert exit_.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "auto or a positive whole number" in err[0]
+
+
+def test_a_slower_workload_is_not_taken_for_a_queueing_server():
+    """Latency measured while no call waited is the workload's (another model or prompt), not the limit's."""
+    rule = AdaptiveLimit()
+    window(rule, latency=0.002, queued=False)  # a fast warm-up, demand below the limit
+    window(rule, latency=0.1)  # a 50x slower model, calls now waiting: a baseline of its own
+    assert rule.limit == 128
+    window(rule, latency=0.2)  # latency doubled once the limit did: the server queues
+    assert rule.limit == int(128 * AdaptiveLimit.CUT)

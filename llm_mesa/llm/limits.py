@@ -66,7 +66,9 @@ class AdaptiveLimit:
     * A *window* is one limit's worth of answers after the last change. At its end it is
       judged: when calls waited for a place in it (more would have been sent), none came
       back refused (429) or timed out, and its median service time stayed within
-      ``LATENCY_RISE`` times the best window median seen, the limit grows: doubled
+      ``LATENCY_RISE`` times the best window median seen since calls began to wait
+      (a window in which none waited starts that baseline afresh: its latency is the
+      workload's, another model or prompt, not the limit's), the limit grows: doubled
       until its first cut (slow start), then by ``GROWTH`` (at least 1) a window. A
       window whose median rose above that is cut by ``CUT``: the server is queueing.
     * A 429 cuts at once, to the attempts that were at the server when the refused one
@@ -140,6 +142,11 @@ class AdaptiveLimit:
     # -- the rule -----------------------------------------------------------------------------
     def _judge(self) -> None:
         median = statistics.median(self._latencies)
+        if not self._saturated:  # no call waited: the latency is the workload's, not the limit's; start afresh
+            self.best_latency = None
+            self._latencies.clear()
+            self._refused = False
+            return
         best = self.best_latency = median if self.best_latency is None else min(self.best_latency, median)
         near_cut = self.last_cut is not None and self.limit >= self.CUT * self.last_cut
         if median > self.LATENCY_RISE * best:
