@@ -19,6 +19,8 @@ per clique (cliques alternate red/blue), a colouring that majority rules hold
 forever, so every game plays ``--rounds`` rounds (checked, and the ideal is taken
 from the rounds actually played).
 
+Parts 2 and 3 run at ``--game-concurrency auto``, an endpoint's default (a number fixes it).
+
     python benchmarks/bench_llm_game.py            # full: 50 rounds, 1 s, 30 games
     python benchmarks/bench_llm_game.py --quick    # CI: 6 rounds, 0.1 s, 4 games
 """
@@ -40,6 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_client  # noqa: E402  (the client-throughput variants, shared with bench_client.py)
 
 from llm_mesa.llm import Endpoint, run_sync  # noqa: E402
+from llm_mesa.llm.endpoint import concurrency_value  # noqa: E402
+from llm_mesa.llm.limits import forget_limits, limits_in_use  # noqa: E402
 from llm_mesa.models.consensus import ConsensusModel  # noqa: E402
 from llm_mesa.models.consensus.llm_policy import LLMConsensusPolicy  # noqa: E402
 
@@ -101,14 +105,14 @@ def client_rates(base_url: str, calls: int, concurrency: int,
     return rates, cpu_ms
 
 
-def make_game(base_url: str, model: str, rounds: int, concurrency: int, seed: int) -> ConsensusModel:
+def make_game(base_url: str, model: str, rounds: int, concurrency: int | str, seed: int) -> ConsensusModel:
     endpoint = Endpoint(base_url, model, concurrency=concurrency, timeout=60.0, max_attempts=3)
     return ConsensusModel(N_AGENTS, "caveman", policy=LLMConsensusPolicy(endpoint), preferences="explicit",
                           explicit_preferences=clique_preferences(), max_rounds=rounds,
                           baseline_permutations=0, rng=seed)
 
 
-def play(base_url: str, model: str, rounds: int, games: int, concurrency: int) -> GameRun:
+def play(base_url: str, model: str, rounds: int, games: int, concurrency: int | str) -> GameRun:
     """Play ``games`` games at once, each on its own thread (one: on this thread); models built first."""
     models = [make_game(base_url, model, rounds, concurrency, seed) for seed in range(games)]
     cpu0, wall0 = time.process_time(), time.perf_counter()
@@ -122,7 +126,7 @@ def play(base_url: str, model: str, rounds: int, games: int, concurrency: int) -
                    sum(m.totals["failures"] for m in models))
 
 
-def sweep(base_url: str, model: str, rounds: int, games: int, concurrency: int, record: bool) -> GameRun:
+def sweep(base_url: str, model: str, rounds: int, games: int, concurrency: int | str, record: bool) -> GameRun:
     """The same games through ``llm_mesa.sweep.run_sweep(games_in_flight=games)``, as a user runs them.
 
     Unlike ``play``, this includes building each model and writing each game's row.
@@ -150,7 +154,7 @@ def have_sweep() -> bool:
     return True
 
 
-def warm_up(base_url: str, model: str, concurrency: int) -> None:
+def warm_up(base_url: str, model: str, concurrency: int | str) -> None:
     """One short game: imports, the loop, the client and its connections are ready."""
     play(base_url, model.split("?")[0], 2, 1, concurrency)
 
@@ -168,8 +172,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="part 3 on a plain thread pool even when llm_mesa.sweep.run_sweep exists")
     parser.add_argument("--record", action="store_true",
                         help="part 3 through run_sweep records every call (default: store off)")
-    parser.add_argument("--game-concurrency", type=int, default=2048,
-                        help="the LLM endpoint's concurrency limit in parts 2 and 3 (default 2048)")
+    parser.add_argument("--game-concurrency", type=concurrency_value, default="auto",
+                        help="the LLM endpoint's concurrency limit in parts 2 and 3: auto (the default for an "
+                             "endpoint) or a number")
     args = parser.parse_args(argv)
     quick = args.quick
     rounds = args.rounds or (6 if quick else 50)
@@ -182,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     server, base_url = start_server()
     try:
         rates, cpu_ms = client_rates(base_url, calls, args.concurrency, repeats)
+        forget_limits()  # part 1's fixed limit on this server would hold for parts 2 and 3 (the smallest number wins)
         warm_up(base_url, model, args.game_concurrency)
         server_cpu0 = process_cpu_s(server.pid)
         one = play(base_url, model, rounds, 1, args.game_concurrency)
@@ -245,6 +251,9 @@ def main(argv: list[str] | None = None) -> int:
           f"complete() {medians['complete()']:.0f}, raw aiohttp {medians['raw aiohttp']:.0f})")
     print(f"   client CPU per call      {many.cpu_ms_per_call:.2f} ms (process CPU {many.cpu_s:.2f} s / calls)")
     print(f"   server CPU per call      {server_ms(server_cpu1, server_cpu2, many)} (its own process)")
+    used = limits_in_use().get(base_url, {})
+    print(f"   concurrency              {args.game_concurrency} ({used.get('mode')}): limit at the end {used.get('limit')}, "
+          f"peak in flight {used.get('peak_in_flight')}")
     bad = [r for r in one.rounds + many.rounds if r != rounds]
     if bad or one.failures or many.failures:
         print(f"\nWARNING: {len(bad)} games ended early or calls failed; the ideals above use rounds played")

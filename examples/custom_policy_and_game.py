@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import mesa
 
+from llm_mesa import seed_streams
 from llm_mesa.models.consensus import ConsensusModel
 from llm_mesa.models.consensus.observation import ConsensusDecision, other
 from llm_mesa.policy import Policy, make_policy, register_policy
@@ -76,6 +77,7 @@ class RingAgent(PolicyAgent):
 class RingAveraging(mesa.Model):
     def __init__(self, n: int = 12, policies: dict[int, str] | None = None, rng: int = 0):
         super().__init__(rng=rng)
+        seed_streams(self, rng)  # self.random from the seed itself: the same game on Mesa 3 and Mesa 4
         self.ring = [RingAgent(self, self.random.uniform(0, 100), make_policy((policies or {}).get(i, "degroot"), game="averaging"))
                      for i in range(n)]
 

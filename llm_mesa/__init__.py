@@ -48,6 +48,8 @@ _EXPORTS = {
     "dependencies": "llm_mesa.update",
     "depth": "llm_mesa.update",
     "play_activations": "llm_mesa.update",
+    "seed_streams": "llm_mesa.mesa_versions",
+    "network_space": "llm_mesa.mesa_versions",
     "LlmMesaError": "llm_mesa.errors",
     # what pages draw of a game
     "GameView": "llm_mesa.views",

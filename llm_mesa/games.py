@@ -13,10 +13,12 @@ with generic output):
 * ``build(parameters, policy, seed)``: the Mesa model that plays one game. It
   steps with ``step()`` until ``running`` is False and records its rounds with a
   Mesa ``DataCollector``; the summary row and the ``rounds`` table derive from it.
+  Its streams come from ``seed`` itself (``llm_mesa.seed_streams``), never from how
+  Mesa seeds ``model.random``, so a seed plays one game on Mesa 3 and Mesa 4 alike.
 
 **Optional**, each with a working default (see each member): the summary row and
 tables (``summary_row``, ``table``, ``tables``), playing several games together
-(``play_batch``, ``batch_size``), named design cells (``design``), rule policies
+(``play_batch``, ``batch_size``), a game from a Mesa ``Scenario`` (``build_scenario``), named design cells (``design``), rule policies
 and groups (``policies``), the LLM policy, its sampling defaults and stand-in
 behaviours (``llm``), an estimate of LLM use for dry runs (``estimate``), the
 statistics, report panels, explorer view and own subcommand (``extensions``).
@@ -102,6 +104,16 @@ class Game(ABC):
               seed: int) -> Model:
         """The Mesa model of one game with these (validated) parameters, agents' policy and seed."""
 
+    def build_scenario(self, scenario: Any, policy: str | Policy | Sequence[str | Policy]) -> Model:
+        """The model of the game a Mesa ``Scenario`` names (``Experiment.scenarios()``): its
+        fields are the game's parameters, its ``seed`` the game's seed; the model keeps it."""
+        from llm_mesa.mesa_versions import scenario_fields
+
+        fields, seed = scenario_fields(scenario)
+        model = self.build(self.parameters.validate(fields, complete=True), policy, seed)
+        model.scenario = scenario
+        return model
+
     # --- one game, to its end ---------------------------------------------------------
     def play(self, request: PlayRequest) -> GameResult:
         """Play one game to its end: its summary row and the tables asked for.
@@ -149,6 +161,8 @@ class Game(ABC):
                             f"for {name!r}")
         if name == "rounds":
             frame = collector.get_model_vars_dataframe().reset_index(drop=True)
+            if "round" in frame.columns:  # the game counts its rounds itself
+                return frame
             return frame.assign(round=range(len(frame)))[["round", *frame.columns]]
         if name == "agents":
             frame = collector.get_agent_vars_dataframe().reset_index()

@@ -221,12 +221,12 @@ class GameView:
         graph = network.G
         nodes = list(graph.nodes)
         cells = [network[v] for v in nodes]
-        positions = [_point(getattr(c, "position", None)) for c in cells]
         own = getattr(model, "layout", None)  # a game's own drawing positions, if it keeps them
-        if all(p is not None for p in positions):
-            layout = dict(zip(nodes, positions))
-        elif isinstance(own, Mapping) and all(v in own for v in nodes):
+        positions = [_point(getattr(c, "position", None)) for c in cells]
+        if isinstance(own, Mapping) and all(v in own for v in nodes):
             layout = {v: (float(own[v][0]), float(own[v][1])) for v in nodes}
+        elif all(p is not None for p in positions):
+            layout = dict(zip(nodes, positions))
         else:
             layout = drawing_layout(graph, model, seed=getattr(model, "seed", 0) or 0)
         agents = [next(iter(c.agents), None) for c in cells]

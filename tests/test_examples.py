@@ -101,3 +101,27 @@ def test_the_solaraviz_example_builds_its_components_and_model_params():
     """The script's own check (the page itself is driven in Chromium in test_explorer_browser_open_world)."""
     out = run_example("solaraviz_consensus.py")
     assert re.search(r"round 1: 3 components, \d+ model parameters", out)
+
+
+def scan_rates(output: str) -> list[tuple[str, int, int]]:
+    """The batch_run example's table: (rule, successes, games) per row, in order."""
+    return [(m.group(1), int(m.group(2)), int(m.group(3)))
+            for m in re.finditer(r"^.*?(\S+)\s+(\d+)\s+(\d+)\s+[\d.]+$", output, re.M)]
+
+
+def test_batch_run_example_plays_the_same_scan_as_the_sweep_on_any_mesa():
+    """Mesa 3: batch_run; Mesa 4: it says batch_run needs Mesa 3 and sweeps; the same games either way."""
+    from llm_mesa.mesa_versions import HAS_BATCH_RUN
+
+    default = run_example("batch_run_consensus.py")
+    swept = run_example("batch_run_consensus.py", "--sweep")
+    if HAS_BATCH_RUN:
+        assert "(Mesa batch_run, 10 seeds each)" in default
+    else:
+        assert "batch_run needs Mesa 3" in default and "(llm-mesa sweep, 10 seeds each)" in default
+    rows = scan_rates(default)
+    assert [rule for rule, _, _ in rows] == ["majority-inertia:inertia=0.2", "voter"] * 3
+    assert all(games == 10 for _, _, games in rows)
+    assert rows == scan_rates(swept)
+    # the voter model reaches consensus far more often than majority-with-inertia's echo chambers
+    assert sum(s for r, s, _ in rows if r == "voter") > sum(s for r, s, _ in rows if r != "voter")

@@ -16,9 +16,10 @@ Design choices, and why:
   ``transport``'s business; this module decides what to send and whether to
   try again.
 * One limit per server (base URL) bounds calls in flight, whatever endpoints
-  call it: the smallest ``concurrency`` given for it (see ``limits``). A call
-  holds its place while it backs off, which is what a rate-limited server
-  wants.
+  call it: the smallest ``concurrency`` given for it, or under ``auto`` what the
+  limit learns from each attempt's outcome (see ``limits``; ``_send`` tells it).
+  A call holds its place while it backs off, which is what a rate-limited
+  server wants.
 * Structured output goes through ``dialects``: the dialect is chosen once a
   call has its place, and a refusal switches it at once, never counted as a
   fault.
@@ -40,7 +41,7 @@ import openai
 
 from llm_mesa.llm import dialects, transport
 from llm_mesa.llm.endpoint import Endpoint, EndpointError
-from llm_mesa.llm.limits import pick_server, server_limit
+from llm_mesa.llm.limits import ServerLimit, pick_server, server_limit
 from llm_mesa.llm.store import ResponseStore, request_identity, request_key
 from llm_mesa.llm.transport import aclose_clients, get_client
 from llm_mesa.llm.types import LLMRequest, LLMResult
@@ -120,7 +121,8 @@ async def _call(endpoint: Endpoint, request: LLMRequest) -> LLMResult:
     route = transport.direct_route(server, client, path)
     attempts = retries = 0
     queued = time.perf_counter()
-    async with server_limit(server):
+    limit = server_limit(server)
+    async with limit:
         started = time.perf_counter()
         queue_s = round(started - queued, 6)  # microseconds: what the store keeps
         dialect = dialects.starting_dialect(endpoint, request.schema is not None)
@@ -130,8 +132,8 @@ async def _call(endpoint: Endpoint, request: LLMRequest) -> LLMResult:
             attempts += 1
             retry_after = None
             try:
-                status, headers, content = await transport.post(client, route, path, body, payload,
-                                                                 endpoint.timeout, retries)
+                status, headers, content = await _send(limit, client, route, path, body, payload,
+                                                       endpoint.timeout, retries)
             except transport.Failure as failure:
                 kind, message = failure.kind, failure.message
             else:
@@ -166,6 +168,27 @@ async def _call(endpoint: Endpoint, request: LLMRequest) -> LLMResult:
                                  attempts=attempts, dialect=dialect, queue_s=queue_s, server=server.base_url)
             retries += 1
             await asyncio.sleep(_backoff_s(retries, retry_after))
+
+
+async def _send(limit: ServerLimit, client: openai.AsyncOpenAI, route: Any, path: str, body: dict[str, Any],
+                payload: bytes, timeout: float, retries: int) -> tuple[int, Any, bytes]:
+    """One attempt (``transport.post``), its outcome told to the server's limit: ``auto`` learns from it."""
+    ticket, sent = limit.sent(), time.perf_counter()
+    kind: str | None = "cancelled"  # nothing to learn from an attempt that never came back
+    retry_after = None
+    try:
+        status, headers, content = await transport.post(client, route, path, body, payload, timeout, retries)
+        if status < 300:
+            kind = None
+        else:
+            kind, retry_after = transport.kind_of_status(status), transport.retry_after_s(headers)
+        return status, headers, content
+    except transport.Failure as failure:
+        kind = failure.kind
+        raise
+    finally:
+        limit.answered(ticket, kind, time.perf_counter() - sent,
+                       None if retry_after is None else min(retry_after, RETRY_AFTER_CAP_S))
 
 
 async def complete(endpoint: Endpoint, request: LLMRequest, *, store: ResponseStore | None = None,

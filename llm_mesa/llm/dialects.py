@@ -124,7 +124,7 @@ def is_response_format_refusal(status: int, body_text: str) -> bool:
 
 def endpoint_manifest(endpoint: Endpoint) -> dict[str, Any]:
     """What a run's manifest says of an endpoint: every field (the key's variable name, never the key),
-    the sampling parameters sent and the dialect negotiated."""
+    the sampling parameters sent, the dialect negotiated and each server's concurrency limit so far."""
     from dataclasses import fields
 
     out: dict[str, Any] = {}
@@ -133,4 +133,7 @@ def endpoint_manifest(endpoint: Endpoint) -> dict[str, Any]:
         out[f.name] = list(value) if isinstance(value, tuple) else value
     out["sampling_params"] = endpoint.sampling_params()
     out["negotiated_dialect"] = negotiated_dialect(endpoint)
+    from llm_mesa.llm.limits import limits_in_use
+
+    out["concurrency_limits"] = limits_in_use(endpoint.base_urls)  # per server: the limit in use, what auto did
     return out

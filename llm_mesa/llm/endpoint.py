@@ -37,6 +37,25 @@ class EndpointError(LlmMesaError):
     """A bad or unreachable endpoint; the message is one line that names the fix."""
 
 
+def concurrency_value(value: Any) -> int | str:
+    """``--concurrency``: ``auto`` (the limit finds the server's capacity) or a whole number >= 1 (fixed)."""
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise EndpointError(f"concurrency must be auto or a positive whole number, got {value!r}; "
+                            "e.g. --concurrency auto (the default) or --concurrency 64")
+    return value
+
+
+def shared_concurrency(values: Any) -> int | str | None:
+    """The limit endpoints sharing a server get: the smallest number given, ``auto`` when all say auto."""
+    values = list(values)
+    numbers = [v for v in values if v != "auto"]
+    return min(numbers) if numbers else ("auto" if values else None)
+
+
 def is_loopback_url(url: str) -> bool:
     """True for http(s) URLs on this machine (localhost, 127.0.0.0/8, ::1)."""
     host = (urlparse(url).hostname or "").lower()
@@ -112,10 +131,12 @@ class Endpoint:
         "instructions)", choices=DIALECTS))
     prompt_mode: str = field(default="chat", metadata=_option(
         "--prompt-mode", str, "chat messages or a raw /completions prompt (default %(default)s)", choices=PROMPT_MODES))
-    #: calls in flight to the server; endpoints with one base URL share one limit, the smallest given
-    concurrency: int = field(default=64, metadata=_option(
-        "--concurrency", int, "calls in flight to this server (default %(default)s); endpoints sharing a base URL "
-        "share one limit, the smallest given"))
+    #: calls in flight to the server: ``auto`` finds its capacity (``limits.AdaptiveLimit``), a number fixes it;
+    #: endpoints with one base URL share one limit (the smallest number given, auto only if all say auto)
+    concurrency: int | str = field(default="auto", metadata=_option(
+        "--concurrency", concurrency_value, "calls in flight to this server: auto (default) starts at 64 and grows "
+        "while latency stays flat and no 429 or timeout comes back, cuts on them; a number fixes it. Endpoints "
+        "sharing a base URL share one limit, the smallest number given"))
     timeout: float = field(default=120.0, metadata=_option(
         "--timeout", float, "seconds per call before it is retried (default %(default)s)"))
     max_attempts: int = field(default=5, metadata=_option(
@@ -177,8 +198,7 @@ class Endpoint:
             raise EndpointError(f"temperature {self.temperature} is outside [0, 2]")
         if self.top_p is not None and not 0 < self.top_p <= 1:
             raise EndpointError(f"top-p {self.top_p} is outside (0, 1]")
-        if not isinstance(self.concurrency, int) or self.concurrency < 1:
-            raise EndpointError(f"concurrency must be a positive integer, got {self.concurrency!r}")
+        object.__setattr__(self, "concurrency", concurrency_value(self.concurrency))
         if not (isinstance(self.timeout, (int, float)) and math.isfinite(self.timeout) and self.timeout > 0):
             raise EndpointError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
         if not isinstance(self.max_attempts, int) or self.max_attempts < 1:
@@ -300,10 +320,18 @@ def add_endpoint_arguments(parser: argparse.ArgumentParser, *, unset: bool = Fal
         if option.kind is bool:
             g.add_argument(option.flag, action="store_true", default=None if unset else bool(default), help=help_text)
             continue
-        kind = option.kind if option.kind in (int, float) else None
+        kind = option.kind if option.kind in (int, float) else _argparse_concurrency if \
+            option.kind is concurrency_value else None
         g.add_argument(option.flag, type=kind, default=None if unset else default, choices=option.choices,
                        help=help_text)
     return g
+
+
+def _argparse_concurrency(text: str) -> int | str:
+    try:
+        return concurrency_value(text)
+    except EndpointError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _parse_json_object(text: Any, option: str) -> dict[str, Any] | None:
@@ -345,7 +373,12 @@ def check_spec_options(options: dict[str, Any], where: str) -> dict[str, Any]:
     checked: dict[str, Any] = {}
     for name, value in options.items():
         kind = SPEC_OPTIONS[name]
-        if kind is str:
+        if kind is concurrency_value:
+            try:
+                checked[name] = concurrency_value(value)
+            except EndpointError as exc:
+                raise EndpointError(f"llm option {name}={value!r} in {where}: {exc}") from None
+        elif kind is str:
             if value is None or str(value).strip() == "":
                 raise EndpointError(f"llm option {name} in {where} is empty; give a value, e.g. {name}=...")
             checked[name] = str(value)

@@ -279,8 +279,12 @@ class LoopbackApp:
         stats = self.stats
         settings = route.settings
         fault = self._pick_fault(route, model, prompt_text)
+        if settings.capacity and stats.in_flight > settings.capacity:  # a full server refuses at once
+            fault = "capacity"
         delay = settings.latency + (self._jitter_rng.random() * settings.jitter if settings.jitter else 0.0)
-        if delay > 0.0:
+        if settings.slowdown and fault != "capacity":  # and a loaded one answers more slowly
+            delay *= 1.0 + settings.slowdown * stats.in_flight / settings.capacity
+        if delay > 0.0 and fault != "capacity":
             await asyncio.sleep(delay)
         if fault is not None:
             stats.by_fault[fault] += 1
@@ -288,9 +292,11 @@ class LoopbackApp:
             return _drop_connection(request)
         if fault == "timeout":
             await asyncio.sleep(settings.timeout_s)  # the client has given up by now
-        elif fault == "429":
+        elif fault in ("429", "capacity"):
             retry = f"{settings.retry_after:g}"
-            return _error(429, "loopback: injected rate limit; retry after the Retry-After header",
+            reason = (f"loopback: {settings.capacity} calls in flight, at capacity" if fault == "capacity"
+                      else "loopback: injected rate limit")
+            return _error(429, f"{reason}; retry after the Retry-After header",
                           "rate_limit_error", "rate_limit_exceeded",
                           headers={"Retry-After": retry,
                                    "retry-after-ms": str(round(settings.retry_after * 1000))})

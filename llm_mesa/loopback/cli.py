@@ -56,6 +56,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="the first N requests of each distinct prompt fail with --fault")
     faults.add_argument("--fault", choices=FAULT_KINDS, default=defaults.fault,
                         help="fault kind of --fail-first (default %(default)s)")
+    faults.add_argument("--capacity", type=int, default=0, metavar="K",
+                        help="answer 429 (with --retry-after) above K calls in flight, as a full server does "
+                             "(default 0: no limit)")
+    faults.add_argument("--slowdown", type=float, default=0.0,
+                        help="with --capacity: latency x (1 + SLOWDOWN x calls in flight / K), a loaded server "
+                             "(default %(default)s)")
     parser.add_argument("--script", metavar="FILE",
                         help="JSON list of answers for model 'scripted', or {model name: list}")
     limits = parser.add_argument_group("limits on what a client may hold")
@@ -111,7 +117,8 @@ def run(args: argparse.Namespace) -> int:
                             reject_json_schema=args.reject_json_schema,
                             require_api_key=_api_key(args),
                             max_body_bytes=args.max_body_bytes, read_timeout=args.read_timeout,
-                            fail_first=args.fail_first, fault=args.fault, **settings)
+                            fail_first=args.fail_first, fault=args.fault, capacity=args.capacity,
+                            slowdown=args.slowdown, **settings)
 
     def announce(ready: LoopbackServer) -> None:
         print(f"loopback endpoint ({SYSTEM_FINGERPRINT}, a stand-in, not a language model) "

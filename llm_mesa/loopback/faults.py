@@ -56,6 +56,8 @@ class FaultSettings:
     ptruncate: float = 0.0     # HTTP 200, text cut in half, finish_reason "length"
     fail_first: int = 0        # deterministic mode: first N requests of each prompt fail
     fault: str = "500"         # ... with this fault kind
+    capacity: int = 0          # a server of this many calls in flight: 429 (Retry-After) above it; 0 = no limit
+    slowdown: float = 0.0      # latency grows with the load: x (1 + slowdown x in flight / capacity)
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -89,6 +91,14 @@ class FaultSettings:
                                     f"give at most {MAX_DELAY_S:g} seconds")
         if self.fail_first < 0:
             raise LoopbackError(f"fail_first={self.fail_first}{where} must be >= 0")
+        if self.capacity < 0:
+            raise LoopbackError(f"capacity={self.capacity}{where} must be >= 0 (0: no limit)")
+        if not (self.slowdown >= 0.0 and math.isfinite(self.slowdown)):
+            raise LoopbackError(f"slowdown={self.slowdown}{where} must be a finite number >= 0")
+        if self.slowdown and not self.capacity:
+            raise LoopbackError(f"slowdown={self.slowdown:g}{where} needs a capacity (latency grows with in flight / capacity)")
+        if self.latency * (1 + self.slowdown) > MAX_DELAY_S:
+            raise LoopbackError(f"latency x (1 + slowdown){where} is over the cap on injected delays ({MAX_DELAY_S:g} s)")
         if self.fault not in FAULT_KINDS:
             raise LoopbackError(f"fault={self.fault!r}{where} must be one of: {', '.join(FAULT_KINDS)}")
         total = sum(getattr(self, p) for p in _PROBABILITY_OF_KIND.values())

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_mesa.games import Game, default_game, game_names
-from llm_mesa.llm.endpoint import ENDPOINT_OPTIONS, add_endpoint_arguments, endpoint_with_options
+from llm_mesa.llm.endpoint import ENDPOINT_OPTIONS, add_endpoint_arguments, endpoint_with_options, shared_concurrency
 from llm_mesa.llm.recording import add_recording_arguments, recording_from_args, recording_requested
 from llm_mesa.policy import parse_policy_spec
 from llm_mesa.sweep.engine import BudgetReached, play_sweep
@@ -161,8 +161,8 @@ def _warn_if_capped(spec: SweepSpec) -> None:
     if not per_round:
         return
     wanted = int(in_flight * max(per_round))
-    limit = min(ep.concurrency for ep in endpoints)
-    if limit < wanted:
+    limit = shared_concurrency(ep.concurrency for ep in endpoints)
+    if limit != "auto" and limit < wanted:  # auto grows to what the server takes
         print(f"note: --concurrency {limit} caps the calls in flight below games in flight x calls a round "
               f"({in_flight} x {max(per_round):g} = {wanted}); raise it if the server can take more", file=sys.stderr)
 
@@ -296,12 +296,12 @@ def dry_run(spec: SweepSpec, latency_s: float) -> str:
     """The grid multiplied out, priced and timed; nothing is contacted."""
     from llm_mesa.sweep.dry_run import estimate_sweep, format_estimate
 
-    concurrencies = [ep.concurrency for ep in spec.endpoints.values()]
     in_flight = spec.execution.games_in_flight
     estimate = estimate_sweep(spec.game, spec.conditions, spec.seeds, spec.policies, latency_s=latency_s,
                               games_in_flight=in_flight)
     return format_estimate(estimate, latency_s=latency_s, games_in_flight=in_flight,
-                           concurrency=min(concurrencies) if concurrencies else None, game_name=spec.game.name)
+                           concurrency=shared_concurrency(ep.concurrency for ep in spec.endpoints.values()),
+                           game_name=spec.game.name)
 
 
 __all__ = ["build_policies", "configure", "dry_run", "list_grid", "run", "spec_from_args"]

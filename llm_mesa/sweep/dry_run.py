@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from llm_mesa.games import Game
+from llm_mesa.llm.endpoint import shared_concurrency
+from llm_mesa.llm.limits import AUTO_START
 
 CHARS_PER_TOKEN = 4
 
@@ -55,7 +57,7 @@ def estimate_sweep(game: Game, conditions: Mapping[str, Mapping[str, Any]], seed
     for _, endpoint in plan.values():
         if endpoint is None:
             continue
-        concurrency = endpoint.concurrency if concurrency is None else min(concurrency, endpoint.concurrency)
+        concurrency = shared_concurrency([endpoint.concurrency] + ([] if concurrency is None else [concurrency]))
         if price is None and endpoint.price is not None:
             price = endpoint.price
         for name, parameters in conditions.items():
@@ -73,8 +75,9 @@ def estimate_sweep(game: Game, conditions: Mapping[str, Mapping[str, Any]], seed
     cost = None if price is None else (prompt * price[0] + completion * price[1]) / 1e6
     time_s = None
     if llm_games > unknown:
+        # auto: bounded by the games in flight alone, as if it grew to what they ask (the server's limit is unknown)
         time_s = max(rounds * latency_s / max(1, min(games_in_flight, llm_games)),
-                     calls * latency_s / max(1, concurrency or 1))
+                     0.0 if concurrency == "auto" else calls * latency_s / max(1, concurrency or 1))
     return SweepEstimate(games, llm_games, calls, rounds, prompt, completion, cost, time_s, bounded, unknown)
 
 
@@ -87,7 +90,7 @@ def _duration(seconds: float) -> str:
 
 
 def format_estimate(estimate: SweepEstimate, *, latency_s: float, games_in_flight: int,
-                    concurrency: int | None, game_name: str = "") -> str:
+                    concurrency: int | str | None, game_name: str = "") -> str:
     bound = "at most " if estimate.bounded else ""
     lines = [f"games: {estimate.games:,}"]
     if not estimate.llm_games:
@@ -107,7 +110,8 @@ def format_estimate(estimate: SweepEstimate, *, latency_s: float, games_in_fligh
         "cost: " + ("unknown; give --price PROMPT,COMPLETION (per 1M tokens)" if estimate.cost is None
                     else f"{bound}{estimate.cost:,.2f} (at the given price per 1M tokens)"),
         f"time: about {_duration(estimate.time_s)} at {latency_s:g} s a call, {games_in_flight} games in flight, "
-        f"concurrency {concurrency}",
+        f"concurrency {concurrency}" + (f" (starts at {AUTO_START} and grows to what the server takes: a lower bound)"
+                                        if concurrency == "auto" else ""),
     ]
     return "\n".join(lines)
 

@@ -37,6 +37,7 @@ import pandas as pd
 
 from llm_mesa.errors import BUDGET_REACHED, LlmMesaError, one_line
 from llm_mesa.games import Game, GameResult
+from llm_mesa.llm.limits import limits_in_use
 from llm_mesa.run_output import package_versions
 
 from .execution import (
@@ -188,7 +189,7 @@ def play_sweep(spec: SweepSpec, progress: Progress | None = None) -> SweepResult
                 if column in present:
                     spent[key] += float(pd.to_numeric(present[column], errors="coerce").fillna(0).sum())
         _check_budget(budget, spent)
-        output.write_manifest({
+        manifest = {
             "kind": f"{game.name}-sweep",
             "experiment": dict(spec.experiment) if spec.experiment else None,
             "budget": dict(budget) if budget else None,
@@ -205,7 +206,8 @@ def play_sweep(spec: SweepSpec, progress: Progress | None = None) -> SweepResult
             "games_total": total,
             "games_present_at_start": skipped,
             "previous_starts": ([*previous.get("previous_starts", []), previous.get("created")] if previous else []),
-        })
+        }
+        output.write_manifest(manifest)
 
         played = 0
 
@@ -234,10 +236,19 @@ def play_sweep(spec: SweepSpec, progress: Progress | None = None) -> SweepResult
         finally:
             if execution.processes == 1:
                 close_process_stores()
+            _record_limits(output, manifest, endpoints)
         if spec.compact:
             output.compact()
     return SweepResult(game, output.read("games"), played, skipped, output.out, time.perf_counter() - started,
                        list(spec.conditions), list(spec.policies))
+
+
+def _record_limits(output: SweepOutput, manifest: dict[str, Any], endpoints: Mapping[str, Any]) -> None:
+    """The manifest, once the games have played, says each server's concurrency limit (what auto found)."""
+    urls = {url for ep in endpoints.values() for e in getattr(ep, "endpoints", (ep,)) for url in e.base_urls}
+    used = limits_in_use(urls)
+    if used:
+        output.write_manifest({**manifest, "concurrency_limits": used}, history=False)
 
 
 def _check_budget(budget: Mapping[str, float] | None, spent: Mapping[str, float], played: int = 0,

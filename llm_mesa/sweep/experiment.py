@@ -114,6 +114,23 @@ class Experiment:
     def games(self) -> int:
         return len(self.conditions) * len(self.policies) * self.repetitions
 
+    def scenarios(self) -> list[Any]:
+        """The file's cells as Mesa 4 ``Scenario``s: one per condition and repetition (Mesa 4 only).
+
+        Each holds the condition's game parameters, the game's ``seed`` (the one the
+        sweep plays it with, also its ``rng``) and the ``condition``'s name;
+        ``scenario_id`` is the condition's place in the file, ``replication_id`` the
+        repetition. ``game.build_scenario(scenario, policy)`` builds the game the sweep plays.
+        """
+        from llm_mesa.mesa_versions import scenario_class
+
+        scenario = scenario_class()
+        seeds = self.seeds()
+        return [scenario(rng=seed, scenario_id=index, replication_id=repetition, condition=name, seed=seed,
+                         **parameters)
+                for index, (name, parameters) in enumerate(self.conditions.items())
+                for repetition, seed in enumerate(seeds[name])]
+
 
 def _where(table: str | None, key: str) -> str:
     return f"{key!r}" if table is None else f"{key!r} in [{table}]"

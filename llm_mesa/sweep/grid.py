@@ -16,6 +16,7 @@ from typing import Any
 
 from llm_mesa.games import Game
 from llm_mesa.llm.dialects import endpoint_manifest
+from llm_mesa.llm.endpoint import shared_concurrency
 from llm_mesa.parameters import ParameterError
 from llm_mesa.policy import make_policy, parse_policy_spec
 
@@ -166,8 +167,8 @@ class Population:
         return tuple(p for p in self.parts if not isinstance(p, str))
 
     @property
-    def concurrency(self) -> int:
-        return min(e.concurrency for e in self.endpoints)
+    def concurrency(self) -> int | str:
+        return shared_concurrency(e.concurrency for e in self.endpoints)
 
     @property
     def price(self) -> Any:

@@ -165,12 +165,15 @@ class SweepOutput:
         except (OSError, json.JSONDecodeError):
             raise SweepError(f"cannot read {self.manifest_path}; it is not a sweep manifest") from None
 
-    def write_manifest(self, manifest: dict[str, Any]) -> None:
+    def write_manifest(self, manifest: dict[str, Any], history: bool = True) -> None:
+        """Write the manifest; ``history``: and add it to the history (one line per start)."""
         self.manifest_path.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps(manifest, indent=2, default=str) + "\n"
         write_text_atomic(self.manifest_path, text)
-        history = self.manifest_path.with_name(self.manifest_path.stem.replace("manifest", "manifest-history") + ".jsonl")
-        with open(history, "a") as fh:
+        if not history:
+            return
+        log = self.manifest_path.with_name(self.manifest_path.stem.replace("manifest", "manifest-history") + ".jsonl")
+        with open(log, "a") as fh:
             fh.write(json.dumps(manifest, default=str) + "\n")
 
 

@@ -1,4 +1,4 @@
-"""Progress of a long sweep: games done of total, rate, ETA, tokens, cost and failures.
+"""Progress of a long sweep: games done of total, rate, ETA, tokens, cost, failures and the concurrency limit.
 
 On a terminal it is a tqdm bar (a kept library: its rate and ETA are smoothed
 from the first games, and it redraws in place); in a log (not a terminal) the same
@@ -13,6 +13,8 @@ import time
 from typing import Any, TextIO
 
 from tqdm import tqdm
+
+from llm_mesa.llm.limits import limits_in_use
 
 
 class SweepProgress:
@@ -37,6 +39,9 @@ class SweepProgress:
         if self.cost:
             parts.append(f"cost {self.cost:,.2f}")
         parts.append(f"{self.failures} failed decisions")
+        limits = [report["limit"] for report in limits_in_use().values()]
+        if limits:  # the calls in flight each server is allowed now (--concurrency auto moves it)
+            parts.append(f"limit{'s' if len(limits) > 1 else ''} {', '.join(map(str, limits))}")
         return ", ".join(parts)
 
     def __call__(self, done: int, total: int, row: dict[str, Any]) -> None:

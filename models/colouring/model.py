@@ -25,7 +25,7 @@ import mesa
 import networkx as nx
 import numpy as np
 from mesa.datacollection import DataCollector
-from mesa.discrete_space import FixedAgent, Network
+from mesa.discrete_space import FixedAgent
 
 from llm_mesa import (
     Policy,
@@ -35,6 +35,7 @@ from llm_mesa import (
     dependencies,
     depth,
     make_policy,
+    network_space,
     play_activations,
     play_round,
 )
@@ -108,7 +109,7 @@ class ColouringModel(mesa.Model):
         self.neighbours = [tuple(sorted(graph[v])) for v in range(self.n)]
         self.edges = sorted((min(u, v), max(u, v)) for u, v in graph.edges if u != v)
         self.game_key = self._game_key(given, start)
-        self.network = Network(graph, random=random.Random(seed), layout=None)
+        self.network = network_space(graph, random.Random(seed))  # as the installed Mesa accepts it
         policies = self._policies(policy)
         self.players = [Player(self, v, c, policies[v]) for v, c in enumerate(self._start(p["initial"], start, start_rng))]
         self.round = 0

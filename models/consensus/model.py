@@ -17,10 +17,10 @@ from typing import Any
 import networkx as nx
 import numpy as np
 from mesa import Model
-from mesa.discrete_space import Network
 
 from llm_mesa.graph_measures import BlockGraph
 from llm_mesa.graphs import NetworkError, seeded_layout
+from llm_mesa.mesa_versions import game_ended, model_arguments, network_space, scenario_fields, seed_streams, track_rounds
 from llm_mesa.policy import PolicyError
 from llm_mesa.rounds import play_round
 
@@ -73,9 +73,12 @@ class ConsensusModel(ConsensusRecord, Model):
             arrays (off: agent by agent through ``Policy.decide``, from the same
             draws, so the same game).
         rng: the seed; everything random derives from it. Graph, preferences,
-            selectors and LLM/mixed rounds draw from the model's ``random``; a game
+            selectors and LLM/mixed rounds draw from the model's ``random``, seeded
+            from the seed itself on every Mesa version (``seed_streams``); a game
             whose agents all follow rule policies draws its rounds from its rule
             stream (``array_state.rule_stream``), as the batched engine does.
+        scenario: a Mesa ``Scenario`` (``Experiment.scenarios()``) whose fields are game
+            parameters and whose ``seed`` is the game's seed; keywords given win.
     """
 
     def __init__(
@@ -92,11 +95,18 @@ class ConsensusModel(ConsensusRecord, Model):
         collect_agents: bool = True,
         fast_rules: bool = True,
         rng: int | None = None,
+        scenario: Any = None,
         **parameters: Any,
     ) -> None:
+        mesa_arguments = model_arguments(rng, scenario)
+        if scenario is not None:  # a Mesa scenario lends its parameters (and, unless rng is given, its seed)
+            fields, scenario_seed = scenario_fields(scenario)
+            parameters = {**fields, **parameters}
+            rng = scenario_seed if rng is None else rng
         if isinstance(rng, int) and rng < 0:
             raise ConsensusConfigError(f"the seed must be a non-negative integer (got {rng})")
-        super().__init__(rng=rng)
+        super().__init__(**mesa_arguments)
+        mesa_seed = seed_streams(self, rng)  # the seed's own stream, on Mesa 3 and 4 alike
         self.seed = rng
         given = {k: v for k, v in (("n", n), ("topology", topology)) if v is not None}
         initial = parameters.get("initial")
@@ -104,7 +114,7 @@ class ConsensusModel(ConsensusRecord, Model):
         if initial is not None and not isinstance(initial, str):  # a colour per node
             initial_colours = list(parameters.pop("initial"))
         setup = game_setup(
-            self.random, rng, getattr(self, "_seed", None), parameters={**parameters, **given}, graph=graph,
+            self.random, rng, mesa_seed, parameters={**parameters, **given}, graph=graph,
             policy=policy, assign=assign, explicit_preferences=explicit_preferences, initial_colours=initial_colours,
             max_game_tokens=max_game_tokens, max_game_cost=max_game_cost, model=self)
         values = setup.parameters
@@ -140,7 +150,7 @@ class ConsensusModel(ConsensusRecord, Model):
                               np.array([colour_code(c) for c in setup.colours], dtype=np.int8),
                               satisfied_threshold=satisfied_threshold, pseudo_window=pseudo_window,
                               pseudo_level=pseudo_level, agents=collect_agents)
-        self.space = Network(self.graph, random=self.random, layout=None)
+        self.space = network_space(self.graph, self.random)
         self.agents_by_node: list[ConsensusAgent] = [
             ConsensusAgent(self, self.space[v], v, prefs[v], policies[v]) for v in range(self.n)
         ]
@@ -169,8 +179,10 @@ class ConsensusModel(ConsensusRecord, Model):
         self.datacollector = ArrayDataCollector(self, collect_agents)
         self.datacollector.collect(self)
         self.running = not self._round_stats["consensus"]
+        track_rounds(self)  # Mesa 4's data recorders may record the rounds beside the DataCollector
         if not self.running:
             self.stop_reason = "consensus"
+            game_ended(self)
 
     @cached_property
     def layout(self) -> dict[int, tuple[float, float]]:
@@ -190,6 +202,8 @@ class ConsensusModel(ConsensusRecord, Model):
             self._agent_round(rounds)
         self.datacollector.collect(self)
         self._check_stop()
+        if not self.running:
+            game_ended(self)
 
     def _rule_round(self, rounds: Rounds) -> None:
         """Every agent on a rule policy: the whole round as arrays, from the rule stream."""

@@ -96,7 +96,7 @@ def round_stats(model: "NamingModel", speakers: list["NamingAgent"], pairs: int)
     totals.outcomes.update(outcomes)
     _count_by_speaker(model, totals, speakers)
     row: dict[str, Any] = {
-        "round": model.steps, "pairs": pairs, "utterances": len(utterances),
+        "round": model.round, "pairs": pairs, "utterances": len(utterances),
         "agreement": said_count / n, "agreement_latest": latest_count / n,
         "held_share": held_count / n, "top_said": top_said, "top_held": top_held,
         "distinct_held": len({a.name for a in model.players}),
@@ -179,7 +179,7 @@ def summary(model: "NamingModel") -> dict[str, Any]:
     frame = rounds_frame(model)
     out: dict[str, Any] = {"seed": model.seed, "n": model.n, "mode": model.mode,
                            "memory": model.memory_size, "alpha": model.alpha,
-                           "pairing": model.pairing, "rounds": int(model.steps)}
+                           "pairing": model.pairing, "rounds": int(model.round)}
     empty = frame.empty
     agreement = _basis_column(model.convergence_basis)  # under one pairing, said names are capped at 2/N
     out["agreement_basis"] = model.convergence_basis

@@ -21,6 +21,8 @@ import mesa
 import networkx as nx
 import pandas as pd
 
+from llm_mesa.mesa_versions import seed_streams
+
 from .observation import NamingConfigError
 
 
@@ -39,6 +41,7 @@ class MinimalNamingGame(mesa.Model):
                  max_interactions: int | None = None, record_every: int = 0,
                  rng: int | None = None):
         super().__init__(rng=rng)
+        self.seed = seed_streams(self, rng)  # the seed's own stream, on Mesa 3 and 4 alike
         if graph is None:
             if n is None or int(n) != n or n < 2:
                 raise NamingConfigError(f"n={n}: the minimal naming game needs at least 2 agents")

@@ -22,14 +22,13 @@ alpha coin is drawn only when the partner's name is valid, in pair order, agent 
 
 from __future__ import annotations
 
-import numbers
-import random
 from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import mesa
 
+from llm_mesa.mesa_versions import game_ended, seed_streams, track_rounds
 from llm_mesa.parameters import ParameterError
 from llm_mesa.policy import Policy, PolicyError, make_policy
 from llm_mesa.rounds import PolicyAgent, play_round
@@ -83,7 +82,7 @@ class NamingAgent(PolicyAgent):
 
     def observe(self) -> NamingObservation:
         model = self.model
-        return NamingObservation(self.unique_id, model.steps, self.name, model.mode,
+        return NamingObservation(self.unique_id, model.round + 1, self.name, model.mode,
                                  model.lexicon, tuple(self.memory), game_key=model.game_key)
 
     @property
@@ -127,9 +126,11 @@ class NamingModel(mesa.Model):
                             "lexicon_size": lexicon_size, "max_rounds": max_rounds,
                             "stop_at_consensus": stop_at_consensus, "convergence_basis": convergence_basis})
         super().__init__(rng=rng)
-        #: the seed of ``self.random``: the one given, or (unseeded) the one Mesa drew from OS entropy
-        #: and stores, so an unseeded game is still named (and replayed) by the seed it played with
-        self.seed: int = _seed_of(self, rng)
+        #: the seed of ``self.random`` (its own stream on every Mesa version): the one given, or
+        #: (unseeded) one drawn from OS entropy, so an unseeded game is still named (and replayed) by it
+        self.seed: int = seed_streams(self, rng)
+        #: the game's clock: rounds played (Mesa 4 keeps no step count)
+        self.round = 0
         self.n, self.mode, self.alpha, self.pairing = (checked[k] for k in ("n", "mode", "alpha", "pairing"))
         self.memory_size: int = checked["memory"]
         self.lexicon = make_lexicon(checked["lexicon_size"])
@@ -148,6 +149,7 @@ class NamingModel(mesa.Model):
         self.totals = metrics.Totals()
         self.datacollector = mesa.DataCollector(
             model_reporters={key: _reporter(key) for key in metrics.ROUND_COLUMNS})
+        track_rounds(self)  # Mesa 4's data recorders may record the rounds beside the DataCollector
         self.running = True
 
     # ----------------------------------------------------------------- set-up
@@ -193,14 +195,16 @@ class NamingModel(mesa.Model):
         for agent, utterance in zip(speakers, utterances, strict=True):
             if utterance.__class__ is not Utterance and not isinstance(utterance, Utterance):
                 raise TypeError(f"speaker {agent.speaker.spec()!r} gave no utterance for agent {agent.unique_id} "
-                                f"in round {self.steps} (got {type(utterance).__name__}); a naming speaker "
+                                f"in round {self.round + 1} (got {type(utterance).__name__}); a naming speaker "
                                 "must return an Utterance for every agent it speaks for")
         for agent in speakers:
             agent.advance()
+        self.round += 1
         self.round_stats = metrics.round_stats(self, speakers, len(pairs))
         self.datacollector.collect(self)
-        if self.steps >= self.max_rounds or (self.stop_at_consensus and self.round_stats["held_share"] == 1.0):
+        if self.round >= self.max_rounds or (self.stop_at_consensus and self.round_stats["held_share"] == 1.0):
             self.running = False
+            game_ended(self)
 
     def adopts(self, own: str | None, partner: str | None) -> bool:
         if partner is None or (own is not None and own == partner):
@@ -232,18 +236,6 @@ class NamingModel(mesa.Model):
                 "convergence_basis": self.convergence_basis, "speakers": speakers,
                 "speaker_counts": dict(Counter(a.speaker.spec() for a in self.players)),
                 "seed": self.seed}
-
-
-def _seed_of(model: mesa.Model, rng: Any) -> int:
-    """The seed of ``model.random``: Mesa 3 keeps it as ``_seed`` (drawn from OS entropy when unseeded)."""
-    seed = getattr(model, "_seed", None)
-    if isinstance(seed, numbers.Integral):
-        return int(seed)
-    if isinstance(rng, numbers.Integral):
-        return int(rng)
-    seed = random.SystemRandom().randrange(2**31)  # a Mesa that keeps no seed: reseed with one we keep
-    model.random.seed(seed)
-    return seed
 
 
 def _reporter(key: str):
