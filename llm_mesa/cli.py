@@ -121,6 +121,10 @@ def main(argv: list[str] | None = None) -> int:
     except LlmMesaError as exc:  # whoever raised it: one line naming the fix, and its exit status
         print(f"llm-mesa {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return exc.exit_status
+    finally:
+        checks = sys.modules.get("llm_mesa.llm.preflight_check")
+        if checks is not None:  # a command's pre-flight verdicts are its own (main may run again in-process)
+            checks.forget_scheduled()
 
 
 if __name__ == "__main__":

@@ -54,6 +54,7 @@ import json
 import os
 import queue
 import sqlite3
+import tempfile
 import threading
 import time
 import weakref
@@ -61,6 +62,7 @@ import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from llm_mesa.boundary import check_tree
 from llm_mesa.errors import LlmMesaError
 from llm_mesa.llm.compact import DICT_PREFIX, Packer
 from llm_mesa.llm.dialects import COMPACT_JSON_ID
@@ -146,6 +148,10 @@ class AlreadyRecorded(StoreError):
     """Recording would replace an answer the store already holds."""
 
 
+class DamagedRow(StoreError):
+    """A recorded row that cannot be decoded (a damaged file, a foreign row): replay-fill calls again."""
+
+
 class ResponseStore:
     """SQLite store of calls; ``mode`` is record (default), replay, replay-fill or off."""
 
@@ -175,16 +181,38 @@ class ResponseStore:
             raise StoreError(f"replay store {self.path} does not exist; record a run first "
                              "(mode record) or use replay-fill")
         if mode != "off":
-            with self._conn_lock:
-                self._connection()
+            if self.path.exists():
+                with self._conn_lock:
+                    self._connection()  # a file that is not a store is refused now, before any call
+            else:  # made by the first recorded call: a command that fails before any leaves no empty store
+                self._check_writable()
             with _open_stores_lock:
                 _open_stores.add(self)
+
+    def _check_writable(self) -> None:
+        """Refuse, before any call, a store that could not be created where asked."""
+        folder = next((p for p in (self.path.parent, *self.path.parent.parents) if p.exists()), None)
+        if folder is None or not folder.is_dir():
+            raise StoreError(f"cannot record to {self.path}: {folder} is not a folder; choose another path "
+                             "(--record FILE)")
+        try:
+            probe = tempfile.mkdtemp(prefix=".llm-mesa-probe-", dir=folder)
+            os.rmdir(probe)
+        except OSError as exc:
+            raise self._not_writable(exc.strerror or str(exc)) from None
+
+    def _not_writable(self, reason: str) -> StoreError:
+        return StoreError(f"cannot record to {self.path}: its folder is not writable ({reason}); record elsewhere "
+                          "with --record FILE (or --no-record)")
 
     def _open(self) -> sqlite3.Connection:
         if self.mode == "replay":
             return self._open_read_only()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise self._not_writable(exc.strerror or str(exc)) from None
+        try:
             conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
             conn.execute("PRAGMA busy_timeout=60000")
             # Switching a new file to WAL takes an exclusive lock that SQLite does not
@@ -202,7 +230,14 @@ class ResponseStore:
                         raise
                     time.sleep(0.05)
             conn.execute("PRAGMA synchronous=NORMAL")
-        except sqlite3.DatabaseError as exc:
+        except sqlite3.OperationalError as exc:  # cannot open, read-only, locked, I/O: not damage
+            if not os.access(self.path.parent, os.W_OK) or (self.path.exists() and not os.access(self.path, os.W_OK)):
+                raise self._not_writable("read-only") from None
+            if "readonly" in str(exc) or "unable to open" in str(exc):
+                raise self._not_writable(str(exc)) from None
+            raise StoreError(f"cannot open response store {self.path}: {exc}; choose a writable path "
+                             "(--record FILE)") from None
+        except sqlite3.DatabaseError as exc:  # not a database: damaged, or another kind of file
             raise _unreadable(self.path, exc) from None
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open response store {self.path}: {exc}; "
@@ -256,6 +291,8 @@ class ResponseStore:
         if pending is not None:
             response: str | bytes = pending[2]
         else:
+            if not self.path.exists():  # nothing recorded yet (the first put creates the file)
+                return None
             # a row leaves _pending only once committed, so a key not pending a moment
             # ago is on disk by now, or was never put
             with self._conn_lock:
@@ -266,7 +303,14 @@ class ResponseStore:
             if row is None:
                 return None
             response = row[0]
-        return LLMResult.from_record(self._packer.decode_response(response, self._stored_text), replayed=True)
+        try:
+            record = self._packer.decode_response(response, self._stored_text)
+            check_tree(record)
+            return LLMResult.from_record(record, replayed=True)
+        except (ValueError, TypeError, zlib.error, RecursionError) as exc:  # Malformed is a ValueError
+            raise DamagedRow(f"the recorded answer under key {key[:12]} in {self.path} is damaged "
+                             f"({type(exc).__name__}); replay with --replay-fill to call again for damaged answers "
+                             "(they are replaced), or restore a copy of the store") from None
 
     def _stored_text(self, name: str) -> bytes | None:
         """One body of the ``texts`` table (e.g. a dictionary rows were compressed with)."""
@@ -381,12 +425,16 @@ class ResponseStore:
 
     def __len__(self) -> int:
         self.flush()
+        if not self.path.exists():
+            return 0
         with self._conn_lock:
             return self._connection().execute("SELECT COUNT(*) FROM calls").fetchone()[0]
 
     def rows(self) -> list[dict[str, Any]]:
         """Every stored call as a dict (request and response decoded), oldest first."""
         self.flush()
+        if not self.path.exists():
+            return []
         with self._conn_lock:
             conn = self._connection()
             rows = conn.execute("SELECT key, request, response, created FROM calls ORDER BY created").fetchall()

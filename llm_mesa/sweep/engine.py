@@ -153,10 +153,13 @@ def play_sweep(spec: SweepSpec, progress: Progress | None = None) -> SweepResult
             raise SweepError(f"replay store {store_path} does not exist; record the sweep first (store mode record)")
         store_options = StoreOptions(None if mode == "off" else str(store_path), mode)
         if spec.check_endpoints and mode != "replay":
-            from llm_mesa.llm.client import preflight
+            from llm_mesa.llm.preflight_check import preflight, schedule
 
             for ep in dict.fromkeys(e for each in endpoints.values() for e in getattr(each, "endpoints", (each,))):
-                preflight(ep)
+                if mode == "replay-fill" and execution.processes == 1 and execution.executor == "local":
+                    schedule(ep, lazy=True)  # a resumed sweep contacts the endpoint only for what it lacks
+                else:
+                    preflight(ep)
 
     grid = {
         "game": game.name,

@@ -24,7 +24,7 @@ from .output import SweepError
 #: a sweep of more seeds per cell than this is refused before anything runs
 MAX_SEEDS = 1_000_000
 #: what an LLM spec may say about where and how calls are made (not part of its label)
-TRANSPORT_FIELDS = ("base_url", "api_key_env", "concurrency", "timeout", "max_attempts", "price")
+TRANSPORT_FIELDS = ("base_url", "api_key_env", "concurrency", "timeout", "max_attempts", "max_answer_bytes", "price")
 
 
 def build_conditions(game: Game, selection: str | Sequence[str] | Mapping[str, Mapping[str, Any]] | None,
