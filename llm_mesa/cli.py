@@ -12,7 +12,10 @@ import argparse
 import errno
 import importlib
 import os
+import signal
 import sys
+import threading
+from typing import Any
 
 from llm_mesa.errors import LlmMesaError, one_line
 
@@ -89,7 +92,40 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where the program is, so that it unwinds as from Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated(signum)
+
+
+#: signals that end a command as Ctrl-C does: what is half-written is removed on the way out
+ENDING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+def _catch_ending_signals() -> dict[int, Any]:
+    """Make SIGTERM and SIGHUP unwind like SIGINT (the default kills the process mid-write, leaving staged
+    folders and temporary files behind); returns the handlers to restore."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {signum: signal.signal(signum, _terminate) for signum in ENDING_SIGNALS}
+
+
 def main(argv: list[str] | None = None) -> int:
+    previous = _catch_ending_signals()
+    try:
+        return _main(argv)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if sys.stdout is None:  # started with stdout closed (>&-): print nowhere rather than fail
         sys.stdout = open(os.devnull, "w")
@@ -105,9 +141,10 @@ def main(argv: list[str] | None = None) -> int:
         status = int(args._run(args) or 0)
         sys.stdout.flush()  # a full disk or a closed pipe shows here, where it can be answered
         return status
-    except KeyboardInterrupt:
-        print("llm-mesa: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
+        print(f"llm-mesa: {'interrupted' if signum == signal.SIGINT else 'terminated'}", file=sys.stderr)
+        return 128 + int(signum)
     except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

@@ -99,7 +99,11 @@ def run(game: Game, args: argparse.Namespace) -> int:
         print(format_summary(game, summary, args.out))
     failed = summary.get("invalid")
     if failed:
-        raise InvalidGame(f"the game is invalid: {summary.get('failures', '?')} decisions failed")
+        from llm_mesa.llm.diagnosis import diagnose
+
+        why = diagnose(getattr(policy, "usage", None), [getattr(policy, "endpoint", None)])
+        raise InvalidGame(f"the game is invalid: {summary.get('failures', '?')} decisions failed"
+                          + (f"; {why}" if why else ""))
     return 0
 
 

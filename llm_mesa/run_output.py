@@ -137,6 +137,9 @@ def write_run(path: str | Path, tables: dict[str, pd.DataFrame], summary: dict[s
         except OSError as exc:
             raise OutputError(f"cannot move the run into {str(path)!r} ({exc.strerror or exc}); "
                               f"it is complete in {staging}") from None
+        except BaseException:  # an interrupt (Ctrl-C, SIGTERM) between staging and the move: no hidden leftover
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
     try:
         kept = _stage(tables, summary, manifest, Path(tempfile.gettempdir()), path.name)
     except OSError:

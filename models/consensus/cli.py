@@ -110,9 +110,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(format_summary(summary, args.out))
     if summary["invalid"]:
+        why = llm.diagnosis() if llm is not None else None
         print(f"llm-mesa consensus: the game is invalid: {summary['failures']} of {summary['decisions']} decisions "
-              f"failed (above the {model.max_failure_share:.0%} allowed); exit status {INVALID_GAME_STATUS}",
-              file=sys.stderr)
+              f"failed (above the {model.max_failure_share:.0%} allowed)" + (f"; {why}" if why else "")
+              + f"; exit status {INVALID_GAME_STATUS}", file=sys.stderr)
         return INVALID_GAME_STATUS
     return 0
 

@@ -72,6 +72,12 @@ class LLMSetup:
         if self.store is not None:
             self.store.close()
 
+    def diagnosis(self) -> str | None:
+        """Why the calls failed, and the fix (``llm_mesa.llm.diagnosis``), or None."""
+        from llm_mesa.llm.diagnosis import diagnose
+
+        return diagnose(self.usage, (p.endpoint for p in self.policies.values()))
+
     def summary_fields(self) -> dict[str, Any]:
         models = sorted({p.endpoint.model for p in self.policies.values()})
         return {"replayed_calls": self.usage.replayed, "model": ",".join(models)}
