@@ -138,6 +138,7 @@ def run_sweep(
 def play_sweep(spec: SweepSpec, progress: Progress | None = None) -> SweepResult:
     """Play the games of ``spec`` not yet in its output; return all results (see ``run_sweep``)."""
     started = time.perf_counter()
+    spec.check_playable()
     game, execution, tables = spec.game, spec.execution, spec.tables
     output = SweepOutput(spec.out, types=game.column_types(), keys={t.name: t.key for t in game.tables})
     with limit_blas_threads(execution.blas_threads):
@@ -165,7 +166,7 @@ def play_sweep(spec: SweepSpec, progress: Progress | None = None) -> SweepResult
         "game": game.name,
         "conditions": spec.conditions,
         "policies": {label: grid_policy_entry(s, ep) for label, (s, ep) in spec.policies.items()},
-        "seeds": spec.shared_seeds if spec.shared_seeds is not None else spec.seeds,
+        "seeds": spec.shared_seeds if spec.shared_seeds is not None else {c: list(v) for c, v in spec.seeds.items()},
     }
     if not output.single_file:
         output.out.mkdir(exist_ok=True)
