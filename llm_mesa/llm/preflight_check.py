@@ -55,16 +55,25 @@ async def apreflight(endpoint: Endpoint, store: ResponseStore | None = None) -> 
         found = await asyncio.gather(*(apreflight(endpoint.for_server(url), store) for url in endpoint.base_urls))
         return found[-1]
     client = transport.get_client(endpoint)  # raises for a missing key on a remote URL
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + endpoint.timeout
+    listing = loop.create_task(_attempt(endpoint, client, "get", "/models", None))
     try:
-        async with asyncio.timeout(endpoint.timeout):
-            models, probe = await asyncio.gather(_attempt(endpoint, client, "get", "/models", None),
-                                                 _attempt(endpoint, client, "post", *_probe(endpoint)))
-    except TimeoutError:
-        raise EndpointError(f"{endpoint.base_url} did not answer its pre-flight check within --timeout "
-                            f"{endpoint.timeout:g} s; check that the server is up (or give a larger --timeout)") from None
+        probe = await _attempt(endpoint, client, "post", *_probe(endpoint))  # bounded by the timeout itself
+        if not listing.done() and _needs_listing(probe):  # only to name what is offered: no longer than the bound
+            await asyncio.wait([listing], timeout=max(0.0, deadline - loop.time()))
+    finally:
+        if not listing.done():  # a slow or dripping listing never holds the game: the probe has decided
+            listing.cancel()
+    models = listing.result() if listing.done() and not listing.cancelled() else None
     listed = _listed(endpoint, models)
     _judge_probe(endpoint, client.api_key, probe, listed)
     return listed or []
+
+
+def _needs_listing(probe) -> bool:
+    """Does the probe's answer want the model list (an unknown model, to say what is offered)?"""
+    return isinstance(probe, tuple) and probe[0] == 404
 
 
 def _probe(endpoint: Endpoint) -> tuple[str, dict]:
@@ -88,7 +97,7 @@ async def _attempt(endpoint: Endpoint, client, method: str, path: str, body: dic
 def _listed(endpoint: Endpoint, models) -> list[str] | None:
     """The models ``/models`` lists, or None (unsupported, failed or malformed: see the module's notes)."""
     where = f"{endpoint.base_url}/models"
-    if isinstance(models, transport.Failure):
+    if models is None or isinstance(models, transport.Failure):
         return None  # the completion's answer says whether the server is there
     if isinstance(models, wire.Malformed):
         _warn(f"{where} answered with {models}; going on, as its completion route answers")
@@ -127,15 +136,18 @@ def _judge_probe(endpoint: Endpoint, key: str | None, probe, listed: list[str] |
         hint = "start one with `llm-mesa serve`" if endpoint.is_loopback else "check the URL and that the server is up"
         raise EndpointError(f"cannot reach the LLM endpoint {url} ({probe.message.split(':')[0]}); {hint}")
     if isinstance(probe, wire.Malformed):
-        raise EndpointError(f"{url} answered a test call with {probe}; check --base-url (it usually ends in /v1)")
+        raise EndpointError(f"{url} answered a test call with {probe}; check the server and --base-url "
+                            "(it usually ends in /v1)")
     status, headers, content = probe
     if status < 300:
         try:
             wire.parse_completion(content, endpoint.prompt_mode == "chat", key)
-        except wire.Malformed:
+        except wire.Malformed as exc:
             start = wire.redact(content[:60].decode("utf-8", "replace").strip().replace("\n", " "), key)
-            raise EndpointError(f"{url} answered a test call with something that is not an OpenAI completion "
-                                f"({start!r}...); check --base-url (it usually ends in /v1)") from None
+            what = "something that is not an OpenAI completion" if str(exc).startswith(("not JSON", "the answer")) \
+                else f"a malformed completion ({exc})"
+            raise EndpointError(f"{url} answered a test call with {what} ({start!r}...); check the server and "
+                                "--base-url (it usually ends in /v1)") from None
         return
     if status < 400:
         raise EndpointError(f"{url}: HTTP {status} on a 1-token test call, "

@@ -276,7 +276,9 @@ async def _send_direct(route: DirectRoute, payload: bytes | None, retries_taken:
             return response.status, response.headers, await wire.read_body(response, max_bytes)
     except TimeoutError:  # aiohttp's connect and read timeouts are TimeoutErrors
         raise Failure("timeout", f"no answer within {route.timeout} s") from None
-    except (aiohttp.ClientError, OSError) as exc:  # refused, reset, dropped, truncated, headers too long
+    except aiohttp.ClientResponseError as exc:  # it answered, but not in HTTP we can read (a 200 KB header...)
+        raise wire.Malformed(f"an HTTP answer that cannot be read ({str(exc.message)[:120]})") from None
+    except (aiohttp.ClientError, OSError) as exc:  # refused, reset, dropped, truncated
         raise Failure("connection", f"{type(exc).__name__}: {str(exc)[:200]}") from None
 
 
