@@ -15,9 +15,10 @@ import os
 import signal
 import sys
 import threading
+import warnings
 from typing import Any
 
-from llm_mesa.errors import LlmMesaError, one_line
+from llm_mesa.errors import LlmMesaError, LlmMesaWarning, one_line
 
 #: the core's own subcommands; each installed game adds its own (``Game.cli()``)
 CORE_SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -119,7 +120,18 @@ def _catch_ending_signals() -> dict[int, Any]:
 def main(argv: list[str] | None = None) -> int:
     previous = _catch_ending_signals()
     try:
-        return _main(argv)
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", LlmMesaWarning)
+            shown = warnings.showwarning
+
+            def one_line_warning(message, category, *args, **kwargs):
+                if issubclass(category, LlmMesaWarning):  # ours: one line, like an error
+                    print(f"llm-mesa: warning: {one_line(message)}", file=sys.stderr)
+                else:
+                    shown(message, category, *args, **kwargs)
+
+            warnings.showwarning = one_line_warning
+            return _main(argv)
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)

@@ -58,10 +58,14 @@ async def apreflight(endpoint: Endpoint, store: ResponseStore | None = None) -> 
     loop = asyncio.get_running_loop()
     deadline = loop.time() + endpoint.timeout
     listing = loop.create_task(_attempt(endpoint, client, "get", "/models", None))
+    started = loop.time()
     try:
         probe = await _attempt(endpoint, client, "post", *_probe(endpoint))  # bounded by the timeout itself
-        if not listing.done() and _needs_listing(probe):  # only to name what is offered: no longer than the bound
-            await asyncio.wait([listing], timeout=max(0.0, deadline - loop.time()))
+        if not listing.done():
+            # the listing only names what is offered: for an unknown model it may take what is left of the
+            # bound, otherwise as long again as the test call took (a healthy server's list is in by then)
+            grace = deadline - loop.time() if _needs_listing(probe) else max(0.05, loop.time() - started)
+            await asyncio.wait([listing], timeout=max(0.0, min(grace, deadline - loop.time())))
     finally:
         if not listing.done():  # a slow or dripping listing never holds the game: the probe has decided
             listing.cancel()

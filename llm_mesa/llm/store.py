@@ -139,6 +139,31 @@ def _flush_all_at_exit() -> None:
             pass  # a failed write was already reported to the caller that flushed
 
 
+_TEXT_FIELDS = ("text", "error_message")
+_OPTIONAL_TEXT = ("finish_reason", "model", "system_fingerprint", "error", "dialect", "server")
+_COUNTS = ("prompt_tokens", "completion_tokens", "cached_tokens", "attempts")
+
+
+def _checked_record(record: Any) -> dict[str, Any]:
+    """A decoded answer record whose fields have the types an ``LLMResult`` holds, or ``ValueError``."""
+    if not isinstance(record, dict):
+        raise ValueError("not an answer record")
+    for name in _TEXT_FIELDS:
+        if not isinstance(record.get(name, ""), str):
+            raise ValueError(f"{name} is not a text")
+    for name in _OPTIONAL_TEXT:
+        if not isinstance(record.get(name), (str, type(None))):
+            raise ValueError(f"{name} is not a text")
+    for name in _COUNTS:
+        value = record.get(name, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name} is not a count")
+    for name in ("latency_s", "queue_s"):
+        if isinstance(record.get(name, 0.0), bool) or not isinstance(record.get(name, 0.0), (int, float)):
+            raise ValueError(f"{name} is not a number")
+    return record
+
+
 def _unreadable(path: Path, exc: Exception) -> StoreError:
     return StoreError(f"{path} is not a readable response store ({exc}); it may be damaged: record again "
                       "into a new file (or restore a copy)")
@@ -298,6 +323,10 @@ class ResponseStore:
             with self._conn_lock:
                 try:
                     row = self._connection().execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone()
+                except sqlite3.OperationalError as exc:
+                    if "decode" not in str(exc):
+                        raise _unreadable(self.path, exc) from None
+                    raise self._damaged(key, "text that is not UTF-8") from None
                 except sqlite3.DatabaseError as exc:
                     raise _unreadable(self.path, exc) from None
             if row is None:
@@ -306,11 +335,14 @@ class ResponseStore:
         try:
             record = self._packer.decode_response(response, self._stored_text)
             check_tree(record)
-            return LLMResult.from_record(record, replayed=True)
+            return LLMResult.from_record(_checked_record(record), replayed=True)
         except (ValueError, TypeError, zlib.error, RecursionError) as exc:  # Malformed is a ValueError
-            raise DamagedRow(f"the recorded answer under key {key[:12]} in {self.path} is damaged "
-                             f"({type(exc).__name__}); replay with --replay-fill to call again for damaged answers "
-                             "(they are replaced), or restore a copy of the store") from None
+            raise self._damaged(key, type(exc).__name__) from None
+
+    def _damaged(self, key: str, reason: str) -> DamagedRow:
+        return DamagedRow(f"the recorded answer under key {key[:12]} in {self.path} is damaged ({reason}); replay "
+                          "with --replay-fill to call again for damaged answers (they are replaced), or restore a "
+                          "copy of the store")
 
     def _stored_text(self, name: str) -> bytes | None:
         """One body of the ``texts`` table (e.g. a dictionary rows were compressed with)."""

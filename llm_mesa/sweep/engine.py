@@ -168,6 +168,7 @@ def play_sweep(spec: SweepSpec, progress: Progress | None = None) -> SweepResult
         "policies": {label: grid_policy_entry(s, ep) for label, (s, ep) in spec.policies.items()},
         "seeds": spec.shared_seeds if spec.shared_seeds is not None else {c: list(v) for c, v in spec.seeds.items()},
     }
+    output.previous_manifest()  # a manifest that is not one is refused before anything is made
     if not output.single_file:
         output.out.mkdir(exist_ok=True)
     else:

@@ -140,10 +140,13 @@ class SweepOutput:
                      if p.is_dir() and p.name != "quarantine" and (p / path.name).exists()]
         batch = [path, *(p for p in batch if p != path)]
         quarantine = self.root / "quarantine"
-        moves = " ".join(shlex.quote(str(p)) for p in batch)
+        # one folder a table: the parts of one batch share their name
+        places = {p: quarantine / (p.parent.name if p.parent != self.out.parent else "compacted") for p in batch}
+        command = " && ".join([f"mkdir -p {' '.join(shlex.quote(str(q)) for q in dict.fromkeys(places.values()))}",
+                               *(f"mv {shlex.quote(str(p))} {shlex.quote(str(q))}/" for p, q in places.items())])
         return (f"{path} is not a readable Parquet part ({damaged.reason}); set it aside with the parts written with "
-                f"it (mkdir -p {shlex.quote(str(quarantine))} && mv {moves} {shlex.quote(str(quarantine))}/) and "
-                "rerun the sweep: their games are played again, every table of them written anew (recorded LLM "
+                f"it, `{command}`, and "
+                "rerun the sweep: their games are played again and every table of them written anew (recorded LLM "
                 "calls replay)")
 
     def _tables(self) -> list[str]:

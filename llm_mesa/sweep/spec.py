@@ -53,6 +53,8 @@ class Execution:
                                  f"(got {value!r})")
         if self.batch_size is not None and (not isinstance(self.batch_size, int) or self.batch_size < 1):
             raise SweepError(f"batch size must be at least 1 (got {self.batch_size})")
+        if self.batch_size is not None and self.batch_size > MAX_GAMES:
+            raise SweepError(f"batch size must be a whole number from 1 to {MAX_GAMES:,} (got {self.batch_size:,})")
         object.__setattr__(self, "executor", check_executor(self.executor))
 
 
