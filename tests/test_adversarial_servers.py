@@ -367,3 +367,73 @@ def test_a_rerun_replays_a_malformed_answer_but_calls_again_for_a_failure_of_the
         status, out, _ = play(server.base_url, tmp_path, recording=("--replay", "--replay-fill"))
     assert len(server.completions()) == calls + 4  # only the dropped calls were made again ...
     assert json.loads(out)["call_failures"] == 4  # ... and the malformed answers replayed as failures
+
+
+# -- waits: Retry-After is capped; the public SDK path is bounded and follows no redirect either --------
+
+
+@pytest.mark.parametrize("headers", [{"retry-after": "999999"}, {"retry-after": "1e999"}, {"retry-after": "inf"},
+                                     {"retry-after-ms": "1e999"}, {"retry-after": "Fri, 31 Dec 9999 23:59:59 GMT"}],
+                         ids=["999999", "1e999", "inf", "ms 1e999", "year 9999"])
+def test_a_retry_after_of_any_size_waits_at_most_the_cap(headers):
+    from llm_mesa.llm import client, transport
+
+    asked = transport.retry_after_s(headers)
+    assert asked is not None and asked > client.RETRY_AFTER_CAP_S
+    assert client._backoff_s(1, asked) == client.RETRY_AFTER_CAP_S
+
+
+@pytest.mark.parametrize("value", ["nan", "-5", "soon", ""])
+def test_a_retry_after_that_is_no_number_of_seconds_asks_for_no_wait(value):
+    from llm_mesa.llm import transport
+
+    assert transport.retry_after_s({"retry-after": value}) in (None, 0.0)
+
+
+def test_a_server_asking_to_wait_for_days_holds_a_call_only_up_to_the_cap(monkeypatch):
+    from llm_mesa.llm import LLMRequest, client, complete, run_sync
+    from llm_mesa.llm.endpoint import Endpoint
+
+    monkeypatch.setattr(client, "RETRY_AFTER_CAP_S", 0.2)  # the cap, made short enough to wait for in a test
+    asked = []
+
+    async def busy(request, body):
+        asked.append(1)
+        return raw('{"error": "slow down"}', 429, {"Retry-After": "999999"})
+
+    with HostileServer(busy) as server:
+        endpoint = Endpoint(server.base_url, "m", max_attempts=3)
+        result = run_sync(complete(endpoint, LLMRequest(messages=[{"role": "user", "content": "hi"}])), timeout=20)
+    assert result.error == "rate_limit" and result.attempts == 3 and len(asked) == 3
+
+
+@pytest.fixture
+def public_path(monkeypatch):
+    """Every call through the SDK's public client.post (as with a proxy, or an SDK without our shortcut)."""
+    from llm_mesa.llm import transport
+
+    monkeypatch.setattr(transport, "direct_route", lambda *args, **kwargs: None)
+
+
+def test_the_public_path_caps_an_answer_in_bytes(public_path):
+    from llm_mesa.llm import LLMRequest, complete, run_sync
+    from llm_mesa.llm.endpoint import Endpoint
+
+    with HostileServer(lambda request, body: huge(300_000)(request, body)) as server:
+        endpoint = Endpoint(server.base_url, "m", max_attempts=1, max_answer_bytes=65536)
+        result = run_sync(complete(endpoint, LLMRequest(messages=[{"role": "user", "content": "hi"}])), timeout=20)
+    assert result.error == "malformed" and "--max-answer-bytes" in result.error_message
+
+
+def test_the_public_path_follows_no_redirect_to_another_host(public_path):
+    from llm_mesa.llm import LLMRequest, complete, run_sync
+    from llm_mesa.llm.endpoint import Endpoint
+
+    async def elsewhere(request, body):
+        return web.json_response(completion(MOVE))
+
+    with HostileServer(elsewhere, host="127.0.0.2") as other:
+        with HostileServer(redirect_to(other)) as server:
+            endpoint = Endpoint(server.base_url, "m", max_attempts=1)
+            result = run_sync(complete(endpoint, LLMRequest(messages=[{"role": "user", "content": "hi"}])), timeout=20)
+    assert result.error == "redirect" and other.hits == []
