@@ -149,7 +149,7 @@ def test_a_hostile_file_is_one_line_exit_2_and_nothing_written(name, make, fragm
 
 def test_a_read_only_store_folder_is_named_as_such(tmp_path, monkeypatch):
     """As root every folder is writable, so the refusal the kernel would give is played by mkdtemp."""
-    import llm_mesa.llm.store as store
+    import llm_mesa.llm.store_file as store
 
     def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied")

@@ -13,7 +13,7 @@ too large) is a warning, and the game goes on: the route the game uses has just
 answered properly, many servers implement the listing loosely or not at all, and
 refusing a working server for its optional route would stop users who can do
 nothing about it; the warning says what was wrong in case a proxy is in the way.
-What the completion meets is one line naming the fix, and exit status 2.
+What the completion meets is one line that names the fix, and exit status 2.
 
 When it runs (``schedule``): a command line starts the check as soon as it knows
 the endpoint, in the background, and the game's first live calls wait for its

@@ -54,7 +54,6 @@ import json
 import os
 import queue
 import sqlite3
-import tempfile
 import threading
 import time
 import weakref
@@ -63,19 +62,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llm_mesa.boundary import check_tree
-from llm_mesa.errors import LlmMesaError
 from llm_mesa.llm.compact import DICT_PREFIX, Packer
 from llm_mesa.llm.dialects import COMPACT_JSON_ID
-from llm_mesa.llm.types import LLMRequest, LLMResult
+from llm_mesa.llm.store_file import StoreError, check_writable, open_for_writing, open_read_only, unreadable
+from llm_mesa.llm.types import LLMRequest, LLMResult, checked_record
 
 if TYPE_CHECKING:
     from llm_mesa.llm.endpoint import Endpoint
 
 MODES = ("record", "replay", "replay-fill", "off")
-
-
-class StoreError(LlmMesaError):
-    """Bad store path or mode; the message names the fix."""
 
 
 class ReplayMiss(StoreError):
@@ -139,36 +134,6 @@ def _flush_all_at_exit() -> None:
             pass  # a failed write was already reported to the caller that flushed
 
 
-_TEXT_FIELDS = ("text", "error_message")
-_OPTIONAL_TEXT = ("finish_reason", "model", "system_fingerprint", "error", "dialect", "server")
-_COUNTS = ("prompt_tokens", "completion_tokens", "cached_tokens", "attempts")
-
-
-def _checked_record(record: Any) -> dict[str, Any]:
-    """A decoded answer record whose fields have the types an ``LLMResult`` holds, or ``ValueError``."""
-    if not isinstance(record, dict):
-        raise ValueError("not an answer record")
-    for name in _TEXT_FIELDS:
-        if not isinstance(record.get(name, ""), str):
-            raise ValueError(f"{name} is not a text")
-    for name in _OPTIONAL_TEXT:
-        if not isinstance(record.get(name), (str, type(None))):
-            raise ValueError(f"{name} is not a text")
-    for name in _COUNTS:
-        value = record.get(name, 0)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"{name} is not a count")
-    for name in ("latency_s", "queue_s"):
-        if isinstance(record.get(name, 0.0), bool) or not isinstance(record.get(name, 0.0), (int, float)):
-            raise ValueError(f"{name} is not a number")
-    return record
-
-
-def _unreadable(path: Path, exc: Exception) -> StoreError:
-    return StoreError(f"{path} is not a readable response store ({exc}); it may be damaged: record again "
-                      "into a new file (or restore a copy)")
-
-
 class AlreadyRecorded(StoreError):
     """Recording would replace an answer the store already holds."""
 
@@ -210,80 +175,12 @@ class ResponseStore:
                 with self._conn_lock:
                     self._connection()  # a file that is not a store is refused now, before any call
             else:  # made by the first recorded call: a command that fails before any leaves no empty store
-                self._check_writable()
+                check_writable(self.path)
             with _open_stores_lock:
                 _open_stores.add(self)
 
-    def _check_writable(self) -> None:
-        """Refuse, before any call, a store that could not be created where asked."""
-        folder = next((p for p in (self.path.parent, *self.path.parent.parents) if p.exists()), None)
-        if folder is None or not folder.is_dir():
-            raise StoreError(f"cannot record to {self.path}: {folder} is not a folder; choose another path "
-                             "(--record FILE)")
-        try:
-            probe = tempfile.mkdtemp(prefix=".llm-mesa-probe-", dir=folder)
-            os.rmdir(probe)
-        except OSError as exc:
-            raise self._not_writable(exc.strerror or str(exc)) from None
-
-    def _not_writable(self, reason: str) -> StoreError:
-        return StoreError(f"cannot record to {self.path}: its folder is not writable ({reason}); record elsewhere "
-                          "with --record FILE (or --no-record)")
-
     def _open(self) -> sqlite3.Connection:
-        if self.mode == "replay":
-            return self._open_read_only()
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise self._not_writable(exc.strerror or str(exc)) from None
-        try:
-            conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
-            conn.execute("PRAGMA busy_timeout=60000")
-            # Switching a new file to WAL takes an exclusive lock that SQLite does not
-            # wait for: workers opening one store together retry for a while.
-            for attempt in range(200):
-                try:
-                    conn.execute("PRAGMA journal_mode=WAL")
-                    # WITHOUT ROWID: the key is stored once, not in the table and again in its index
-                    conn.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, request TEXT NOT NULL, "
-                                 "response TEXT NOT NULL, created REAL NOT NULL) WITHOUT ROWID")
-                    conn.execute("CREATE TABLE IF NOT EXISTS texts (hash TEXT PRIMARY KEY, body BLOB NOT NULL) WITHOUT ROWID")
-                    break
-                except sqlite3.OperationalError as exc:
-                    if "locked" not in str(exc) or attempt == 199:
-                        raise
-                    time.sleep(0.05)
-            conn.execute("PRAGMA synchronous=NORMAL")
-        except sqlite3.OperationalError as exc:  # cannot open, read-only, locked, I/O: not damage
-            if not os.access(self.path.parent, os.W_OK) or (self.path.exists() and not os.access(self.path, os.W_OK)):
-                raise self._not_writable("read-only") from None
-            if "readonly" in str(exc) or "unable to open" in str(exc):
-                raise self._not_writable(str(exc)) from None
-            raise StoreError(f"cannot open response store {self.path}: {exc}; choose a writable path "
-                             "(--record FILE)") from None
-        except sqlite3.DatabaseError as exc:  # not a database: damaged, or another kind of file
-            raise _unreadable(self.path, exc) from None
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open response store {self.path}: {exc}; "
-                             "choose a writable path") from None
-        return conn
-
-    def _open_read_only(self) -> sqlite3.Connection:
-        """A strict replay only reads: a recording on a read-only disk or shared copy replays too."""
-        for query in ("mode=ro", "immutable=1"):  # immutable: no -wal/-shm can be made beside it
-            try:
-                conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?{query}", uri=True, timeout=60,
-                                       check_same_thread=False, isolation_level=None)
-                conn.execute("SELECT COUNT(*) FROM calls").fetchone()
-                return conn
-            except sqlite3.OperationalError as exc:
-                if "no such table" in str(exc):
-                    raise _unreadable(self.path, exc) from None
-                error = exc
-            except sqlite3.DatabaseError as exc:
-                raise _unreadable(self.path, exc) from None
-        raise StoreError(f"cannot read response store {self.path}: {error}") from None
+        return open_read_only(self.path) if self.mode == "replay" else open_for_writing(self.path)
 
     def _adopt_after_fork(self) -> None:
         """In a forked child, leave the parent its writer and unwritten rows (under ``_lock``)."""
@@ -325,17 +222,17 @@ class ResponseStore:
                     row = self._connection().execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone()
                 except sqlite3.OperationalError as exc:
                     if "decode" not in str(exc):
-                        raise _unreadable(self.path, exc) from None
+                        raise unreadable(self.path, exc) from None
                     raise self._damaged(key, "text that is not UTF-8") from None
                 except sqlite3.DatabaseError as exc:
-                    raise _unreadable(self.path, exc) from None
+                    raise unreadable(self.path, exc) from None
             if row is None:
                 return None
             response = row[0]
         try:
             record = self._packer.decode_response(response, self._stored_text)
             check_tree(record)
-            return LLMResult.from_record(_checked_record(record), replayed=True)
+            return LLMResult.from_record(checked_record(record), replayed=True)
         except (ValueError, TypeError, zlib.error, RecursionError) as exc:  # Malformed is a ValueError
             raise self._damaged(key, type(exc).__name__) from None
 
@@ -350,7 +247,7 @@ class ResponseStore:
             try:
                 row = self._connection().execute("SELECT body FROM texts WHERE hash = ?", (name,)).fetchone()
             except sqlite3.DatabaseError as exc:
-                raise _unreadable(self.path, exc) from None
+                raise unreadable(self.path, exc) from None
         return None if row is None else row[0]
 
     def put(self, key: str, identity: dict[str, Any], result: LLMResult) -> None:

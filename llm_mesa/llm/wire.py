@@ -84,7 +84,7 @@ def _name(value: Any, key: str | None) -> str | None:
 
 
 def parse_completion(content: bytes, chat: bool, key: str | None = None) -> Completion:
-    """A completion body as a ``Completion``, or ``Malformed`` naming what is wrong with it."""
+    """A completion body as a ``Completion``, or ``Malformed`` saying what is wrong with it."""
     data = loads_json(content)
     if not isinstance(data, dict):
         raise Malformed("the answer is not a JSON object")
