@@ -437,3 +437,53 @@ def test_the_public_path_follows_no_redirect_to_another_host(public_path):
             endpoint = Endpoint(server.base_url, "m", max_attempts=1)
             result = run_sync(complete(endpoint, LLMRequest(messages=[{"role": "user", "content": "hi"}])), timeout=20)
     assert result.error == "redirect" and other.hits == []
+
+
+# -- the pre-flight overlaps round 1, and nothing is kept before its verdict ---------------------------
+
+
+def test_round_one_goes_out_while_the_pre_flight_check_is_still_waiting(tmp_path, monkeypatch):
+    """The test call is answered only once a game call has arrived (or after 8 s): one after the other,
+    the game's calls would come only after it, and the order would say so."""
+    monkeypatch.setenv("ADVERSARIAL_KEY", SECRET)
+    events = []
+    arrived: list[asyncio.Event] = []
+
+    async def waiting_probe(request, body):
+        if not arrived:
+            arrived.append(asyncio.Event())
+        if request.path.endswith("/models"):
+            return web.json_response({"data": [{"id": "m"}]})
+        if is_probe(body):
+            events.append("probe asked")
+            try:
+                await asyncio.wait_for(arrived[0].wait(), 8)
+            except TimeoutError:
+                pass
+            events.append("probe answered")
+            return web.json_response(completion("x"))
+        events.append("game call")
+        arrived[0].set()
+        return web.json_response(completion(MOVE))
+
+    with HostileServer(waiting_probe) as server:
+        status, out, err = play(server.base_url, tmp_path)
+    assert status == 0, err
+    assert events.index("game call") < events.index("probe answered"), events[:5]  # overlapped
+
+
+def test_a_failed_check_keeps_nothing_of_the_round_that_overlapped_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("ADVERSARIAL_KEY", SECRET)
+
+    async def refusing_probe(request, body):
+        if request.path.endswith("/models"):
+            return web.json_response({"data": [{"id": "m"}]})
+        if is_probe(body):
+            await asyncio.sleep(0.3)  # the game's calls are answered first
+            return raw('{"error": "bad key"}', 401)
+        return web.json_response(completion(MOVE))
+
+    with HostileServer(refusing_probe) as server:
+        status, out, err = play(server.base_url, tmp_path)
+    assert status == 2 and "--api-key-env" in err and len(err.strip().splitlines()) == 1, err
+    assert list(tmp_path.iterdir()) == []  # no store, no run: the answers were never kept

@@ -192,8 +192,10 @@ async def complete(endpoint: Endpoint, request: LLMRequest, *, store: ResponseSt
             if store.mode != "replay-fill":
                 raise
             result = None  # called again, and the damaged row replaced
-        if result is not None and store.mode == "record":
+        if result is not None and store.mode == "record" and _replays(result):
             raise store.already_recorded(request.sample_key)  # before paying for an answer it would replace
+        if result is not None and store.mode == "record":
+            result = None  # a failure of the service is no answer: recording the call again replaces it
         if result is not None and result.ok and request.schema is not None:
             dialects.remember_success(endpoint, result.dialect)  # the recorded row names the dialect that worked
         if result is not None and store.mode == "replay-fill" and not _replays(result):
@@ -211,10 +213,22 @@ async def complete(endpoint: Endpoint, request: LLMRequest, *, store: ResponseSt
 
 
 async def _live_call(endpoint: Endpoint, request: LLMRequest) -> LLMResult:
-    """``_call``, once the endpoint's scheduled pre-flight (if any) has passed."""
-    if preflight_check.scheduled:
-        await preflight_check.passed(endpoint)
-    return await _call(endpoint, request)
+    """``_call``, overlapping the endpoint's scheduled pre-flight (if any): the call goes out at
+    once, and its result is kept (recorded, counted, used) only once the check has passed, so a
+    game's first round costs one latency, not the check's and then its own; an endpoint that
+    fails the check raises its ``EndpointError`` here, before anything is kept."""
+    if not preflight_check.scheduled:
+        return await _call(endpoint, request)
+    checking = asyncio.ensure_future(preflight_check.passed(endpoint))  # a lazy check starts with the call
+    try:
+        result = await _call(endpoint, request)
+        await checking
+    finally:  # cancelled with its round (another call raised the check's error): leave no orphan behind
+        if not checking.done():
+            checking.cancel()
+        elif not checking.cancelled():
+            checking.exception()  # retrieved: raised once, by whichever call awaited it
+    return result
 
 
 def _replays(result: LLMResult) -> bool:

@@ -16,9 +16,12 @@ nothing about it; the warning says what was wrong in case a proxy is in the way.
 What the completion meets is one line that names the fix, and exit status 2.
 
 When it runs (``schedule``): a command line starts the check as soon as it knows
-the endpoint, in the background, and the game's first live calls wait for its
-verdict (``passed``), so it overlaps the command's start-up (imports, building the
-model) instead of adding a latency before round 1. Replaying a recording
+the endpoint, in the background, so it overlaps the command's start-up (imports,
+building the model); the game's first calls go out without waiting for it, and
+their results are kept (recorded, counted, used) only once its verdict is in
+(``passed``), so round 1 costs one latency, not the check's and then its own. An
+endpoint that fails the check stops the game with the check's line before
+anything is kept. Replaying a recording
 (``lazy``: ``--replay-fill``, a resumed sweep) starts it only when a call misses the
 recording: a rerun that the recording answers in full contacts nothing. A strict
 replay makes no call and no check.
@@ -192,6 +195,8 @@ class _Gate:
     def start(self, endpoint: Endpoint) -> asyncio.Task:
         if self.task is None:
             self.task = asyncio.get_running_loop().create_task(apreflight(endpoint))
+            # its verdict is raised by the calls that await it; one that no call awaited is not an orphan
+            self.task.add_done_callback(lambda task: task.cancelled() or task.exception())
         return self.task
 
 
@@ -203,6 +208,9 @@ def schedule(endpoint: Endpoint, *, lazy: bool = False) -> None:
     its live calls wait for the verdict, and an endpoint that fails it raises its
     ``EndpointError`` from them (the game stops with that one line)."""
     from llm_mesa.llm.runtime import run_sync
+
+    for url in endpoint.base_urls:  # a missing key is known at once: before the game is built
+        endpoint.for_server(url).api_key()
 
     async def register() -> None:
         if endpoint not in scheduled:
