@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     server, base_url = bench_client.start_server()
     walls: dict[tuple[str, int], list[float]] = {}
     try:
-        for name, command in commands.items():  # warm-up: file caches, the server's first answers
+        for command in commands.values():  # warm-up: file caches, the server's first answers
             one_run(command, base_url, 1, latency)
         for r in rounds:
             for _ in range(runs):
