@@ -73,9 +73,9 @@ async def apreflight(endpoint: Endpoint, store: ResponseStore | None = None) -> 
         if not listing.done():  # a slow or dripping listing never holds the game: the probe has decided
             listing.cancel()
     models = listing.result() if listing.done() and not listing.cancelled() else None
-    listed = _listed(endpoint, models)
-    _judge_probe(endpoint, client.api_key, probe, listed)
-    return listed or []
+    listed = _listed(endpoint, models, warn=False)
+    _judge_probe(endpoint, client.api_key, probe, listed)  # a failed check is one line: no warning beside it
+    return _listed(endpoint, models, warn=True) or []
 
 
 def _needs_listing(probe) -> bool:
@@ -101,9 +101,11 @@ async def _attempt(endpoint: Endpoint, client, method: str, path: str, body: dic
         return exc
 
 
-def _listed(endpoint: Endpoint, models) -> list[str] | None:
-    """The models ``/models`` lists, or None (unsupported, failed or malformed: see the module's notes)."""
+def _listed(endpoint: Endpoint, models, warn: bool) -> list[str] | None:
+    """The models ``/models`` lists, or None (unsupported, failed or malformed: see the module's notes,
+    and a warning when ``warn``)."""
     where = f"{endpoint.base_url}/models"
+    _warn = _warning if warn else _quiet
     if models is None or isinstance(models, transport.Failure):
         return None  # the completion's answer says whether the server is there
     if isinstance(models, wire.Malformed):
@@ -123,8 +125,12 @@ def _listed(endpoint: Endpoint, models) -> list[str] | None:
         return None
 
 
-def _warn(message: str) -> None:
+def _warning(message: str) -> None:
     warnings.warn(PreflightWarning(message), stacklevel=3)
+
+
+def _quiet(message: str) -> None:
+    pass
 
 
 def _redirect(endpoint: Endpoint, path: str, headers) -> str:
