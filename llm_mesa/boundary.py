@@ -173,15 +173,5 @@ def _json_kind(value: Any) -> str:
     return {list: "list", str: "text", bool: "true/false", type(None): "null"}.get(type(value), "number")
 
 
-def bounded_count(value: Any, name: str, low: int, high: int, where: str = "") -> int:
-    """A whole number from outside within ``[low, high]`` (bool and fractions refused), else one line."""
-    number = value
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        number = int(value)
-    if isinstance(number, bool) or not isinstance(number, int) or not low <= number <= high:
-        raise OutsideDataError(f"{name}{where} must be a whole number from {low:,} to {high:,} (got {value!r})")
-    return number
-
-
-__all__ = ["MAX_DEPTH", "Malformed", "OutsideDataError", "bounded_count", "check_tree", "is_valid_text",
+__all__ = ["MAX_DEPTH", "Malformed", "OutsideDataError", "check_tree", "is_valid_text",
            "loads_json", "read_json_file", "read_toml_file"]
