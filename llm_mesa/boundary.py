@@ -86,12 +86,25 @@ def _refuse_constant(name: str) -> Any:
     raise Malformed(f"a number that is not finite ({name})")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999, or 400 digits: the parser's float is infinity
+        raise Malformed(f"a number that is not finite ({text[:20]})")
+    return value
+
+
+#: a ``\uD800``-``\uDFFF`` escape: the only way a lone surrogate gets into text decoded from valid UTF-8
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
 def loads_json(data: bytes | str, *, max_bytes: int | None = None, max_depth: int = MAX_DEPTH,
                finite: bool = True) -> Any:
     """Parse JSON from outside within the bounds above; ``Malformed`` says which one broke.
 
-    Bytes must be valid UTF-8; the parsed tree is then walked once (``check_tree``),
-    which costs microseconds for an answer of a few KB.
+    Bytes must be valid UTF-8, and numbers (``finite``) finite as they are parsed. The
+    parsed tree is walked (``check_tree``) only when the text could break a bound the
+    parser does not hold: more brackets than ``max_depth`` (it could nest deeper) or a
+    surrogate escape; an ordinary answer is parsed and nothing more.
     """
     if max_bytes is not None and len(data) > max_bytes:
         raise Malformed(f"{len(data):,} bytes, above the limit of {max_bytes:,}")
@@ -103,14 +116,16 @@ def loads_json(data: bytes | str, *, max_bytes: int | None = None, max_depth: in
     else:
         text = data
     try:
-        value = json.loads(text, parse_constant=_refuse_constant if finite else None)
+        value = json.loads(text, parse_constant=_refuse_constant if finite else None,
+                           parse_float=_finite_float if finite else None)
     except RecursionError:
         raise Malformed(f"data nested deeper than {max_depth} levels") from None
     except Malformed:
         raise
     except ValueError as exc:
         raise Malformed(f"not JSON ({getattr(exc, 'msg', exc)})") from None
-    check_tree(value, max_depth=max_depth, finite=finite)
+    if text.count("[") + text.count("{") > max_depth or ("\\u" in text and _SURROGATE_ESCAPE.search(text)):
+        check_tree(value, max_depth=max_depth, finite=False)  # finiteness was held by the parser
     return value
 
 
