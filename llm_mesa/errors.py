@@ -31,9 +31,13 @@ class InvalidGame(LlmMesaError):
     exit_status = INVALID_GAME
 
 
+class LlmMesaWarning(UserWarning):
+    """Something the user should know that does not stop the command (the CLI prints it as one line)."""
+
+
 def one_line(exc: BaseException) -> str:
     """The error's message on one line (a message with line breaks is joined)."""
     return " ".join(str(exc).split("\n")).strip() or type(exc).__name__
 
 
-__all__ = ["BAD_INPUT", "BUDGET_REACHED", "INVALID_GAME", "InvalidGame", "LlmMesaError", "one_line"]
+__all__ = ["BAD_INPUT", "BUDGET_REACHED", "INVALID_GAME", "InvalidGame", "LlmMesaError", "LlmMesaWarning", "one_line"]

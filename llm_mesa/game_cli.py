@@ -61,14 +61,14 @@ def _policy(game: Game, args: argparse.Namespace) -> tuple[Any, Any]:
         return args.policy, None
     if not game.llm.policy:
         raise PolicyError(f"the {game.name} game has no LLM policy; choose one of its rule policies")
-    from llm_mesa.llm.client import preflight
     from llm_mesa.llm.endpoint import endpoint_from_spec
+    from llm_mesa.llm.preflight_check import schedule
     from llm_mesa.llm.recording import recording_from_args, store_from_args
 
     endpoint = endpoint_from_spec(options, args, f"--policy {args.policy!r}")
     _, mode = recording_from_args(args)
-    if mode != "replay":  # a strict replay calls nothing
-        preflight(endpoint)
+    if mode != "replay":  # a strict replay calls nothing; a fill checks only when a call misses the recording
+        schedule(endpoint, lazy=mode == "replay-fill")
     store = store_from_args(args)
     return game.llm_policy(endpoint, store), store
 
@@ -99,7 +99,11 @@ def run(game: Game, args: argparse.Namespace) -> int:
         print(format_summary(game, summary, args.out))
     failed = summary.get("invalid")
     if failed:
-        raise InvalidGame(f"the game is invalid: {summary.get('failures', '?')} decisions failed")
+        from llm_mesa.llm.diagnosis import diagnose
+
+        why = diagnose(getattr(policy, "usage", None), [getattr(policy, "endpoint", None)])
+        raise InvalidGame(f"the game is invalid: {summary.get('failures', '?')} decisions failed"
+                          + (f"; {why}" if why else ""))
     return 0
 
 

@@ -17,11 +17,12 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from llm_mesa.errors import LlmMesaError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 VERSIONED_PACKAGES = ("llm-mesa", "mesa", "networkx", "numpy", "pandas", "pyarrow", "scipy", "statsmodels", "openai")
 
@@ -86,6 +87,8 @@ def check_output_dir(path: str | Path) -> Path:
 
 def _missing(value: Any) -> bool:
     """None, NaN or pandas' NA: a value that must stay missing, never become the text "<NA>"."""
+    import pandas as pd
+
     return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
 
 
@@ -137,6 +140,9 @@ def write_run(path: str | Path, tables: dict[str, pd.DataFrame], summary: dict[s
         except OSError as exc:
             raise OutputError(f"cannot move the run into {str(path)!r} ({exc.strerror or exc}); "
                               f"it is complete in {staging}") from None
+        except BaseException:  # an interrupt (Ctrl-C, SIGTERM) between staging and the move: no hidden leftover
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
     try:
         kept = _stage(tables, summary, manifest, Path(tempfile.gettempdir()), path.name)
     except OSError:

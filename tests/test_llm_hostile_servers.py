@@ -74,6 +74,8 @@ async def hang(request):
 async def echo_headers(request):
     if request.path.endswith("/models"):
         return web.json_response({"data": [{"id": "m"}]})
+    if (await request.json()).get("max_tokens") == 1:  # the pre-flight's test call: the server looks fine
+        return web.json_response({"choices": [{"message": {"content": "x"}, "finish_reason": "length"}]})
     echoed = "; ".join(f"{k}: {v}" for k, v in request.headers.items())
     return web.Response(status=500, text=f'{{"error": {{"message": "upstream failed, request was: {echoed}"}}}}',
                         content_type="application/json")

@@ -126,7 +126,7 @@ def test_cli_no_record_writes_no_file_and_replay_fill_pays_only_for_what_is_miss
     before = server.stats()["requests"]
     assert main([*common, "--rounds", "3", "--replay", "calls.sqlite", "--replay-fill"]) == 0
     assert json.loads(capsys.readouterr().out)["calls"] == 36
-    assert server.stats()["requests"] - before == 12                 # round 3 only
+    assert server.stats()["requests"] - before == 12 + 1             # round 3 only, and the pre-flight's test call
     assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".sqlite") == ["calls.sqlite"]
 
 

@@ -64,7 +64,8 @@ def test_sweep_record_and_replay_are_aliases_of_store_and_store_mode(tmp_path, c
     with LoopbackServer(seed=1) as server:
         assert _sweep(server, tmp_path / "recorded", "--record", str(calls)) == 0
         paid = server.stats()["requests"]
-        assert paid == 24 and calls.is_file() and not (tmp_path / "recorded" / "calls.sqlite").exists()
+        assert paid == 24 + 1 and calls.is_file()  # the games, and the pre-flight's 1-token test call
+        assert not (tmp_path / "recorded" / "calls.sqlite").exists()
         assert _sweep(server, tmp_path / "replayed", "--replay", str(calls)) == 0
         assert server.stats()["requests"] == paid                  # zero calls
         assert _sweep(server, tmp_path / "unrecorded", "--no-record") == 0

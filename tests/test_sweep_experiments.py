@@ -89,7 +89,7 @@ def test_a_budget_stops_the_sweep_resumably(server, capsys, tmp_path):
 @pytest.mark.parametrize("argv, fragment", [
     (["--conditions", "study"], "--conditions and an experiment file exclude each other"),
     (["--game", "consensus"], "contradicts the file's game"),
-    (["--repetitions", "0"], "--repetitions must be at least 1"),
+    (["--repetitions", "0"], "--repetitions must be a whole number from 1 to"),
     (["--max-cost", "-1"], "--max-cost must be a positive finite number"),
     (["--max-tokens", "nan"], "--max-tokens must be a positive finite number"),
 ])

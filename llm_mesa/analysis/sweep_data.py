@@ -9,7 +9,6 @@ Sweeps of different games cannot be analysed together.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -131,11 +130,14 @@ def open_sweep(path: str | os.PathLike[str]) -> SweepData:
     if not manifest_path.exists():
         raise AnalysisError(f"{str(out)!r} is not a sweep's output (no {manifest_path.name}); "
                            "pass the --out of `llm-mesa sweep`")
+    from llm_mesa.errors import LlmMesaError
+    from llm_mesa.sweep.output import foreign_rows, read_sweep_manifest
+
     try:
-        manifest = json.loads(manifest_path.read_text())
-    except (OSError, json.JSONDecodeError):
-        raise AnalysisError(f"cannot read {manifest_path}; it is not a sweep manifest") from None
-    if not isinstance(manifest, dict) or not str(manifest.get("kind", "")).endswith("-sweep"):
+        manifest = read_sweep_manifest(manifest_path)
+    except LlmMesaError as exc:
+        raise AnalysisError(str(exc)) from None
+    if not str(manifest.get("kind", "")).endswith("-sweep"):
         raise AnalysisError(f"{manifest_path} is not a sweep manifest (a single game's --out, or another file); "
                             "pass the --out of `llm-mesa sweep`")
     if not isinstance(manifest.get("game"), str) or not manifest["game"]:
@@ -144,6 +146,10 @@ def open_sweep(path: str | os.PathLike[str]) -> SweepData:
     games = read_sweep(out, "games")
     if games.empty:
         raise AnalysisError(f"{str(out)!r} holds no finished game: run (or resume) the sweep")
+    foreign = foreign_rows(games, manifest)
+    if foreign:
+        raise AnalysisError(f"{str(out)!r} is a {manifest['game']} sweep, but {foreign}; move the part files that "
+                            f"hold them out of {out}, or analyse the sweep they came from")
     return SweepData(out, manifest, games)
 
 

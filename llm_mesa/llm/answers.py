@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from llm_mesa.boundary import Malformed, check_tree, loads_json
 from llm_mesa.llm.client import complete
 from llm_mesa.llm.endpoint import Endpoint
 from llm_mesa.llm.store import ResponseStore
@@ -68,9 +69,9 @@ def _opens_single_quoted(text: str, i: int) -> bool:
 def _load_object(candidate: str) -> dict[str, Any] | None:
     attempts = [candidate, _TRAILING_COMMA.sub(r"\1", candidate)]
     for attempt in attempts:
-        try:
-            value = json.loads(attempt)
-        except ValueError:
+        try:  # within the boundary's bounds: a game's decoder only ever sees finite, shallow, valid text
+            value = loads_json(attempt)
+        except Malformed:
             continue
         return value if isinstance(value, dict) else None
     # single quotes / Python literals: literal_eval is safe and quote-aware
@@ -83,7 +84,8 @@ def _load_object(candidate: str) -> dict[str, Any] | None:
         if isinstance(value, dict) and all(isinstance(k, str) for k in value):
             try:
                 json.dumps(value)
-            except (TypeError, ValueError):
+                check_tree(value)
+            except (TypeError, ValueError):  # Malformed is a ValueError
                 return None
             return value
     return None
@@ -93,7 +95,9 @@ def parse_json_answer(text: str | None) -> dict[str, Any] | None:
     """The first JSON object in a model's reply, or None.
 
     Tolerates code fences, prose around the object, trailing commas and single
-    quotes (where they are unambiguous).
+    quotes (where they are unambiguous). An object outside the boundary's bounds
+    (nested deeper than ``MAX_DEPTH``, a number that is not finite such as
+    ``1e999``, a lone surrogate) is not an answer: the caller's decoder never sees it.
     """
     if not text:
         return None
@@ -157,9 +161,10 @@ class Answer[T]:
 
 
 def _safe_decode[T](decode: Callable[[str], T | None], text: str) -> T | None:
+    """A game's decoder on a reply: whatever it cannot make of the reply is no answer, never a crash."""
     try:
         return decode(text)
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError, ArithmeticError, RecursionError):
         return None
 
 

@@ -24,25 +24,34 @@ Design choices, and why:
   call has its place, and a refusal switches it at once, never counted as a
   fault.
 * With a ``ResponseStore`` a call is replayed when recorded (read in a worker
-  thread, off the loop) and recorded when made.
+  thread, off the loop) and recorded when made. What a rerun does with a
+  recorded failure depends on what failed: an answer that arrived but is
+  malformed (``wire``: not JSON, too deep, a lone surrogate, absurd usage, too
+  large) or refused for what it asked (``bad_request``) is the server's answer
+  to this request and replays, so a rerun never calls for it again
+  (``ANSWER_FAILURES``); a failure of the service (refused, reset, timed out,
+  429, 5xx, a refused key, a wrong URL, a redirect) says nothing about the
+  answer: a strict replay still replays it (so the game replays exactly), but
+  ``replay-fill`` (a resumed sweep, ``--replay-fill``) calls for it again.
+* ``Retry-After`` is honoured up to ``RETRY_AFTER_CAP_S`` (60 s): per-minute
+  windows are the longest that servers' rate limits commonly reset in, so a
+  minute covers every wait that waiting can cure; a server asking for more (a
+  daily quota, a misconfiguration; 999999 was seen) is not cured by holding a
+  round for it, and the call fails counted after its attempts instead.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import random
-import re
 import time
 from collections.abc import Iterable
 from typing import Any
 
-import openai
-
-from llm_mesa.llm import dialects, transport
+from llm_mesa.llm import dialects, preflight_check, transport, wire
 from llm_mesa.llm.endpoint import Endpoint, EndpointError
 from llm_mesa.llm.limits import ServerLimit, pick_server, server_limit
-from llm_mesa.llm.store import ResponseStore, request_identity, request_key
+from llm_mesa.llm.store import DamagedRow, ResponseStore, request_identity, request_key
 from llm_mesa.llm.transport import aclose_clients, get_client
 from llm_mesa.llm.types import LLMRequest, LLMResult
 from llm_mesa.llm.usage import Usage, as_ledgers
@@ -53,10 +62,13 @@ __all__ = ["ERROR_KINDS", "RETRYABLE", "LLMRequest", "LLMResult", "aclose_client
 #: backoff: the n-th retry sleeps uniform(0, min(cap, base * 2**(n-1))) seconds
 BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 30.0
-#: a Retry-After longer than this is cut to it (a server asking for an hour is misconfigured)
-RETRY_AFTER_CAP_S = 300.0
+#: a Retry-After longer than this is cut to it (see the module's notes)
+RETRY_AFTER_CAP_S = 60.0
 RETRYABLE = frozenset({"rate_limit", "server", "timeout", "connection"})
-ERROR_KINDS = ("rate_limit", "server", "timeout", "connection", "bad_request", "auth", "not_found")
+ERROR_KINDS = ("rate_limit", "server", "timeout", "connection", "bad_request", "auth", "not_found", "redirect",
+               "malformed")
+#: failures that are the server's answer to the request: a rerun replays them (the rest it calls again)
+ANSWER_FAILURES = frozenset({"malformed", "bad_request"})
 
 _jitter = random.Random()  # never the model's rng: backoff must not change a game
 
@@ -90,20 +102,6 @@ def _body(endpoint: Endpoint, request: LLMRequest, dialect: str) -> dict[str, An
     return body
 
 
-def _parse_success(data: Any, chat: bool) -> tuple[str, str | None, int, int, str | None, str | None, int]:
-    choice = data["choices"][0]
-    if chat:
-        text = (choice.get("message") or {}).get("content") or ""
-    else:
-        text = choice.get("text") or ""
-    usage = data.get("usage") or {}
-    details = usage.get("prompt_tokens_details") or {}
-    cached = details.get("cached_tokens") if isinstance(details, dict) else None
-    return (text, choice.get("finish_reason"), int(usage.get("prompt_tokens") or 0),
-            int(usage.get("completion_tokens") or 0), data.get("model"), data.get("system_fingerprint"),
-            int(cached or 0))
-
-
 async def _call(endpoint: Endpoint, request: LLMRequest) -> LLMResult:
     """Send one request with retries; never raises for a failed call.
 
@@ -133,21 +131,28 @@ async def _call(endpoint: Endpoint, request: LLMRequest) -> LLMResult:
             retry_after = None
             try:
                 status, headers, content = await _send(limit, client, route, path, body, payload,
-                                                       endpoint.timeout, retries)
+                                                       endpoint.timeout, retries, endpoint.max_answer_bytes)
             except transport.Failure as failure:
                 kind, message = failure.kind, failure.message
+            except wire.Malformed as exc:  # larger than --max-answer-bytes
+                kind, message = "malformed", f"malformed answer: {exc}"
             else:
                 if status < 300:
                     try:
-                        text, finish, pt, ct, model, fingerprint, cached = _parse_success(json.loads(content), chat)
-                    except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
-                        kind, message = "server", f"malformed response body: {type(exc).__name__}"
+                        answer = wire.parse_completion(content, chat, client.api_key)
+                    except wire.Malformed as exc:  # it arrived: the call's failure, recorded as such
+                        kind, message = "malformed", f"malformed answer: {exc}"
                     else:
                         dialects.remember_success(endpoint, dialect)
-                        return LLMResult(text, finish, pt, ct, round(time.perf_counter() - started, 6), model,
-                                         fingerprint, None, "", attempts, False, dialect, queue_s, cached, server.base_url)
+                        return LLMResult(answer.text, answer.finish_reason, answer.prompt_tokens,
+                                         answer.completion_tokens, round(time.perf_counter() - started, 6),
+                                         answer.model, answer.system_fingerprint, None, "", attempts, False, dialect,
+                                         queue_s, answer.cached_tokens, server.base_url)
+                elif status < 400:
+                    kind = "redirect"
+                    message = f"HTTP {status}: {redirect_advice(server.base_url, path, headers, client.api_key)}"
                 else:
-                    body_text = content.decode("utf-8", "replace")
+                    body_text = content[:4096].decode("utf-8", "replace")
                     if request.schema is not None and dialects.is_response_format_refusal(status, body_text):
                         following = dialects.next_dialect(endpoint, dialect)
                         if following is not None:  # a refusal, not a fault: switch at once
@@ -171,13 +176,13 @@ async def _call(endpoint: Endpoint, request: LLMRequest) -> LLMResult:
 
 
 async def _send(limit: ServerLimit, client: openai.AsyncOpenAI, route: Any, path: str, body: dict[str, Any],
-                payload: bytes, timeout: float, retries: int) -> tuple[int, Any, bytes]:
+                payload: bytes, timeout: float, retries: int, max_bytes: int) -> tuple[int, Any, bytes]:
     """One attempt (``transport.post``), its outcome told to the server's limit: ``auto`` learns from it."""
     ticket, sent = limit.sent(), time.perf_counter()
     kind: str | None = "cancelled"  # nothing to learn from an attempt that never came back
     retry_after = None
     try:
-        status, headers, content = await transport.post(client, route, path, body, payload, timeout, retries)
+        status, headers, content = await transport.post(client, route, path, body, payload, timeout, retries, max_bytes)
         if status < 300:
             kind = None
         else:
@@ -204,117 +209,77 @@ async def complete(endpoint: Endpoint, request: LLMRequest, *, store: ResponseSt
         key = request_key(identity)
         # in a worker thread: a read may wait on the file, and the loop runs the whole round
         recorded = store.replays or store.mode == "record"
-        result = await asyncio.to_thread(store.get, key) if recorded else None
-        if result is not None and store.mode == "record":
+        try:
+            result = await asyncio.to_thread(store.get, key) if recorded else None
+        except DamagedRow:
+            if store.mode != "replay-fill":
+                raise
+            result = None  # called again, and the damaged row replaced
+        if result is not None and store.mode == "record" and _replays(result):
             raise store.already_recorded(request.sample_key)  # before paying for an answer it would replace
+        if result is not None and store.mode == "record":
+            result = None  # a failure of the service is no answer: recording the call again replaces it
         if result is not None and result.ok and request.schema is not None:
             dialects.remember_success(endpoint, result.dialect)  # the recorded row names the dialect that worked
+        if result is not None and store.mode == "replay-fill" and not _replays(result):
+            result = None  # a failure of the service, not an answer: call again
         if result is None:
             if store.mode == "replay":
                 raise store.miss(key, request.sample_key)
-            result = await _call(endpoint, request)
+            result = await _live_call(endpoint, request)
             store.put(key, identity, result)
     else:
-        result = await _call(endpoint, request)
+        result = await _live_call(endpoint, request)
     for ledger in as_ledgers(usage):
         ledger.add_result(result, endpoint)
     return result
 
 
+async def _live_call(endpoint: Endpoint, request: LLMRequest) -> LLMResult:
+    """``_call``, overlapping the endpoint's scheduled pre-flight (if any): the call goes out at
+    once, and its result is kept (recorded, counted, used) only once the check has passed, so a
+    game's first round costs one latency, not the check's and then its own; an endpoint that
+    fails the check raises its ``EndpointError`` here, before anything is kept."""
+    if not preflight_check.scheduled:
+        return await _call(endpoint, request)
+    checking = asyncio.ensure_future(preflight_check.passed(endpoint))  # a lazy check starts with the call
+    try:
+        result = await _call(endpoint, request)
+        await checking
+    finally:  # cancelled with its round (another call raised the check's error): leave no orphan behind
+        if not checking.done():
+            checking.cancel()
+        elif not checking.cancelled():
+            checking.exception()  # retrieved: raised once, by whichever call awaited it
+    return result
+
+
+def _replays(result: LLMResult) -> bool:
+    """Is a recorded result the server's answer (replayed by a rerun), not a failure of the service?"""
+    return result.error is None or result.error in ANSWER_FAILURES
+
+
+def redirect_advice(base_url: str, path: str, headers: Any, key: str | None = None) -> str:
+    """What a redirect answer means for ``--base-url``: where it points, and that it is not followed."""
+    location = wire.redact(str((headers or {}).get("location") or "")[:300], key)
+    if not location:
+        return "a redirect without a Location; llm-mesa follows no redirect: check --base-url"
+    suggestion = location[: -len(path)] if location.endswith(path) else None
+    hint = f"pass --base-url {suggestion} if that server is meant" if suggestion else "check --base-url"
+    return f"redirected to {location}; llm-mesa follows no redirect (it would send the prompt there): {hint}"
+
+
 # -- preflight --------------------------------------------------------------------------------
 
-async def apreflight(endpoint: Endpoint, store: ResponseStore | None = None) -> list[str]:
-    """Check that the endpoint answers and serves the model; returns the models it lists.
-
-    Raises ``EndpointError`` with one line that names the fix. Skipped (returns []) in
-    strict replay, which makes no calls.
-    """
-    if store is not None and store.mode == "replay":
-        return []
-    if len(endpoint.base_urls) > 1:  # every server of the model must answer
-        listed: list[str] = []
-        for url in endpoint.base_urls:
-            listed = await apreflight(endpoint.for_server(url), store)
-        return listed
-    client = get_client(endpoint)  # raises for a missing key on a remote URL
-    options = {"timeout": min(endpoint.timeout, 15.0)}
-    try:
-        response = await client.get("/models", cast_to=transport.RawResponse, options=options)
-        listed = [m.get("id") for m in json.loads(response.content).get("data", []) if isinstance(m, dict)]
-    except openai.APIConnectionError as exc:
-        raise _unreachable(endpoint, exc) from None
-    except openai.APIStatusError as exc:
-        if exc.status_code in (401, 403):
-            raise _auth_refused(endpoint, exc.status_code) from None
-        listed = None  # /models unsupported: try one token instead
-    except (ValueError, AttributeError):
-        listed = None
-    if listed and endpoint.model in listed:
-        return listed
-    # Not listed (servers that resolve aliases, e.g. Ollama's "llama3" for "llama3:latest",
-    # or parameterised stand-in names), or /models unsupported: one 1-token call decides.
-    chat = endpoint.prompt_mode == "chat"
-    probe = {"model": endpoint.model, "max_tokens": 1}
-    probe.update({"messages": [{"role": "user", "content": "ping"}]} if chat else {"prompt": "ping"})
-    try:
-        answer = await client.post("/chat/completions" if chat else "/completions", body=probe,
-                                   cast_to=transport.RawResponse, options=options)
-        _check_completion_shape(endpoint, answer.content, chat)
-    except openai.APIConnectionError as exc:
-        raise _unreachable(endpoint, exc) from None
-    except openai.APIStatusError as exc:
-        if exc.status_code in (401, 403):
-            raise _auth_refused(endpoint, exc.status_code) from None
-        if listed and exc.status_code == 404:
-            raise EndpointError(f"model {endpoint.model!r} is not served by {endpoint.base_url}; "
-                                f"it offers: {', '.join(map(str, listed[:20]))} (pass one with --model)") from None
-        if exc.status_code in (400, 422):
-            return listed or []  # the model answered; it only disliked the 1-token probe
-        if exc.status_code == 404:
-            raise EndpointError(f"{endpoint.base_url} does not know model {endpoint.model!r} "
-                                "(HTTP 404); check --model and --base-url (it usually ends in /v1)") from None
-        raise EndpointError(f"{endpoint.base_url} refused a 1-token test call to {endpoint.model!r} "
-                            f"(HTTP {exc.status_code}): {redact(transport.error_text(exc), client.api_key)[:150]}") from None
-    return listed or []
+#: cut the key (and anything shaped like one) out of a server's text; the one place is ``wire``
+redact = wire.redact
 
 
-_BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',;]+")
-_KEY_LIKE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{6,})")
-
-
-def redact(text: str, key: str | None = None) -> str:
-    """``text`` with the API key, and anything that looks like a bearer token or key, cut out.
-
-    A server's error body may echo the request's headers; it is kept (the store and
-    the transcript record failures) only after this.
-    """
-    if key:
-        text = text.replace(key, "[redacted]")
-    return _KEY_LIKE.sub("[redacted]", _BEARER.sub(r"\1[redacted]", text))
-
-
-def _check_completion_shape(endpoint: Endpoint, content: bytes, chat: bool) -> None:
-    """A test call's answer must be an OpenAI-style completion, not an HTML page or other JSON."""
-    try:
-        _parse_success(json.loads(content), chat)
-    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-        start = content[:60].decode("utf-8", "replace").strip().replace("\n", " ")
-        raise EndpointError(f"{endpoint.base_url} answered a test call with something that is not an OpenAI "
-                            f"completion ({start!r}...); check --base-url (it usually ends in /v1)") from None
-
-
-def _unreachable(endpoint: Endpoint, exc: Exception) -> EndpointError:
-    hint = "start one with `llm-mesa serve`" if endpoint.is_loopback else "check the URL and that the server is up"
-    return EndpointError(f"cannot reach the LLM endpoint {endpoint.base_url} "
-                         f"({type(exc).__name__}); {hint}")
-
-
-def _auth_refused(endpoint: Endpoint, status: int) -> EndpointError:
-    return EndpointError(f"{endpoint.base_url} refused the API key (HTTP {status}); "
-                         f"put a valid key in the environment variable {endpoint.api_key_env}")
+def apreflight(endpoint: Endpoint, store: ResponseStore | None = None):
+    """The pre-flight check (``llm_mesa.llm.preflight_check.apreflight``), kept here for its callers."""
+    return preflight_check.apreflight(endpoint, store)
 
 
 def preflight(endpoint: Endpoint, store: ResponseStore | None = None) -> list[str]:
-    """Blocking ``apreflight`` on the shared loop (for CLIs and model constructors)."""
-    from llm_mesa.llm.runtime import run_sync
-    return run_sync(apreflight(endpoint, store))
+    """Blocking pre-flight check (``llm_mesa.llm.preflight_check.preflight``), kept here for its callers."""
+    return preflight_check.preflight(endpoint, store)

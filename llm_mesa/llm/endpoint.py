@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from llm_mesa.errors import LlmMesaError
+from llm_mesa.llm.wire import MAX_ANSWER_BYTES
 
 DIALECTS = ("auto", "json_schema", "json_object", "instructions")
 PROMPT_MODES = ("chat", "completion")
@@ -31,6 +32,12 @@ RESERVED_BODY_KEYS = frozenset({"model", "messages", "prompt", "response_format"
                                 "temperature", "top_p", "max_tokens", "max_completion_tokens", "seed"})
 #: a stand-in key for servers on this machine, which ask for none
 LOOPBACK_DUMMY_KEY = "loopback-no-key"
+#: bounds on the counts an endpoint is given (a value from a file or a spec is checked against them on load)
+MAX_CONCURRENCY = 100_000
+MAX_ATTEMPTS = 100
+MAX_TIMEOUT_S = 86_400.0
+MIN_ANSWER_BYTES = 1024
+MAX_ANSWER_BYTES_LIMIT = 1024 ** 3
 
 
 class EndpointError(LlmMesaError):
@@ -138,9 +145,14 @@ class Endpoint:
         "while latency stays flat and no 429 or timeout comes back, cuts on them; a number fixes it. Endpoints "
         "sharing a base URL share one limit, the smallest number given"))
     timeout: float = field(default=120.0, metadata=_option(
-        "--timeout", float, "seconds per call before it is retried (default %(default)s)"))
+        "--timeout", float, "seconds one attempt of a call may take in all, and each read within it, before it is "
+        "retried; the pre-flight check waits no longer either (default %(default)s)"))
     max_attempts: int = field(default=5, metadata=_option(
         "--max-attempts", int, "attempts per call for 429/5xx/timeouts (default %(default)s)"))
+    #: a larger answer is a failed call (its body is not read past this)
+    max_answer_bytes: int = field(default=MAX_ANSWER_BYTES, metadata=_option(
+        "--max-answer-bytes", int, "bytes one answer may have; a larger one is a failed call, read no further "
+        "(default %(default)s, 4 MiB)"))
     #: (prompt, completion) price per 1M tokens, for cost accounting
     price: tuple[float, float] | None = field(default=None, metadata=_option(
         "--price", tuple, "PROMPT,COMPLETION price per 1M tokens, for cost in the usage report", spec=False))
@@ -199,10 +211,23 @@ class Endpoint:
         if self.top_p is not None and not 0 < self.top_p <= 1:
             raise EndpointError(f"top-p {self.top_p} is outside (0, 1]")
         object.__setattr__(self, "concurrency", concurrency_value(self.concurrency))
+        if isinstance(self.concurrency, int) and self.concurrency > MAX_CONCURRENCY:
+            raise EndpointError(f"concurrency {self.concurrency:,} is above the limit of {MAX_CONCURRENCY:,} calls in "
+                                "flight to one server; give a smaller --concurrency (or auto)")
         if not (isinstance(self.timeout, (int, float)) and math.isfinite(self.timeout) and self.timeout > 0):
             raise EndpointError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
+        if self.timeout > MAX_TIMEOUT_S:
+            raise EndpointError(f"timeout {self.timeout:g} s is above the limit of {MAX_TIMEOUT_S:g} s (a day); "
+                                "give a smaller --timeout")
         if not isinstance(self.max_attempts, int) or self.max_attempts < 1:
             raise EndpointError(f"max_attempts must be a positive integer, got {self.max_attempts!r}")
+        if self.max_attempts > MAX_ATTEMPTS:
+            raise EndpointError(f"max_attempts {self.max_attempts:,} is above the limit of {MAX_ATTEMPTS}; "
+                                "give a smaller --max-attempts")
+        if isinstance(self.max_answer_bytes, bool) or not isinstance(self.max_answer_bytes, int) \
+                or not MIN_ANSWER_BYTES <= self.max_answer_bytes <= MAX_ANSWER_BYTES_LIMIT:
+            raise EndpointError(f"max_answer_bytes must be a whole number of bytes from {MIN_ANSWER_BYTES:,} to "
+                                f"{MAX_ANSWER_BYTES_LIMIT:,}, got {self.max_answer_bytes!r}")
         if self.extra_body is not None:
             if not isinstance(self.extra_body, dict):
                 raise EndpointError("extra body must be a JSON object, e.g. --extra-body '{\"repetition_penalty\": 1.1}'")

@@ -61,19 +61,16 @@ import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from llm_mesa.errors import LlmMesaError
+from llm_mesa.boundary import check_tree
 from llm_mesa.llm.compact import DICT_PREFIX, Packer
 from llm_mesa.llm.dialects import COMPACT_JSON_ID
-from llm_mesa.llm.types import LLMRequest, LLMResult
+from llm_mesa.llm.store_file import StoreError, check_writable, open_for_writing, open_read_only, unreadable
+from llm_mesa.llm.types import LLMRequest, LLMResult, checked_record
 
 if TYPE_CHECKING:
     from llm_mesa.llm.endpoint import Endpoint
 
 MODES = ("record", "replay", "replay-fill", "off")
-
-
-class StoreError(LlmMesaError):
-    """Bad store path or mode; the message names the fix."""
 
 
 class ReplayMiss(StoreError):
@@ -137,13 +134,12 @@ def _flush_all_at_exit() -> None:
             pass  # a failed write was already reported to the caller that flushed
 
 
-def _unreadable(path: Path, exc: Exception) -> StoreError:
-    return StoreError(f"{path} is not a readable response store ({exc}); it may be damaged: record again "
-                      "into a new file (or restore a copy)")
-
-
 class AlreadyRecorded(StoreError):
     """Recording would replace an answer the store already holds."""
+
+
+class DamagedRow(StoreError):
+    """A recorded row that cannot be decoded (a damaged file, a foreign row): replay-fill calls again."""
 
 
 class ResponseStore:
@@ -175,55 +171,16 @@ class ResponseStore:
             raise StoreError(f"replay store {self.path} does not exist; record a run first "
                              "(mode record) or use replay-fill")
         if mode != "off":
-            with self._conn_lock:
-                self._connection()
+            if self.path.exists():
+                with self._conn_lock:
+                    self._connection()  # a file that is not a store is refused now, before any call
+            else:  # made by the first recorded call: a command that fails before any leaves no empty store
+                check_writable(self.path)
             with _open_stores_lock:
                 _open_stores.add(self)
 
     def _open(self) -> sqlite3.Connection:
-        if self.mode == "replay":
-            return self._open_read_only()
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
-            conn.execute("PRAGMA busy_timeout=60000")
-            # Switching a new file to WAL takes an exclusive lock that SQLite does not
-            # wait for: workers opening one store together retry for a while.
-            for attempt in range(200):
-                try:
-                    conn.execute("PRAGMA journal_mode=WAL")
-                    # WITHOUT ROWID: the key is stored once, not in the table and again in its index
-                    conn.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, request TEXT NOT NULL, "
-                                 "response TEXT NOT NULL, created REAL NOT NULL) WITHOUT ROWID")
-                    conn.execute("CREATE TABLE IF NOT EXISTS texts (hash TEXT PRIMARY KEY, body BLOB NOT NULL) WITHOUT ROWID")
-                    break
-                except sqlite3.OperationalError as exc:
-                    if "locked" not in str(exc) or attempt == 199:
-                        raise
-                    time.sleep(0.05)
-            conn.execute("PRAGMA synchronous=NORMAL")
-        except sqlite3.DatabaseError as exc:
-            raise _unreadable(self.path, exc) from None
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open response store {self.path}: {exc}; "
-                             "choose a writable path") from None
-        return conn
-
-    def _open_read_only(self) -> sqlite3.Connection:
-        """A strict replay only reads: a recording on a read-only disk or shared copy replays too."""
-        for query in ("mode=ro", "immutable=1"):  # immutable: no -wal/-shm can be made beside it
-            try:
-                conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?{query}", uri=True, timeout=60,
-                                       check_same_thread=False, isolation_level=None)
-                conn.execute("SELECT COUNT(*) FROM calls").fetchone()
-                return conn
-            except sqlite3.OperationalError as exc:
-                if "no such table" in str(exc):
-                    raise _unreadable(self.path, exc) from None
-                error = exc
-            except sqlite3.DatabaseError as exc:
-                raise _unreadable(self.path, exc) from None
-        raise StoreError(f"cannot read response store {self.path}: {error}") from None
+        return open_read_only(self.path) if self.mode == "replay" else open_for_writing(self.path)
 
     def _adopt_after_fork(self) -> None:
         """In a forked child, leave the parent its writer and unwritten rows (under ``_lock``)."""
@@ -256,17 +213,33 @@ class ResponseStore:
         if pending is not None:
             response: str | bytes = pending[2]
         else:
+            if not self.path.exists():  # nothing recorded yet (the first put creates the file)
+                return None
             # a row leaves _pending only once committed, so a key not pending a moment
             # ago is on disk by now, or was never put
             with self._conn_lock:
                 try:
                     row = self._connection().execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone()
+                except sqlite3.OperationalError as exc:
+                    if "decode" not in str(exc):
+                        raise unreadable(self.path, exc) from None
+                    raise self._damaged(key, "text that is not UTF-8") from None
                 except sqlite3.DatabaseError as exc:
-                    raise _unreadable(self.path, exc) from None
+                    raise unreadable(self.path, exc) from None
             if row is None:
                 return None
             response = row[0]
-        return LLMResult.from_record(self._packer.decode_response(response, self._stored_text), replayed=True)
+        try:
+            record = self._packer.decode_response(response, self._stored_text)
+            check_tree(record)
+            return LLMResult.from_record(checked_record(record), replayed=True)
+        except (ValueError, TypeError, zlib.error, RecursionError) as exc:  # Malformed is a ValueError
+            raise self._damaged(key, type(exc).__name__) from None
+
+    def _damaged(self, key: str, reason: str) -> DamagedRow:
+        return DamagedRow(f"the recorded answer under key {key[:12]} in {self.path} is damaged ({reason}); replay "
+                          "with --replay-fill to call again for damaged answers (they are replaced), or restore a "
+                          "copy of the store")
 
     def _stored_text(self, name: str) -> bytes | None:
         """One body of the ``texts`` table (e.g. a dictionary rows were compressed with)."""
@@ -274,7 +247,7 @@ class ResponseStore:
             try:
                 row = self._connection().execute("SELECT body FROM texts WHERE hash = ?", (name,)).fetchone()
             except sqlite3.DatabaseError as exc:
-                raise _unreadable(self.path, exc) from None
+                raise unreadable(self.path, exc) from None
         return None if row is None else row[0]
 
     def put(self, key: str, identity: dict[str, Any], result: LLMResult) -> None:
@@ -381,12 +354,16 @@ class ResponseStore:
 
     def __len__(self) -> int:
         self.flush()
+        if not self.path.exists():
+            return 0
         with self._conn_lock:
             return self._connection().execute("SELECT COUNT(*) FROM calls").fetchone()[0]
 
     def rows(self) -> list[dict[str, Any]]:
         """Every stored call as a dict (request and response decoded), oldest first."""
         self.flush()
+        if not self.path.exists():
+            return []
         with self._conn_lock:
             conn = self._connection()
             rows = conn.execute("SELECT key, request, response, created FROM calls ORDER BY created").fetchall()

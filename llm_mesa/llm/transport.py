@@ -33,7 +33,20 @@ Design choices, and why:
   still sends through the openai package's own transport.
   Where the shortcut would not be what the SDK does (no aiohttp transport,
   a proxy, a provider runtime, workload identity or an API-key provider),
-  and for a redirect answer, the call goes through ``client.post``.
+  the call goes through ``client.post``.
+* No redirect is followed, on any route and either path (the SDK's client is
+  built with ``follow_redirects=False``): a 307 on the completions route would
+  re-send the game's prompt to wherever it points, and the key is only stripped
+  on the way, not the prompt. A redirect to the same host is not followed either:
+  it means ``--base-url`` is not the server's (http for https, a missing path
+  part), every call would pay two round trips, and a POST turned into a GET by a
+  302 loses its body. It is a failed call of kind ``redirect`` (never recorded,
+  and the pre-flight says where it points, so the fix is one edit of
+  ``--base-url``).
+* Bounds: a body is read up to the endpoint's ``max_answer_bytes``
+  (``wire.read_body``) and every attempt, reads and all, is bounded by its
+  ``timeout``; on the public path the body is streamed too (the SDK's raw
+  streaming response), so no path holds more than the cap.
 * The shortcut leans on private members of the SDK (``_build_request``,
   ``_prepare_url``, ``openai._models.FinalRequestOptions``, the vendored
   ``AiohttpTransport`` and its session, httpx2's ``_transport_for_url``), which
@@ -47,9 +60,7 @@ Design choices, and why:
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
-import time
 import warnings
 import weakref
 from typing import Any
@@ -57,6 +68,7 @@ from typing import Any
 import aiohttp
 import openai
 
+from llm_mesa.llm import wire
 from llm_mesa.llm.endpoint import Endpoint
 
 try:  # httpx2 comes with openai 3; older openai used httpx
@@ -75,8 +87,8 @@ class _LoopState:
 
     def __init__(self) -> None:
         self.clients: dict[tuple[str, str], openai.AsyncOpenAI] = {}
-        #: (base URL, key variable, path, timeout) -> prebuilt route, or None: use client.post
-        self.routes: dict[tuple[str, str, str, float], DirectRoute | None] = {}
+        #: (base URL, key variable, path, timeout, method) -> prebuilt route, or None: use client.post
+        self.routes: dict[tuple[str, str, str, float, str], DirectRoute | None] = {}
 
 
 _states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
@@ -96,10 +108,10 @@ def _loop_state() -> _LoopState:
 
 
 def _make_http_client() -> Any:
-    try:
-        return openai.DefaultAioHttpClient()
+    try:  # follow no redirect (see the module's notes)
+        return openai.DefaultAioHttpClient(follow_redirects=False)
     except (RuntimeError, AttributeError):  # aiohttp extra missing: httpx transport
-        return None
+        return openai.DefaultAsyncHttpxClient(follow_redirects=False)
 
 
 def get_client(endpoint: Endpoint) -> openai.AsyncOpenAI:
@@ -137,11 +149,11 @@ _register_shutdown()
 class DirectRoute:
     """One endpoint path as the SDK would send it, built once: URL, headers, timeouts, session."""
 
-    __slots__ = ("_headers", "_options", "client", "client_timeout", "path", "timeout", "transport", "url")
+    __slots__ = ("_headers", "_options", "client", "client_timeout", "method", "path", "timeout", "transport", "url")
 
     def __init__(self, client: openai.AsyncOpenAI, transport: Any, path: str, timeout: float,
-                 options_class: Any) -> None:
-        self.client, self.transport, self.path, self.timeout = client, transport, path, timeout
+                 options_class: Any, method: str = "post") -> None:
+        self.client, self.transport, self.path, self.timeout, self.method = client, transport, path, timeout, method
         self._options = options_class  # the SDK's FinalRequestOptions
         first = self._sdk_request(0)
         self.url = str(first.url)
@@ -152,7 +164,8 @@ class DirectRoute:
         self._headers: list[dict[str, str]] = [self._headers_of(first)]
 
     def _sdk_request(self, retries_taken: int) -> Any:
-        options = self._options.construct(method="post", url=self.path, json_data={},
+        options = self._options.construct(method=self.method, url=self.path,
+                                          json_data={} if self.method == "post" else None,
                                           timeout=self.timeout, security={"bearer_auth": True})
         return self.client._build_request(options, retries_taken=retries_taken)
 
@@ -214,7 +227,8 @@ def _warn_public_path(missing: str) -> None:
                       RuntimeWarning, stacklevel=3)
 
 
-def direct_route(endpoint: Endpoint, client: openai.AsyncOpenAI, path: str) -> DirectRoute | None:
+def direct_route(endpoint: Endpoint, client: openai.AsyncOpenAI, path: str,
+                 method: str = "post") -> DirectRoute | None:
     """The prebuilt route for ``path``, or None: calls go through ``client.post``.
 
     None where only ``client.post`` does what the SDK does (see the module's
@@ -222,7 +236,7 @@ def direct_route(endpoint: Endpoint, client: openai.AsyncOpenAI, path: str) -> D
     route is built from.
     """
     state = _loop_state()
-    key = (endpoint.base_url, endpoint.api_key_env, path, endpoint.timeout)
+    key = (endpoint.base_url, endpoint.api_key_env, path, endpoint.timeout, method)
     if key in state.routes:
         return state.routes[key]
     route = None
@@ -236,7 +250,7 @@ def direct_route(endpoint: Endpoint, client: openai.AsyncOpenAI, path: str) -> D
             if isinstance(transport, transport_class) and transport.proxy is None:
                 if not (hasattr(transport, "client") and callable(getattr(transport, "get_client", None))):
                     raise AttributeError("AiohttpTransport.client or .get_client")
-                route = DirectRoute(client, transport, path, endpoint.timeout, options_class)
+                route = DirectRoute(client, transport, path, endpoint.timeout, options_class, method)
         except (AttributeError, TypeError, ValueError) as exc:  # internals that moved in another way
             _warn_public_path(f"what building a request needs ({type(exc).__name__}: {str(exc)[:100]})")
             route = None
@@ -252,28 +266,55 @@ class Failure(Exception):
         self.kind, self.message = kind, message
 
 
-async def _send_direct(route: DirectRoute, payload: bytes, retries_taken: int) -> tuple[int, Any, bytes]:
-    """POST through the SDK transport's aiohttp session: status, headers, body."""
+async def _send_direct(route: DirectRoute, payload: bytes | None, retries_taken: int,
+                       max_bytes: int) -> tuple[int, Any, bytes]:
+    """Send through the SDK transport's aiohttp session: status, headers, body (at most ``max_bytes``)."""
     try:
-        async with route.session().post(route.url, data=payload, headers=route.headers(retries_taken),
-                                        timeout=route.client_timeout, allow_redirects=False) as response:
-            return response.status, response.headers, await response.read()
+        async with route.session().request(route.method.upper(), route.url, data=payload,
+                                           headers=route.headers(retries_taken), timeout=route.client_timeout,
+                                           allow_redirects=False) as response:
+            return response.status, response.headers, await wire.read_body(response, max_bytes)
     except TimeoutError:  # aiohttp's connect and read timeouts are TimeoutErrors
         raise Failure("timeout", f"no answer within {route.timeout} s") from None
+    except aiohttp.ClientResponseError as exc:  # it answered, but not in HTTP we can read (a 200 KB header...)
+        raise wire.Malformed(f"an HTTP answer that cannot be read ({str(exc.message)[:120]})") from None
     except (aiohttp.ClientError, OSError) as exc:  # refused, reset, dropped, truncated
         raise Failure("connection", f"{type(exc).__name__}: {str(exc)[:200]}") from None
 
 
-async def _send_via_sdk(client: openai.AsyncOpenAI, path: str, body: dict[str, Any],
-                        timeout: float, retries_taken: int) -> tuple[int, Any, bytes]:
-    """POST through ``client.post`` (the SDK's whole pipeline): status, headers, body."""
+#: asks the SDK for its raw response unread (what its ``with_streaming_response`` asks)
+_STREAM_HEADER = {"X-Stainless-Raw-Response": "stream"}
+
+
+async def _send_via_sdk(client: openai.AsyncOpenAI, method: str, path: str, body: dict[str, Any] | None,
+                        timeout: float, retries_taken: int, max_bytes: int) -> tuple[int, Any, bytes]:
+    """Send through ``client.post``/``client.get`` (the SDK's whole pipeline): status, headers, body.
+
+    The body is streamed, and read no further than ``max_bytes``.
+    """
     # our retries are not the SDK's (max_retries=0): tell the server the count, as the fast path does
-    options = {"timeout": timeout, "headers": {"x-stainless-retry-count": str(retries_taken)}}
+    options = {"timeout": timeout, "headers": {"x-stainless-retry-count": str(retries_taken), **_STREAM_HEADER}}
     try:
-        response = await client.post(path, body=body, cast_to=RawResponse, options=options)
-        return response.status_code, response.headers, response.content
+        if method == "get":
+            response = await client.get(path, cast_to=RawResponse, options=options)
+        else:
+            response = await client.post(path, body=body, cast_to=RawResponse, options=options)
+        raw = getattr(response, "http_response", response)  # the SDK's streaming wrapper, or the response
+        try:
+            declared = raw.headers.get("content-length")
+            if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+                raise wire.TooLarge(f"an answer of {int(declared):,} bytes, above --max-answer-bytes {max_bytes:,}")
+            chunks, size = [], 0
+            async for chunk in raw.aiter_bytes():
+                size += len(chunk)
+                if size > max_bytes:
+                    raise wire.TooLarge(f"an answer of more than {max_bytes:,} bytes (--max-answer-bytes)")
+                chunks.append(chunk)
+        finally:
+            await raw.aclose()
+        return raw.status_code, raw.headers, b"".join(chunks)
     except openai.APIStatusError as exc:
-        return exc.status_code, exc.response.headers, error_text(exc).encode()
+        return exc.status_code, exc.response.headers, error_text(exc).encode("utf-8", "replace")[:max_bytes]
     except openai.APITimeoutError as exc:
         refused = _refused_connection(exc)
         if refused is None:
@@ -283,7 +324,7 @@ async def _send_via_sdk(client: openai.AsyncOpenAI, path: str, body: dict[str, A
     except openai.APIConnectionError as exc:
         cause = exc.__cause__ or exc
         raise Failure("connection", f"{type(cause).__name__}: {str(cause)[:200]}") from None
-    except (openai.OpenAIError, OSError) as exc:  # a transport error the client did not map
+    except (openai.OpenAIError, OSError, _httpx.HTTPError) as exc:  # a transport error the client did not map
         raise Failure("connection", f"{type(exc).__name__}: {str(exc)[:200]}") from None
 
 
@@ -292,54 +333,43 @@ def json_bytes(body: dict[str, Any]) -> bytes:
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-async def post(client: openai.AsyncOpenAI, route: DirectRoute | None, path: str, body: dict[str, Any],
-               payload: bytes, timeout: float, retries_taken: int) -> tuple[int, Any, bytes]:
-    """One attempt: status, headers and body, over ``route`` (``payload`` is ``body`` as
-    ``json_bytes``) or, without one, through ``client.post``; raises ``Failure`` when no
-    HTTP answer came.
+async def send(client: openai.AsyncOpenAI, route: DirectRoute | None, method: str, path: str,
+               body: dict[str, Any] | None, payload: bytes | None, timeout: float, retries_taken: int,
+               max_bytes: int) -> tuple[int, Any, bytes]:
+    """One attempt: status, headers and body (at most ``max_bytes``), over ``route``
+    (``payload`` is ``body`` as ``json_bytes``) or, without one, through the SDK's
+    ``client.post``/``client.get``; raises ``Failure`` when no HTTP answer came, and
+    ``wire.TooLarge`` for a body over ``max_bytes``.
 
-    ``timeout`` bounds the whole attempt, not each read: a server that drips one byte
-    every few seconds would otherwise hold a call (and its game) forever.
+    ``timeout`` bounds the whole attempt as well as each read: a server that drips
+    one byte every few seconds would otherwise hold a call (and its game) forever.
+    A redirect is returned as it is, never followed.
     """
     try:
         async with asyncio.timeout(timeout):
             if route is not None:
-                status, headers, content = await _send_direct(route, payload, retries_taken)
-                if not 300 <= status < 400:
-                    return status, headers, content
-                # a redirect: the SDK's httpx2 client follows it
-            return await _send_via_sdk(client, path, body, timeout, retries_taken)
+                return await _send_direct(route, payload, retries_taken, max_bytes)
+            return await _send_via_sdk(client, method, path, body, timeout, retries_taken, max_bytes)
     except TimeoutError:
         raise Failure("timeout", f"no whole answer within {timeout} s") from None
 
 
+async def post(client: openai.AsyncOpenAI, route: DirectRoute | None, path: str, body: dict[str, Any],
+               payload: bytes, timeout: float, retries_taken: int,
+               max_bytes: int = wire.MAX_ANSWER_BYTES) -> tuple[int, Any, bytes]:
+    """One POST attempt (see ``send``)."""
+    return await send(client, route, "post", path, body, payload, timeout, retries_taken, max_bytes)
+
+
 # -- what an answer means -------------------------------------------------------------------
 
-def retry_after_s(headers: Any) -> float | None:
-    """Seconds a server asked us to wait (Retry-After seconds or HTTP date, or retry-after-ms)."""
-    if headers is None:
-        return None
-    value = headers.get("retry-after-ms")
-    if value:
-        try:
-            return max(0.0, float(value) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
+#: kept here for callers of the transport; the parsing is the wire's
+retry_after_s = wire.retry_after_s
 
 
 def kind_of_status(status: int) -> str:
+    if 300 <= status < 400:
+        return "redirect"
     if status == 429:
         return "rate_limit"
     if status >= 500:

@@ -81,5 +81,29 @@ class LLMResult:
 
 _RESULT_FIELDS = frozenset(LLMResult.__dataclass_fields__)
 
+_TEXT_FIELDS = ("text", "error_message")
+_OPTIONAL_TEXT = ("finish_reason", "model", "system_fingerprint", "error", "dialect", "server")
+_COUNTS = ("prompt_tokens", "completion_tokens", "cached_tokens", "attempts")
 
-__all__ = ["LLMRequest", "LLMResult"]
+
+def checked_record(record: Any) -> dict[str, Any]:
+    """A decoded answer record whose fields have the types an ``LLMResult`` holds, or ``ValueError``."""
+    if not isinstance(record, dict):
+        raise ValueError("not an answer record")
+    for name in _TEXT_FIELDS:
+        if not isinstance(record.get(name, ""), str):
+            raise ValueError(f"{name} is not a text")
+    for name in _OPTIONAL_TEXT:
+        if not isinstance(record.get(name), (str, type(None))):
+            raise ValueError(f"{name} is not a text")
+    for name in _COUNTS:
+        value = record.get(name, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name} is not a count")
+    for name in ("latency_s", "queue_s"):
+        if isinstance(record.get(name, 0.0), bool) or not isinstance(record.get(name, 0.0), (int, float)):
+            raise ValueError(f"{name} is not a number")
+    return record
+
+
+__all__ = ["LLMRequest", "LLMResult", "checked_record"]

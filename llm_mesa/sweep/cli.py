@@ -37,7 +37,7 @@ from llm_mesa.llm.endpoint import ENDPOINT_OPTIONS, add_endpoint_arguments, endp
 from llm_mesa.llm.recording import add_recording_arguments, recording_from_args, recording_requested
 from llm_mesa.policy import parse_policy_spec
 from llm_mesa.sweep.engine import BudgetReached, play_sweep
-from llm_mesa.sweep.experiment import ExperimentError, load_experiment
+from llm_mesa.sweep.experiment import MAX_REPETITIONS, ExperimentError, load_experiment
 from llm_mesa.sweep.grid import POPULATION_SEPARATOR, population_parts, resolve_policies
 from llm_mesa.sweep.output import SweepError
 from llm_mesa.sweep.progress import SweepProgress
@@ -88,10 +88,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--max-cost", type=float, help="budget: stop (resumably) once the sweep has cost this much (needs --price)")
     run.add_argument("--dry-run", action="store_true",
                      help="contact nothing: print the number of games and estimates of calls, tokens, cost and time")
-    run.add_argument("--latency", type=float, default=1.0,
+    run.add_argument("--latency", type=positive_seconds, default=1.0,
                      help="with --dry-run: seconds one LLM call takes, for the time estimate (default 1)")
     add_endpoint_arguments(parser, unset=True)
     add_recording_arguments(parser, default_shown="OUT/calls.sqlite; aliases of --store and --store-mode")
+
+
+def positive_seconds(text: str) -> float:
+    """argparse type: a finite number of seconds > 0 (a latency of nan or inf times nothing)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (0 < value < float("inf")):
+        raise argparse.ArgumentTypeError(f"{text} must be a finite number of seconds > 0")
+    return value
 
 
 def list_grid(game: Game) -> str:
@@ -224,8 +235,9 @@ def spec_from_args(args: argparse.Namespace) -> SweepSpec:
         if args.game is not None and args.game != experiment.game.name:
             raise ExperimentError(f"--game {args.game} contradicts the file's game = \"{experiment.game.name}\"")
         if args.repetitions is not None:
-            if args.repetitions < 1:
-                raise ExperimentError(f"--repetitions must be at least 1 (got {args.repetitions})")
+            if not 1 <= args.repetitions <= MAX_REPETITIONS:
+                raise ExperimentError(f"--repetitions must be a whole number from 1 to {MAX_REPETITIONS:,} "
+                                      f"(got {args.repetitions:,})")
             experiment.repetitions = args.repetitions
     elif args.repetitions is not None:
         raise SweepError("--repetitions applies to an experiment file; without one, give --seeds")

@@ -139,6 +139,7 @@ def run_sweep(
 def play_sweep(spec: SweepSpec, progress: Progress | None = None) -> SweepResult:
     """Play the games of ``spec`` not yet in its output; return all results (see ``run_sweep``)."""
     started = time.perf_counter()
+    spec.check_playable()
     game, execution, tables = spec.game, spec.execution, spec.tables
     output = SweepOutput(spec.out, types=game.column_types(), keys={t.name: t.key for t in game.tables})
     with limit_blas_threads(execution.blas_threads):
@@ -154,17 +155,21 @@ def play_sweep(spec: SweepSpec, progress: Progress | None = None) -> SweepResult
             raise SweepError(f"replay store {store_path} does not exist; record the sweep first (store mode record)")
         store_options = StoreOptions(None if mode == "off" else str(store_path), mode)
         if spec.check_endpoints and mode != "replay":
-            from llm_mesa.llm.client import preflight
+            from llm_mesa.llm.preflight_check import preflight, schedule
 
             for ep in dict.fromkeys(e for each in endpoints.values() for e in getattr(each, "endpoints", (each,))):
-                preflight(ep)
+                if mode == "replay-fill" and execution.processes == 1 and execution.executor == "local":
+                    schedule(ep, lazy=True)  # a resumed sweep contacts the endpoint only for what it lacks
+                else:
+                    preflight(ep)
 
     grid = {
         "game": game.name,
         "conditions": spec.conditions,
         "policies": {label: grid_policy_entry(s, ep) for label, (s, ep) in spec.policies.items()},
-        "seeds": spec.shared_seeds if spec.shared_seeds is not None else spec.seeds,
+        "seeds": spec.shared_seeds if spec.shared_seeds is not None else {c: list(v) for c, v in spec.seeds.items()},
     }
+    output.previous_manifest()  # a manifest that is not one is refused before anything is made
     if not output.single_file:
         output.out.mkdir(exist_ok=True)
     else:

@@ -43,12 +43,12 @@ import hashlib
 import json
 import math
 import os
-import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llm_mesa.boundary import read_toml_file
 from llm_mesa.errors import LlmMesaError
 from llm_mesa.games import Game, GameError, game_names, get_game
 from llm_mesa.llm.endpoint import ENDPOINT_OPTIONS, check_endpoint_values
@@ -81,6 +81,30 @@ def derived_seed(parameters: Mapping[str, Any], repetition: int, study_seed: int
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1
 
 
+class DerivedSeeds(Sequence[int]):
+    """One condition's seeds, ``derived_seed(parameters, r, study_seed)`` for each repetition ``r``,
+    computed when read. Distinct in practice: 63-bit hashes, no two equal among millions."""
+
+    def __init__(self, parameters: Mapping[str, Any], repetitions: int, study_seed: int = 0) -> None:
+        self.parameters, self.repetitions, self.study_seed = dict(parameters), repetitions, study_seed
+
+    def __len__(self) -> int:
+        return self.repetitions
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self.repetitions))]
+        if not -self.repetitions <= index < self.repetitions:
+            raise IndexError(index)
+        return derived_seed(self.parameters, index % self.repetitions, self.study_seed)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and len(other) == len(self) and list(other) == list(self)
+
+    def __repr__(self) -> str:
+        return f"DerivedSeeds({self.repetitions} repetitions, study seed {self.study_seed})"
+
+
 @dataclass
 class Experiment:
     """A validated experiment file."""
@@ -98,9 +122,10 @@ class Experiment:
     execution: dict[str, Any] = field(default_factory=dict)
     path: Path | None = None
 
-    def seeds(self) -> dict[str, list[int]]:
-        """Each condition's seeds, one per repetition (see ``derived_seed``)."""
-        return {name: [derived_seed(parameters, r, self.seed) for r in range(self.repetitions)]
+    def seeds(self) -> dict[str, DerivedSeeds]:
+        """Each condition's seeds, one per repetition (see ``derived_seed``), derived when read:
+        a dry run of millions of games counts them without deriving one."""
+        return {name: DerivedSeeds(parameters, self.repetitions, self.seed)
                 for name, parameters in self.conditions.items()}
 
     def record(self) -> dict[str, Any]:
@@ -250,15 +275,13 @@ def parse_experiment(data: Mapping[str, Any], name: str = "experiment", path: Pa
 def load_experiment(path: str | os.PathLike[str]) -> Experiment:
     """Read and validate an experiment file; bad input is one ``ExperimentError`` line."""
     path = Path(path)
+    if not path.exists():
+        raise ExperimentError(f"no experiment file {str(path)!r}; see experiments/ for examples")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ExperimentError(f"no experiment file {str(path)!r}; see experiments/ for examples") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ExperimentError(f"cannot read experiment file {str(path)!r}: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ExperimentError(f"{path}: not valid TOML ({exc})") from None
+        data = read_toml_file(path, "an experiment file", fix="see experiments/ for examples")
+    except LlmMesaError as exc:
+        raise ExperimentError(str(exc)) from None
     return parse_experiment(data, name=path.stem, path=path)
 
 
-__all__ = ["Experiment", "ExperimentError", "derived_seed", "load_experiment", "parse_experiment"]
+__all__ = ["DerivedSeeds", "Experiment", "ExperimentError", "derived_seed", "load_experiment", "parse_experiment"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,8 +25,10 @@ from .output import SweepError
 
 #: a sweep of more seeds per cell than this is refused before anything runs
 MAX_SEEDS = 1_000_000
+#: the most conditions (named conditions x axis values) one grid may cross into
+MAX_CONDITIONS = 100_000
 #: what an LLM spec may say about where and how calls are made (not part of its label)
-TRANSPORT_FIELDS = ("base_url", "api_key_env", "concurrency", "timeout", "max_attempts", "price")
+TRANSPORT_FIELDS = ("base_url", "api_key_env", "concurrency", "timeout", "max_attempts", "max_answer_bytes", "price")
 
 
 def build_conditions(game: Game, selection: str | Sequence[str] | Mapping[str, Mapping[str, Any]] | None,
@@ -44,6 +47,10 @@ def build_conditions(game: Game, selection: str | Sequence[str] | Mapping[str, M
         else:
             parsed = dict(game.parameters.parse_axis(text) for text in axes)
         fixed = game.parameters.validate(dict(options or {}))
+        cells = len(base) * math.prod(len(values) for values in parsed.values())
+        if cells > MAX_CONDITIONS:
+            raise SweepError(f"the grid crosses into {cells:,} conditions, above the limit of {MAX_CONDITIONS:,}; "
+                             "give fewer values to the axes, or split the sweep")
         out: dict[str, dict[str, Any]] = {}
         for name, parameters in base.items():
             # a library caller may pass model keywords beyond the parameter definition

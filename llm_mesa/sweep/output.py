@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -26,12 +27,14 @@ from typing import Any
 
 import pandas as pd
 
+from llm_mesa.boundary import read_json_file
+from llm_mesa.errors import LlmMesaError
 from llm_mesa.games import GameResult
 
 from .columns import CORE_TYPES, KEY, SweepError
-from .parts import Compaction, SweepLock, commit_parts, part_files, read_parts, remove_uncommitted, write_text_atomic
+from .parts import Compaction, DamagedPart, SweepLock, commit_parts, part_files, read_parts, remove_uncommitted, write_text_atomic
 
-__all__ = ["KEY", "SweepError", "SweepOutput", "read_sweep"]
+__all__ = ["KEY", "SweepError", "SweepOutput", "foreign_rows", "read_sweep", "read_sweep_manifest"]
 
 
 class SweepOutput:
@@ -74,11 +77,13 @@ class SweepOutput:
     def _recorded_layout(self) -> dict[str, Any]:
         """What the manifest says of the tables' columns (sweeps of older versions say nothing)."""
         try:
-            manifest = json.loads(self.manifest_path.read_text()) if self.manifest_path.exists() else {}
-        except (OSError, ValueError):
+            manifest = read_sweep_manifest(self.manifest_path) if self.manifest_path.exists() else {}
+        except LlmMesaError:
             return {}
-        layout = manifest.get("layout") if isinstance(manifest, dict) else None
-        return layout if isinstance(layout, dict) else {}
+        layout = manifest.get("layout")
+        if not isinstance(layout, dict):
+            return {}
+        return {k: v for k, v in layout.items() if isinstance(v, dict)}
 
     def folder(self, table: str) -> Path:
         return self.root / table
@@ -107,13 +112,51 @@ class SweepOutput:
         """All committed rows of ``table``, without duplicates, sorted by key."""
         Compaction(self.root).recover()
         compacted = self._compacted(table)
-        df = read_parts([*([compacted] if compacted else []), *self._committed(table)], self.types)
+        try:
+            df = read_parts([*([compacted] if compacted else []), *self._committed(table)], self.types)
+        except DamagedPart as damaged:
+            raise SweepError(self._damage_advice(damaged, table)) from None
         if df.empty:
             return df
         within = self.table_keys.get(table, ())
         if table == "games" or (len(within) == 1 and within[0] in df.columns):
             df = df.drop_duplicates(subset=[*KEY, *within], keep="first")
         return df.sort_values(list(KEY), kind="stable").reset_index(drop=True)
+
+    def _damage_advice(self, damaged: DamagedPart, table: str) -> str:
+        """How to set a damaged part aside without losing a game: with every part written with it.
+
+        A part's games are committed by the ``games`` part of the same name; set aside alone,
+        a damaged ``agents`` part would leave its games counted as done and their agents rows
+        gone for good. Set aside together (every table's part of that name, or every
+        compacted file of a single-file sweep), the games are no longer done, so the rerun
+        plays them again and writes all their tables (recorded LLM calls replay).
+        """
+        path = damaged.path
+        if path == self._compacted(table):
+            batch = [f for f in (self._compacted(t) for t in self._tables()) if f is not None and f.exists()]
+        else:
+            batch = [p / path.name for p in sorted(self.root.iterdir())
+                     if p.is_dir() and p.name != "quarantine" and (p / path.name).exists()]
+        batch = [path, *(p for p in batch if p != path)]
+        quarantine = self.root / "quarantine"
+        # one folder a table: the parts of one batch share their name
+        places = {p: quarantine / (p.parent.name if p.parent != self.out.parent else "compacted") for p in batch}
+        command = " && ".join([f"mkdir -p {' '.join(shlex.quote(str(q)) for q in dict.fromkeys(places.values()))}",
+                               *(f"mv {shlex.quote(str(p))} {shlex.quote(str(q))}/" for p, q in places.items())])
+        return (f"{path} is not a readable Parquet part ({damaged.reason}); set it aside with the parts written with "
+                f"it, `{command}`, and "
+                "rerun the sweep: their games are played again and every table of them written anew (recorded LLM "
+                "calls replay)")
+
+    def _tables(self) -> list[str]:
+        """The tables this output holds parts or compacted files of."""
+        names = {p.name for p in self.root.iterdir() if p.is_dir() and p.name != "quarantine"} \
+            if self.root.is_dir() else set()
+        if self.single_file:
+            names |= {"games"} | {p.name[len(self.out.stem) + 1:-len(".parquet")]
+                                  for p in self.out.parent.glob(f"{self.out.stem}.*.parquet")}
+        return sorted(names)
 
     def keys(self) -> set[tuple[str, str, int]]:
         df = self.read("games")
@@ -160,10 +203,7 @@ class SweepOutput:
     def previous_manifest(self) -> dict[str, Any] | None:
         if not self.manifest_path.exists():
             return None
-        try:
-            return json.loads(self.manifest_path.read_text())
-        except (OSError, json.JSONDecodeError):
-            raise SweepError(f"cannot read {self.manifest_path}; it is not a sweep manifest") from None
+        return read_sweep_manifest(self.manifest_path)
 
     def write_manifest(self, manifest: dict[str, Any], history: bool = True) -> None:
         """Write the manifest; ``history``: and add it to the history (one line per start)."""
@@ -175,6 +215,53 @@ class SweepOutput:
         log = self.manifest_path.with_name(self.manifest_path.stem.replace("manifest", "manifest-history") + ".jsonl")
         with open(log, "a") as fh:
             fh.write(json.dumps(manifest, default=str) + "\n")
+
+
+_FIX = "choose a new --out (or restore the sweep's manifest from a copy)"
+
+
+def read_sweep_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A sweep's manifest, read within the boundary's bounds and of a sweep manifest's shape, or one line.
+
+    What code behind this may rely on: a JSON object whose ``grid`` (when present) is an
+    object with ``conditions`` (name -> parameters object), ``policies`` (an object) and
+    ``seeds`` (whole numbers, or condition -> whole numbers); ``kind`` and ``game`` texts.
+    """
+    manifest = read_json_file(path, "a sweep manifest", fix=_FIX)
+    for key in ("kind", "game", "created"):
+        if manifest.get(key) is not None and not isinstance(manifest[key], str):
+            raise SweepError(f"{path} is not a sweep manifest: {key!r} is not a text; {_FIX}")
+    grid = manifest.get("grid")
+    if grid is None:
+        return manifest
+    if not isinstance(grid, dict):
+        raise SweepError(f"{path} is not a sweep manifest: 'grid' is not an object; {_FIX}")
+    for key in ("conditions", "policies"):
+        value = grid.get(key, {})
+        if not isinstance(value, dict) or (key == "conditions" and not all(isinstance(v, dict) for v in value.values())):
+            raise SweepError(f"{path} is not a sweep manifest: its grid's {key!r} is not an object of names; {_FIX}")
+    seeds = grid.get("seeds", [])
+    lists = seeds.values() if isinstance(seeds, dict) else [seeds]
+    if not all(isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v) for v in lists):
+        raise SweepError(f"{path} is not a sweep manifest: its grid's 'seeds' are not whole numbers; {_FIX}")
+    return manifest
+
+
+def foreign_rows(games: pd.DataFrame, manifest: Mapping[str, Any]) -> str | None:
+    """What, in a games table, is not a game of the manifest's grid (rows copied in from another
+    sweep, another game's among them), in words; None when every row belongs."""
+    grid = manifest.get("grid")
+    if not isinstance(grid, dict) or games.empty or not {"condition", "policy"} <= set(games.columns):
+        return None
+    outside = ~games["condition"].astype(str).isin(list(grid.get("conditions", {}))) \
+        | ~games["policy"].astype(str).isin(list(grid.get("policies", {})))
+    if not outside.any():
+        return None
+    found = games[outside]
+    conditions = ", ".join(sorted(map(str, found["condition"].unique()))[:5])
+    policies = ", ".join(sorted(map(str, found["policy"].unique()))[:5])
+    return (f"{int(outside.sum())} of its {len(games)} game rows are not games of its grid (conditions {conditions}; "
+            f"policies {policies}), perhaps another sweep's or another game's rows copied in")
 
 
 def read_sweep(out: str | os.PathLike[str], table: str = "games") -> pd.DataFrame:

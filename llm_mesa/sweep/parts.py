@@ -50,9 +50,13 @@ def write_atomic(path: Path, data: pd.DataFrame | Sequence[dict[str, Any]],
 
 def write_text_atomic(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:  # a full disk, or an interrupt: no temporary file left behind
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def part_files(folder: Path) -> list[Path]:
@@ -71,10 +75,7 @@ def read_parts(files: Iterable[Path], types: Mapping[str, str] | None = None) ->
         try:
             frame = pd.read_parquet(path)
         except Exception as exc:  # noqa: BLE001  (pyarrow raises several kinds for a damaged file)
-            quarantine = path.parent.parent / "quarantine"
-            raise SweepError(f"{path} is not a readable Parquet part ({type(exc).__name__}); move it aside "
-                             f"(mkdir -p {quarantine} && mv {path} {quarantine}/) and rerun: "
-                             "its games will be played again") from None
+            raise DamagedPart(path, type(exc).__name__) from None
         if len(frame):
             frames.append(frame)
     if not frames:
@@ -93,6 +94,14 @@ def read_parts(files: Iterable[Path], types: Mapping[str, str] | None = None) ->
         elif isinstance(df[column].dtype, pd.StringDtype):
             df[column] = df[column].astype(pd.StringDtype())
     return df
+
+
+class DamagedPart(SweepError):
+    """A part file that does not read as Parquet; ``SweepOutput`` says what to move aside with it."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path} is not a readable Parquet part ({reason})")
+        self.path, self.reason = path, reason
 
 
 def commit_parts(name: str, tables: dict[str, pd.DataFrame], rows: Sequence[dict[str, Any]],

@@ -21,6 +21,7 @@ from llm_mesa.games import Game, default_game, get_game
 
 from .columns import SweepError
 from .execution import check_executor
+from .experiment import DerivedSeeds
 from .grid import build_conditions, plan_policy, resolve_policies, resolve_seeds
 
 STORE_MODES = ("auto", "record", "replay", "replay-fill", "off")
@@ -52,11 +53,15 @@ class Execution:
                                  f"(got {value!r})")
         if self.batch_size is not None and (not isinstance(self.batch_size, int) or self.batch_size < 1):
             raise SweepError(f"batch size must be at least 1 (got {self.batch_size})")
+        if self.batch_size is not None and self.batch_size > MAX_GAMES:
+            raise SweepError(f"batch size must be a whole number from 1 to {MAX_GAMES:,} (got {self.batch_size:,})")
         object.__setattr__(self, "executor", check_executor(self.executor))
 
 
 #: the most processes or games in flight a sweep may ask for
 MAX_WORKERS = 4096
+#: the most games one sweep plays (each is listed as a task, and its seeds in the manifest)
+MAX_GAMES = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -111,7 +116,8 @@ class SweepSpec:
             missing = sorted(set(built) - set(seeds))
             if missing:
                 raise SweepError(f"no seeds given for condition(s) {', '.join(missing)}")
-            seeds_of = {c: resolve_seeds(list(seeds[c])) for c in built}
+            seeds_of = {c: seeds[c] if isinstance(seeds[c], DerivedSeeds) else resolve_seeds(list(seeds[c]))
+                        for c in built}
         else:
             shared = resolve_seeds(seeds)
             seeds_of = dict.fromkeys(built, shared)
@@ -128,6 +134,14 @@ class SweepSpec:
     @property
     def games_total(self) -> int:
         return sum(len(s) for s in self.seeds.values()) * len(self.policies)
+
+    def check_playable(self) -> None:
+        """Refuse a grid above ``MAX_GAMES`` before a game is listed (a dry run counts any grid)."""
+        total = self.games_total
+        if total > MAX_GAMES:
+            raise SweepError(f"this sweep has {total:,} games, above the limit of {MAX_GAMES:,} games a sweep; "
+                             "split it (fewer repetitions, seeds, conditions or policies a sweep; --dry-run "
+                             "counts any size)")
 
 
 def _budget(budget: Mapping[str, float] | None) -> dict[str, float]:
@@ -148,4 +162,4 @@ def game_of(name: str | None) -> Game:
     return get_game(name) if name else default_game()
 
 
-__all__ = ["Execution", "MAX_WORKERS", "STORE_MODES", "SweepSpec", "game_of"]
+__all__ = ["Execution", "MAX_GAMES", "MAX_WORKERS", "STORE_MODES", "SweepSpec", "game_of"]

@@ -14,14 +14,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
-from llm_mesa.graphs import load_graph
 from llm_mesa.policy import available_policies
 from llm_mesa.run_output import build_manifest, check_output_dir, write_run
 
 from .llm_options import add_llm_arguments, is_llm_spec, llm_setup_from_args
-from .model import ConsensusConfigError, ConsensusModel
 from .parameters import PARAMETERS
+
+if TYPE_CHECKING:
+    from .model import ConsensusModel
+
+# Mesa and the model are imported when a game is built, not when the command's options are: an LLM
+# game's pre-flight check starts first and overlaps those imports (``build_model``).
 
 #: exit status of a game that ran but is invalid (too many failed decisions); 2 stays for bad input
 INVALID_GAME_STATUS = 3
@@ -49,6 +54,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_assignments(items: list[str]) -> dict[str, str]:
+    from .setup import ConsensusConfigError
+
     assign = {}
     for item in items:
         selector, eq, spec = item.partition("=")
@@ -63,10 +70,18 @@ def parse_assignments(items: list[str]) -> dict[str, str]:
 
 
 def build_model(args: argparse.Namespace) -> ConsensusModel:
-    """The model the command line describes (also used by the explorer and sweeps)."""
+    """The model the command line describes (also used by the explorer and sweeps).
+
+    LLM endpoints first: their pre-flight checks start in the background, then Mesa and the
+    model are imported and built while the checks wait on the network.
+    """
     assign = parse_assignments(args.assign)
     specs = [s for s in (args.policy, *assign.values()) if is_llm_spec(s)]
     llm = llm_setup_from_args(args, specs) if specs else None
+    from llm_mesa.graphs import load_graph
+
+    from .model import ConsensusModel
+
     policy = llm.policies[args.policy] if is_llm_spec(args.policy) else args.policy
     assign = {k: (llm.policies[v] if is_llm_spec(v) else v) for k, v in assign.items()}
     graph = load_graph(args.graph) if args.graph else None
@@ -106,9 +121,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(format_summary(summary, args.out))
     if summary["invalid"]:
+        why = llm.diagnosis() if llm is not None else None
         print(f"llm-mesa consensus: the game is invalid: {summary['failures']} of {summary['decisions']} decisions "
-              f"failed (above the {model.max_failure_share:.0%} allowed); exit status {INVALID_GAME_STATUS}",
-              file=sys.stderr)
+              f"failed (above the {model.max_failure_share:.0%} allowed)" + (f"; {why}" if why else "")
+              + f"; exit status {INVALID_GAME_STATUS}", file=sys.stderr)
         return INVALID_GAME_STATUS
     return 0
 

@@ -72,6 +72,12 @@ class LLMSetup:
         if self.store is not None:
             self.store.close()
 
+    def diagnosis(self) -> str | None:
+        """Why the calls failed, and the fix (``llm_mesa.llm.diagnosis``), or None."""
+        from llm_mesa.llm.diagnosis import diagnose
+
+        return diagnose(self.usage, (p.endpoint for p in self.policies.values()))
+
     def summary_fields(self) -> dict[str, Any]:
         models = sorted({p.endpoint.model for p in self.policies.values()})
         return {"replayed_calls": self.usage.replayed, "model": ",".join(models)}
@@ -97,7 +103,7 @@ class LLMSetup:
 
 def llm_setup_from_args(args: argparse.Namespace, specs: list[str]) -> LLMSetup:
     """One LLM policy per distinct ``llm`` spec, one store and ledger; checks the endpoints first."""
-    from llm_mesa.llm.client import preflight
+    from llm_mesa.llm.preflight_check import schedule
 
     from .llm_policy import LLMConsensusPolicy
 
@@ -105,9 +111,9 @@ def llm_setup_from_args(args: argparse.Namespace, specs: list[str]) -> LLMSetup:
     _, mode = recording_from_args(args)  # contradictory recording options fail before any call or file
     if args.max_cost is not None and any(ep.price is None for ep in endpoints.values()):
         raise EndpointError("--max-cost needs --price PROMPT,COMPLETION (per 1M tokens)")
-    if mode != "replay":  # a strict replay calls nothing
+    if mode != "replay":  # a strict replay calls nothing; a fill checks only when a call misses the recording
         for endpoint in dict.fromkeys(endpoints.values()):
-            preflight(endpoint)
+            schedule(endpoint, lazy=mode == "replay-fill")
     store = store_from_args(args)  # the command line records by default (the library only when given a store)
     usage = Usage("game")
     policies = {spec: LLMConsensusPolicy(ep, store=store, usage=usage) for spec, ep in endpoints.items()}

@@ -90,11 +90,7 @@ def decode_answer(text: str, obs: ConsensusObservation) -> ConsensusDecision | N
         return None
     message = data.get("message")
     message = None if is_placeholder(message) or obs.communication == "none" else str(message).strip()
-    message_to = data.get("message_to") if message is not None and obs.direct_messages else None
-    try:
-        message_to = int(message_to) if message_to not in (None, "", "null") else None
-    except (TypeError, ValueError):
-        message_to = None
+    message_to = _node_id(data.get("message_to")) if message is not None and obs.direct_messages else None
     colour = str(data.get("colour", data.get("color", ""))).strip().lower()
     if colour not in ("red", "blue"):
         if message is None or not obs.message_replaces_move:
@@ -102,6 +98,24 @@ def decode_answer(text: str, obs: ConsensusObservation) -> ConsensusDecision | N
         colour = obs.colour  # a message instead of a move
     return ConsensusDecision(colour=colour, reason=str(data.get("reason", ""))[:2000], message=message,
                              message_to=message_to, diary=str(data.get("diary", ""))[:4000])
+
+
+#: node ids are below the game's largest N (10^7): anything else addresses no one
+_MAX_NODE_ID = 10**7
+
+
+def _node_id(value: object) -> int | None:
+    """A node id an answer names (a whole number, or one written as text), or None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        value = value.strip()
+        if not value.isdigit() or len(value) > 8:
+            return None
+        value = int(value)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return value if isinstance(value, int) and 0 <= value < _MAX_NODE_ID else None
 
 
 @register_policy("llm", "consensus", "an LLM agent behind any OpenAI-compatible endpoint")
