@@ -46,7 +46,7 @@ import asyncio
 import random
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm_mesa.llm import dialects, preflight_check, transport, wire
 from llm_mesa.llm.endpoint import Endpoint, EndpointError
@@ -55,6 +55,9 @@ from llm_mesa.llm.store import DamagedRow, ResponseStore, request_identity, requ
 from llm_mesa.llm.transport import aclose_clients, get_client
 from llm_mesa.llm.types import LLMRequest, LLMResult
 from llm_mesa.llm.usage import Usage, as_ledgers
+
+if TYPE_CHECKING:
+    import openai
 
 __all__ = ["ERROR_KINDS", "RETRYABLE", "LLMRequest", "LLMResult", "aclose_clients", "apreflight", "complete",
            "get_client", "preflight"]
