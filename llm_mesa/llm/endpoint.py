@@ -22,7 +22,13 @@ from functools import cached_property
 from typing import Any
 from urllib.parse import urlparse
 
-from llm_mesa.errors import LlmMesaError
+from llm_mesa.llm.option_values import (  # noqa: F401 (EndpointError and shared_concurrency are read from here)
+    EndpointError,
+    concurrency_value,
+    parse_json_object,
+    parse_price,
+    shared_concurrency,
+)
 from llm_mesa.llm.wire import MAX_ANSWER_BYTES
 
 DIALECTS = ("auto", "json_schema", "json_object", "instructions")
@@ -38,29 +44,6 @@ MAX_ATTEMPTS = 100
 MAX_TIMEOUT_S = 86_400.0
 MIN_ANSWER_BYTES = 1024
 MAX_ANSWER_BYTES_LIMIT = 1024 ** 3
-
-
-class EndpointError(LlmMesaError):
-    """A bad or unreachable endpoint; the message is one line that names the fix."""
-
-
-def concurrency_value(value: Any) -> int | str:
-    """``--concurrency``: ``auto`` (the limit finds the server's capacity) or a whole number >= 1 (fixed)."""
-    if isinstance(value, str) and value.strip().lower() == "auto":
-        return "auto"
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value.strip())
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise EndpointError(f"concurrency must be auto or a positive whole number, got {value!r}; "
-                            "e.g. --concurrency auto (the default) or --concurrency 64")
-    return value
-
-
-def shared_concurrency(values: Any) -> int | str | None:
-    """The limit endpoints sharing a server get: the smallest number given, ``auto`` when all say auto."""
-    values = list(values)
-    numbers = [v for v in values if v != "auto"]
-    return min(numbers) if numbers else ("auto" if values else None)
 
 
 def is_loopback_url(url: str) -> bool:
@@ -100,9 +83,9 @@ class EndpointOption:
         if value is None:
             return None
         if self.kind is dict:
-            return _parse_json_object(value, self.flag)
+            return parse_json_object(value, self.flag)
         if self.kind is tuple:
-            return _parse_price(value)
+            return parse_price(value)
         return value
 
 
@@ -357,31 +340,6 @@ def _argparse_concurrency(text: str) -> int | str:
         return concurrency_value(text)
     except EndpointError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _parse_json_object(text: Any, option: str) -> dict[str, Any] | None:
-    if text is None or isinstance(text, dict):
-        return text
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise EndpointError(f"{option} is not valid JSON ({exc.msg} at column {exc.colno}); "
-                            "quote it, e.g. '{\"repetition_penalty\": 1.1}'") from None
-    if not isinstance(value, dict):
-        raise EndpointError(f"{option} must be a JSON object, e.g. '{{\"repetition_penalty\": 1.1}}'")
-    return value
-
-
-def _parse_price(text: Any) -> tuple[float, float] | None:
-    if text is None or isinstance(text, tuple):
-        return text
-    parts = list(text) if isinstance(text, list) else str(text).split(",")
-    try:
-        if len(parts) != 2:
-            raise ValueError
-        return float(parts[0]), float(parts[1])
-    except ValueError:
-        raise EndpointError(f"--price {text!r} needs the form PROMPT,COMPLETION (per 1M tokens), e.g. 0.15,0.6") from None
 
 
 #: what a policy spec ``llm:k=v,...`` may set, with its type (``extra_body``, ``price`` and
