@@ -25,6 +25,17 @@ from llm_mesa.games import (
 from .conditions import ALL_CONDITIONS, CONDITION_GROUPS, RULE_CONFIGURATIONS, describe_condition
 from .parameters import PARAMETERS
 
+
+def mean_degree(topology: str, n: int) -> float:
+    """The expected mean degree of the study's topologies at ``n`` nodes (``llm_mesa.graphs.build_topology``)."""
+    if topology == "er":
+        return 0.2 * (n - 1)
+    if topology == "ba":
+        return 2 * 2 * (n - 2) / n  # m = 2 edges for each of the n - m nodes added
+    if topology == "caveman":
+        return 3.0  # cliques of 4, one edge of each rewired to the next clique
+    return 4.0  # ws: ring degree 4
+
 #: what a decision's free text may leave missing in one game (string columns of the LLM tables)
 _TEXT = {c: "string" for c in ("message", "reason", "diary", "answer", "outcome", "failed", "text", "server")}
 TABLES = (
@@ -72,29 +83,45 @@ class ConsensusGame(Game):
         return describe_condition(parameters)
 
     def estimate(self, parameters: Mapping[str, Any], endpoint: Any) -> LlmEstimate:
-        """One LLM call per agent and round; the prompt of a mid-degree agent with a full history."""
+        """One LLM call per agent and round; prompts as long as the game lets them grow.
+
+        The prompt of an agent of the topology's mean degree, in every round of the game (its
+        history window filling up), hearing every message it can hear each round (its neighbours
+        under local communication, all other players under global) at the longest a message
+        may be (the answer schema's bound for this token budget, at most ``message_chars``); the
+        history block is bounded (``ConsensusPrompt.history_chars``), so this stays an upper
+        bound without growing past it. The mean over the rounds is the tokens per call.
+        """
         from llm_mesa.sweep.dry_run import approx_tokens
 
         from .observation import ConsensusObservation, Message, RoundRecord
-        from .prompt import ConsensusPrompt
+        from .prompt import PROMPT_VARIANTS, text_chars
 
         full = {**PARAMETERS.defaults(), **parameters}
-        n, rounds, degree = full["n"], full["max_rounds"], 4
+        n, rounds, window = full["n"], full["max_rounds"], full["history"]
+        degree = max(1, min(n - 1, round(mean_degree(full["topology"], n))))
         neighbours = tuple(range(1, degree + 1))
+        prompt = PROMPT_VARIANTS[full["prompt"]]
         talk = full["communication"] != "none"
-        history = [RoundRecord(r, "red", dict.fromkeys(neighbours, "blue"),
-                               [Message(1, r, "x" * 80)] if talk else []) for r in range(min(10, rounds))]
-        obs = ConsensusObservation(
-            agent_id=n - 1, round=min(10, rounds), preference="red", colour="red", neighbour_ids=neighbours,
-            neighbour_colours=("blue",) * degree, communication=full["communication"],
-            direct_messages=full["direct_messages"], message_replaces_move=full["message_replaces_move"],
-            label=full["label"], history=history,
-            inbox=[Message(v, 1, "x" * 80) for v in neighbours] if talk else [], diary="x" * 200,
-            max_rounds=rounds, n_players=n, payoff_preferred=full["payoff_preferred"],
-            payoff_other=full["payoff_other"])
-        prompt = "\n".join(m["content"] for m in ConsensusPrompt().messages(obs))
+        bound = min(prompt.message_chars, text_chars(endpoint.max_tokens, full["communication"],
+                                                     full["direct_messages"], full["message_replaces_move"]))
+        senders = (range(1, n) if full["communication"] == "global" else neighbours) if talk else ()
+        heard = [Message(v, 0, "x" * bound) for v in senders]
+        tokens = []  # per round while the window fills; every later round costs what the last one did
+        for now in range(1, min(rounds, window + 2) + 1):
+            history = [RoundRecord(r, "red", dict.fromkeys(neighbours, "blue"), heard)
+                       for r in range(max(1, now - window), now)]
+            obs = ConsensusObservation(
+                agent_id=n - 1, round=now, preference="red", colour="red", neighbour_ids=neighbours,
+                neighbour_colours=("blue",) * degree, communication=full["communication"],
+                direct_messages=full["direct_messages"], message_replaces_move=full["message_replaces_move"],
+                label=full["label"], history=history, history_rounds=window, inbox=heard, diary="x" * bound,
+                max_rounds=rounds, n_players=n, payoff_preferred=full["payoff_preferred"],
+                payoff_other=full["payoff_other"], message_cost=full["message_cost"])
+            tokens.append(approx_tokens("\n".join(m["content"] for m in prompt.messages(obs))))
+        total = sum(tokens) + (rounds - len(tokens)) * tokens[-1]
         completion = endpoint.max_tokens or endpoint.max_completion_tokens or 120
-        return LlmEstimate(calls=n * rounds, rounds=rounds, prompt_tokens_per_call=approx_tokens(prompt),
+        return LlmEstimate(calls=n * rounds, rounds=rounds, prompt_tokens_per_call=round(total / rounds),
                            completion_tokens_per_call=completion, may_stop_early=True)
 
     def check(self, parameters: Mapping[str, Any], seed: int) -> None:

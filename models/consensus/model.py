@@ -118,6 +118,8 @@ class ConsensusModel(ConsensusRecord, Model):
         self.label = values["label"]
         self.prompt_variant = values["prompt"]
         self.max_rounds = values["max_rounds"]
+        self.history_rounds = values["history"]
+        self.message_cost = values["message_cost"]
         self.payoff_preferred = values["payoff_preferred"]
         self.payoff_other = values["payoff_other"]
         self.baseline_permutations = values["baseline_permutations"]

@@ -22,7 +22,7 @@ from llm_mesa.graphs import build_topology, highest_degree_nodes, normalise_grap
 from llm_mesa.parameters import ParameterError
 from llm_mesa.policy import Policy, make_policy
 
-from .parameters import PARAMETERS
+from .parameters import KEYED_WHEN_SET, PARAMETERS
 from .preferences import assign_preferences
 
 PolicyLike = str | Policy
@@ -91,7 +91,8 @@ def game_setup(rng: random.Random, seed: int | None, mesa_seed: Any = None, *,
     # The key of this game in call records: parameters and seed, with every agent's
     # policy by its identity (an LLM policy's model, not its server URL, so a
     # replay against a moved server still finds its calls).
-    identity = {k: v for k, v in parameters.items() if k not in ("policy", "assign")}
+    identity = {k: v for k, v in parameters.items() if k not in ("policy", "assign")
+                and not (k in KEYED_WHEN_SET and v == PARAMETERS[k].default)}
     identity["policies"] = [p.identity() for p in policies]
     identity["mesa_seed"] = mesa_seed  # tells unseeded games apart
     game_key = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:16]
