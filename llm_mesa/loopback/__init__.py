@@ -11,7 +11,14 @@ at most ``MAX_JSON_DEPTH`` deep (400), and injected delays of at most
 ``MAX_DELAY_S`` each (400).
 """
 
-from llm_mesa.loopback.behaviours import Behaviour, PromptView, count_tokens, listed_behaviours, register_behaviour
+from llm_mesa.loopback.behaviours import (
+    Behaviour,
+    PromptView,
+    behaviours_of,
+    count_tokens,
+    listed_behaviours,
+    register_behaviour,
+)
 from llm_mesa.loopback.faults import FAULT_KINDS, MAX_DELAY_S, FaultSettings, LoopbackError
 from llm_mesa.loopback.protocol import MAX_JSON_DEPTH
 from llm_mesa.loopback.server import DEFAULT_READ_TIMEOUT_S, MAX_BODY_BYTES, SYSTEM_FINGERPRINT, LoopbackServer
@@ -19,5 +26,5 @@ from llm_mesa.loopback.server import DEFAULT_READ_TIMEOUT_S, MAX_BODY_BYTES, SYS
 __all__ = [
     "Behaviour", "DEFAULT_READ_TIMEOUT_S", "FAULT_KINDS", "PromptView", "FaultSettings", "LoopbackError", "LoopbackServer",
     "MAX_BODY_BYTES", "MAX_DELAY_S", "MAX_JSON_DEPTH", "SYSTEM_FINGERPRINT",
-    "count_tokens", "listed_behaviours", "register_behaviour",
+    "behaviours_of", "count_tokens", "listed_behaviours", "register_behaviour",
 ]
