@@ -100,9 +100,10 @@ class ConsensusAgent(FixedAgent, PolicyAgent):
             game_key=model.game_key,
             history_rounds=model.history_rounds,
         )
-        if self.policy.needs_history:
-            obs.diary = self.diary
+        if self.policy.needs_history or getattr(self.policy, "reads_messages", False):
+            obs.diary = self.diary  # what a talking rule policy reads: its diary and last round's messages
             obs.inbox = list(self.inbox)
+        if self.policy.needs_history:
             obs.history = self._history()
         return obs
 

@@ -5,9 +5,11 @@ Registered with the loopback endpoint when it first lists or builds behaviours
 
 * ``rule:<policy spec>`` reads the consensus prompt and answers as that rule
   policy of the project would (``rule:majority-inertia?inertia=0``,
-  ``rule:stubborn``, ``rule:voter``); ``talk`` (default 0.3) is the chance of
-  sending a message when the prompt allows messages, ``dm`` (default 0.3) the
-  chance that such a message is private when private messages are allowed.
+  ``rule:stubborn``, ``rule:voter``, ``rule:relay``); ``talk`` (default 0.3; 0 for
+  the talking policies, which decide when they talk) is the chance of sending a
+  message when the prompt allows messages, ``dm`` (default 0.3) the chance that
+  such a message is private when private messages are allowed. Talking policies
+  read their diary and last round's messages from the prompt.
 * ``random``: a fair coin as a consensus answer, whatever the prompt.
 """
 
@@ -131,6 +133,7 @@ class RuleBehaviour(_ConsensusBehaviour):
     """Answers the consensus prompt as one of the project's rule policies would."""
 
     def __init__(self, policy_spec: str, params: dict[str, str], model: str):
+        given = set(params)
         self.talk = probability_param(params, "talk", 0.3, model)
         self.dm = probability_param(params, "dm", 0.3, model)
         name, _, inline = policy_spec.partition(":")
@@ -146,6 +149,8 @@ class RuleBehaviour(_ConsensusBehaviour):
         if self.policy.is_async:
             raise LoopbackError(f"model {model!r}: {name!r} is not a rule policy; "
                                 "the loopback endpoint answers only as rule policies")
+        if getattr(self.policy, "reads_messages", False) and "talk" not in given:
+            self.talk = 0.0  # a talking policy decides when it talks: no chatter added
         self.kind = f"rule:{name}"
 
     def answer(self, prompt: PromptView, rng: random.Random | None) -> dict[str, Any]:

@@ -22,7 +22,13 @@ from llm_mesa.games import (
     Table,
 )
 
-from .conditions import ALL_CONDITIONS, CONDITION_GROUPS, RULE_CONFIGURATIONS, describe_condition
+from .conditions import (
+    ALL_CONDITIONS,
+    CONDITION_GROUPS,
+    RULE_CONFIGURATIONS,
+    TALKING_CONFIGURATIONS,
+    describe_condition,
+)
 from .parameters import PARAMETERS
 
 
@@ -63,7 +69,7 @@ class ConsensusGame(Game):
     policies = PolicyCatalog(
         module="llm_mesa.models.consensus.policies",
         lazy={"llm": ("llm_mesa.models.consensus.llm_policy", "an LLM agent behind any OpenAI-compatible endpoint")},
-        groups={"rules": RULE_CONFIGURATIONS})
+        groups={"rules": RULE_CONFIGURATIONS, "talking": TALKING_CONFIGURATIONS})
     design = StudyDesign(ALL_CONDITIONS, CONDITION_GROUPS)
     llm = LlmSupport(policy="llm_mesa.models.consensus.llm_policy:game_policy",
                      behaviours="llm_mesa.models.consensus.behaviours")

@@ -28,7 +28,7 @@ from . import measures
 from .agents import ConsensusAgent
 from .array_state import Rounds, rule_stream
 from .observation import ConsensusDecision, Message, colour_code
-from .policies import RulePolicy, combine_rules, rule_step
+from .policies import RulePolicy, StreamPolicy, combine_rules, rule_step
 from .record import ROUND_COLUMNS, ArrayDataCollector, ConsensusRecord
 from .setup import Assignment, ConsensusConfigError, PolicyLike, game_setup
 
@@ -152,9 +152,12 @@ class ConsensusModel(ConsensusRecord, Model):
         # uniform per agent (decided as arrays, or agent by agent from the same draws).
         self._rule = None
         self._vector_policy = None
+        self._rule_arrays = False
+        self._stream = all(isinstance(p, StreamPolicy) for p in policies)  # rule agents, talking ones too
+        if self._stream:
+            self._rule_rng = rule_stream(int(self.game_key, 16) if rng is None else rng)
         if all(isinstance(p, RulePolicy) for p in policies):
             self._rule = combine_rules([p.rule() for p in policies])
-            self._rule_rng = rule_stream(int(self.game_key, 16) if rng is None else rng)
             self._rule_arrays = fast_rules
             self._vector_policy = policies[0] if fast_rules else None
         elif fast_rules and policies[0].vectorised and all(p is policies[0] for p in policies):
@@ -186,7 +189,7 @@ class ConsensusModel(ConsensusRecord, Model):
         if not self.running:
             return
         rounds = self._rounds
-        if self._rule is not None and self._rule_arrays:
+        if self._rule_arrays:
             self._rule_round(rounds)
         else:
             self._agent_round(rounds)
@@ -206,7 +209,7 @@ class ConsensusModel(ConsensusRecord, Model):
     def _agent_round(self, rounds: Rounds) -> None:
         """Agent by agent: observe, decide (LLM calls together), then apply."""
         agents = self.agents_by_node
-        if self._rule is not None:  # rule agents one by one, from the rule stream's draws
+        if self._stream:  # rule agents one by one, from the rule stream's draws
             draw, decisions = _Draw(), []
             for agent, value in zip(agents, self._rule_rng.random(self.n).tolist()):
                 draw.value = value
