@@ -30,7 +30,7 @@ One study a file, flat in ``experiments/``::
     games_in_flight = 30
 
 Seeds derive from (condition, repetition) alone: a hash of the condition's game
-parameters, the repetition number and the study's ``seed``. So an LLM sweep and its
+parameters (those the game marks ``in_seed``), the repetition number and the study's ``seed``. So an LLM sweep and its
 rule baseline play identical graphs and preferences (paired comparisons), the order
 of the grid does not matter, and extending a grid changes no existing game.
 Every key is checked on load: an unknown key or a bad value is one line naming
@@ -99,8 +99,12 @@ class Experiment:
     path: Path | None = None
 
     def seeds(self) -> dict[str, list[int]]:
-        """Each condition's seeds, one per repetition (see ``derived_seed``)."""
-        return {name: [derived_seed(parameters, r, self.seed) for r in range(self.repetitions)]
+        """Each condition's seeds, one per repetition (see ``derived_seed``; parameters the game marks
+        ``in_seed=False`` stay out of it)."""
+        def seeded(parameters: dict[str, Any]) -> dict[str, Any]:
+            return {k: v for k, v in parameters.items() if k not in self.game.parameters or self.game.parameters[k].in_seed}
+
+        return {name: [derived_seed(seeded(parameters), r, self.seed) for r in range(self.repetitions)]
                 for name, parameters in self.conditions.items()}
 
     def record(self) -> dict[str, Any]:

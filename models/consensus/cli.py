@@ -20,12 +20,13 @@ from llm_mesa.policy import available_policies
 from llm_mesa.run_output import build_manifest, check_output_dir, write_run
 
 from .llm_options import add_llm_arguments, is_llm_spec, llm_setup_from_args
-from .model import ConsensusConfigError, ConsensusModel
+from .mixing import parse_assignment
+from .model import ConsensusModel
 from .parameters import PARAMETERS
 
 #: the game's parameters offered as options (the rest keep the study's values; the library takes them all)
 CLI_PARAMETERS = ("topology", "n", "preferences", "minority", "minority_colour", "initial", "communication",
-                  "direct_messages", "label", "max_rounds", "baseline_permutations")
+                  "direct_messages", "label", "max_rounds", "history", "message_cost", "baseline_permutations")
 
 #: exit status of a game that ran but is invalid (too many failed decisions); 2 stays for bad input
 INVALID_GAME_STATUS = 3
@@ -53,17 +54,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_assignments(items: list[str]) -> dict[str, str]:
-    assign = {}
-    for item in items:
-        selector, eq, spec = item.partition("=")
-        selector, spec = selector.strip(), spec.strip()
-        kind, colon, arg = selector.partition(":")
-        if not eq or not selector or not spec or (colon and not arg.strip()):
-            raise ConsensusConfigError(f"--assign {item!r} needs the form SELECTOR=POLICY, e.g. hubs:5=stubborn")
-        if selector in assign:
-            raise ConsensusConfigError(f"--assign gives selector {selector!r} twice; give each group of agents once")
-        assign[selector] = spec
-    return assign
+    """``--assign`` entries -> {selector: policy spec} (the game's ``assign`` parameter reads the same)."""
+    return parse_assignment(items)
 
 
 def build_model(args: argparse.Namespace) -> ConsensusModel:
@@ -75,7 +67,8 @@ def build_model(args: argparse.Namespace) -> ConsensusModel:
     assign = {k: (llm.policies[v] if is_llm_spec(v) else v) for k, v in assign.items()}
     graph = load_graph(args.graph) if args.graph else None
     model = ConsensusModel(
-        **PARAMETERS.from_args(args), graph=graph, policy=policy, assign=assign or None,
+        **{k: v for k, v in PARAMETERS.from_args(args).items() if k in CLI_PARAMETERS}, graph=graph, policy=policy,
+        assign=assign or None,
         max_game_tokens=getattr(args, "max_tokens", None), max_game_cost=getattr(args, "max_cost", None),
         rng=args.seed,
     )

@@ -69,7 +69,8 @@ class ConsensusGame(Game):
     policies = PolicyCatalog(
         module="llm_mesa.models.consensus.policies",
         lazy={"llm": ("llm_mesa.models.consensus.llm_policy", "an LLM agent behind any OpenAI-compatible endpoint")},
-        groups={"rules": RULE_CONFIGURATIONS, "talking": TALKING_CONFIGURATIONS})
+        groups={"rules": RULE_CONFIGURATIONS, "talking": TALKING_CONFIGURATIONS},
+        populations=True)  # A + B: mixed models; the 'assign' parameter places them (mixing.py)
     design = StudyDesign(ALL_CONDITIONS, CONDITION_GROUPS)
     llm = LlmSupport(policy="llm_mesa.models.consensus.llm_policy:game_policy",
                      behaviours="llm_mesa.models.consensus.behaviours")
@@ -131,24 +132,33 @@ class ConsensusGame(Game):
                            completion_tokens_per_call=completion, may_stop_early=True)
 
     def check(self, parameters: Mapping[str, Any], seed: int) -> None:
+        from llm_mesa.policy import parse_policy_spec
+
+        from .mixing import SEPARATOR, is_part, parse_assignment
         from .model import ConsensusModel
 
-        ConsensusModel(policy="stubborn", rng=seed, **{**parameters, "baseline_permutations": 0})
+        # an assignment's LLMs and parts are checked against the policy when played; here its selectors and rules
+        assign = {k: "stubborn" if is_part(v) or parse_policy_spec(v)[0] == "llm" else v
+                  for k, v in parse_assignment(str(parameters.get("assign") or ""), "assign").items()}
+        ConsensusModel(policy="stubborn", rng=seed, **{**parameters, "baseline_permutations": 0,
+                                                       "assign": SEPARATOR.join(f"{k}={v}" for k, v in assign.items())})
 
     def play(self, request: PlayRequest) -> GameResult:
+        """One game; a mixed population (``A + B``) and the ``assign`` parameter place the policies (``mixing``)."""
+        from .mixing import request_policies
+        from .model import ConsensusModel
         from .tables import game_tables
 
-        policy: Any = request.policy
-        llm = None
-        if request.endpoint is not None:
-            llm = policy = self.llm_policy(request.endpoint, request.store)
-        model = self.build(request.parameters, policy, request.seed)
+        policy, assign, llms = request_policies(self, request)
+        parameters = {k: v for k, v in request.parameters.items() if k != "assign"}
+        model = ConsensusModel(policy=policy, assign=assign, rng=request.seed, **parameters)
         model.run()
         row = {("policy_spec" if k == "policy" else k): v for k, v in model.summary().items() if k != "seed"}
-        if llm is not None:
-            row["model"] = request.endpoint.model
-            row["replayed_calls"] = llm.usage.replayed
-            row["prompt_template_hash"] = llm.prompt_for(model.prompt_variant).template_hash  # the report's manifest summary names it
+        if llms:
+            row["model"] = " + ".join(dict.fromkeys(p.endpoint.model for p in llms))
+            row["replayed_calls"] = sum(p.usage.replayed for p in llms)
+            # the report's manifest summary names it
+            row["prompt_template_hash"] = llms[0].prompt_for(model.prompt_variant).template_hash
         return GameResult(row, game_tables(model, request.tables))
 
     def play_batch(self, requests: Sequence[PlayRequest]) -> list[GameResult]:

@@ -27,6 +27,7 @@ from llm_mesa.rounds import play_round
 from . import measures
 from .agents import ConsensusAgent
 from .array_state import Rounds, rule_stream
+from .mixing import assignment_of
 from .observation import ConsensusDecision, Message, colour_code
 from .policies import RulePolicy, StreamPolicy, combine_rules, rule_step
 from .record import ROUND_COLUMNS, ArrayDataCollector, ConsensusRecord
@@ -61,8 +62,10 @@ class ConsensusModel(ConsensusRecord, Model):
         assign: per-agent exceptions to ``policy``: a mapping of selector to
             policy (selectors: ``hubs:K`` the K highest-degree nodes,
             ``nodes:1,2,3``, ``random:K`` K nodes drawn from the model's rng,
-            ``red``/``blue`` by preference), a sequence of one policy per node,
-            or a callable ``(model, node) -> policy``.
+            ``red``/``blue`` by preference), the same as a text of
+            ``SELECTOR=POLICY`` entries joined by ``;`` (the game's ``assign``
+            parameter, ``mixing.py``), a sequence of one policy per node, or a
+            callable ``(model, node) -> policy``.
         explicit_preferences: a colour per node, with ``preferences="explicit"``.
         initial (a parameter): ``preference``, ``random``, or here also a list of colours by node.
         max_game_tokens, max_game_cost: spending limits; a game that passes one
@@ -94,6 +97,7 @@ class ConsensusModel(ConsensusRecord, Model):
         rng: int | None = None,
         **parameters: Any,
     ) -> None:
+        assign = assignment_of(assign)  # the game's 'assign' parameter is a text of --assign entries
         if isinstance(rng, int) and rng < 0:
             raise ConsensusConfigError(f"the seed must be a non-negative integer (got {rng})")
         super().__init__(rng=rng)

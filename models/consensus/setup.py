@@ -65,6 +65,10 @@ def game_setup(rng: random.Random, seed: int | None, mesa_seed: Any = None, *,
         values = PARAMETERS.validate(dict(parameters or {}), complete=True)  # the game's one parameter definition
     except ParameterError as exc:
         raise ConsensusConfigError(str(exc)) from None
+    if values["assign"] and assign is None:
+        from .mixing import parse_assignment
+
+        parse_assignment(values["assign"], "assign")  # its syntax, checked before any game is played
     if values["direct_messages"] and values["communication"] == "none":
         raise ConsensusConfigError("private messages need communication local or global; add --comm local")
     n, topology, preferences = values["n"], values["topology"], values["preferences"]
@@ -157,10 +161,12 @@ def _select(graph: nx.Graph, selector: str, prefs: list[str], rng: random.Random
             return nodes
         if kind in ("red", "blue") and not arg:
             return [v for v in range(n) if prefs[v] == kind]
+        if kind == "all" and not arg:
+            return list(range(n))
     except ValueError as exc:
         if isinstance(exc, ConsensusConfigError):
             raise
-    raise ConsensusConfigError(f"bad agent selector {selector!r}; use hubs:K, random:K, nodes:1,2,3, red or blue")
+    raise ConsensusConfigError(f"bad agent selector {selector!r}; use hubs:K, random:K, nodes:1,2,3, red, blue or all")
 
 
 def _spec(policy: PolicyLike) -> str:

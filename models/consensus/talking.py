@@ -11,7 +11,9 @@ silent counterpart, majority-with-inertia, plays from the same seed (tested).
 ``relay`` (``inertia``, ``relay_every``): in round 1 it messages its own colour and the colours
 it sees; from round 2 on it moves towards the majority of everything it knows (the colours of
 its neighbours now, and every colour reported in a message it sent or received, the newest
-report of each node kept), keeping its colour with probability ``inertia``; and every
+report of each node kept, none older than the game's ``history`` window: the memory an LLM
+agent is given, so that memory length has a rule counterpart), keeping its colour with
+probability ``inertia``; and every
 ``relay_every`` rounds (default 3; 0: never again) it talks instead, passing on all it knows,
 which is how knowledge travels under local communication (3: two rounds in three are moves,
 and knowledge crosses a hop every three; on the study's grid at ``inertia=0``, caveman with
@@ -100,6 +102,8 @@ class Relay(StreamPolicy):
         for message in obs.inbox:
             for node, (colour, seen) in parse_knowledge(message.text).items():
                 _merge(reported, node, colour, seen)
+        oldest = obs.round - obs.history_rounds  # it remembers what an LLM agent is shown: the game's window
+        reported = {node: entry for node, entry in reported.items() if entry[1] >= oldest}
         known = dict(reported)
         for node, colour in zip(obs.neighbour_ids, obs.neighbour_colours):
             _merge(known, node, colour, obs.round)  # what it sees now
