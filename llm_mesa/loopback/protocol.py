@@ -192,7 +192,7 @@ def shape_to_schema(answer: dict[str, Any], schema: dict[str, Any],
     where the schema does not allow null counts as absent; a required key still absent gets the
     empty value of its type; other keys are dropped under ``additionalProperties: false``.
     Strings are cut to ``maxLength``. A value the schema cannot take (outside an ``enum``, of
-    another type) or a form none fits raises ``SchemaMismatch``, naming what did not fit.
+    another type) or a form none fits raises ``SchemaMismatch``, saying what did not fit.
     """
     return _shape(answer, schema, aliases or {}, "answer")
 
