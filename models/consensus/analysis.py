@@ -164,7 +164,12 @@ def majority_following(
     intercept, slope = float(fixed.loc["Intercept", "mean"]), float(fixed.loc["share", "mean"])
 
     grid_values = np.linspace(0.0, 1.0, 21) if grid is None else np.asarray(grid, dtype=float)
-    curve = pd.DataFrame({share_col: grid_values, "p_blue": expit(intercept + slope * grid_values)})
+    # a 95 % band from the fixed effects' posterior SDs (independent under the mean-field posterior,
+    # which understates them: read it as a lower bound of the uncertainty)
+    spread = 1.96 * np.sqrt(float(fixed.loc["Intercept", "sd"]) ** 2 + (grid_values * float(fixed.loc["share", "sd"])) ** 2)
+    centre = intercept + slope * grid_values
+    curve = pd.DataFrame({share_col: grid_values, "p_blue": expit(centre), "p_low": expit(centre - spread),
+                          "p_high": expit(centre + spread)})
 
     edges = np.linspace(0.0, 1.0, bins + 1)
     binned = pd.cut(frame["share"], edges, include_lowest=True)

@@ -96,7 +96,7 @@ _CELL_DEFAULTS = {"preferences": "random", "label": "llm", "direct_messages": "F
 
 
 def _cell_name(cell: dict[str, str], varying: Sequence[str]) -> str:
-    """The topology, and the cell's value of each factor that varies among the games, e.g. ``ba, preferences=minority``."""
+    """The topology, and the cell's value of each factor that varies among the cells, e.g. ``ba, n=20``."""
     return ", ".join([cell["topology"], *(f"{k}={cell[k]}" for k in varying if k != "topology")])
 
 
@@ -110,20 +110,23 @@ def _none_vs_local(sub: pd.DataFrame) -> list[dict[str, Any]]:
     frame = sub.assign(**{c: sub[c].astype(str) for c in columns},
                        **{c: v for c, v in _CELL_DEFAULTS.items() if c not in sub.columns})
     columns = list(dict.fromkeys([*columns, *(c for c in _CELL_DEFAULTS if c not in sub.columns)]))
-    varying = [c for c in columns if frame[c].nunique() > 1]
-    rows = []
+    tested = []
     for values, cell in frame.groupby(columns, sort=True):
         comm = cell["communication"].astype(str)
+        if (comm == "none").any() and (comm == "local").any():
+            tested.append((dict(zip(columns, values if isinstance(values, tuple) else (values,))), cell, comm))
+    # a cell is named by what sets it apart from the other cells tested
+    varying = [c for c in columns if len({named[c] for named, _, _ in tested}) > 1]
+    rows = []
+    for named, cell, comm in tested:
         none, local = cell[comm == "none"], cell[comm == "local"]
-        if len(none) and len(local):
-            a, b = none["largest_component"].to_numpy(float), local["largest_component"].to_numpy(float)
-            test = stats.mannwhitneyu(a, b, alternative="two-sided")
-            named = dict(zip(columns, values if isinstance(values, tuple) else (values,)))
-            rows.append({"topology": named["topology"], "cell": _cell_name(named, varying),
-                         "conditions_none": ", ".join(sorted(none["condition"].astype(str).unique())),
-                         "conditions_local": ", ".join(sorted(local["condition"].astype(str).unique())),
-                         "games_none": len(a), "games_local": len(b), "mean_none": float(a.mean()),
-                         "mean_local": float(b.mean()), "u": float(test.statistic), "p": float(test.pvalue)})
+        a, b = none["largest_component"].to_numpy(float), local["largest_component"].to_numpy(float)
+        test = stats.mannwhitneyu(a, b, alternative="two-sided")
+        rows.append({"topology": named["topology"], "cell": _cell_name(named, varying),
+                     "conditions_none": ", ".join(sorted(none["condition"].astype(str).unique())),
+                     "conditions_local": ", ".join(sorted(local["condition"].astype(str).unique())),
+                     "games_none": len(a), "games_local": len(b), "mean_none": float(a.mean()),
+                     "mean_local": float(b.mean()), "u": float(test.statistic), "p": float(test.pvalue)})
     adjusted = adjust_pvalues([r["p"] for r in rows])
     for row, bonf, holm in zip(rows, adjusted["bonferroni"], adjusted["holm"]):
         row.update({"p_bonferroni": bonf, "p_holm": holm})
