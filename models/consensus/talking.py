@@ -55,13 +55,14 @@ def format_knowledge(known: Knowledge) -> str:
                      for seen, by in sorted(groups.items(), reverse=True))
 
 
-def parse_knowledge(text: str) -> Knowledge:
-    """What a relay text reports (``format_knowledge``, anywhere in it); anything else in it is ignored."""
+def parse_knowledge(*texts: str) -> Knowledge:
+    """What relay texts report (``format_knowledge``, anywhere in them), the newest report of each node;
+    anything else in them is ignored."""
+    groups = sorted(((int(seen), colour, nodes) for text in texts for seen, colours in _GROUP.findall(text)
+                     for colour, nodes in _HEARD.findall(colours)), key=lambda g: g[0])
     known: Knowledge = {}
-    for seen, colours in _GROUP.findall(text):
-        for colour, nodes in _HEARD.findall(colours):
-            for node in filter(None, nodes.split(",")):
-                _merge(known, int(node), colour, int(seen))
+    for seen, colour, nodes in groups:  # oldest first: a newer report of a node replaces an older one
+        known.update(dict.fromkeys(map(int, filter(None, nodes.split(","))), (colour, seen)))
     return known
 
 
@@ -98,10 +99,7 @@ class Relay(StreamPolicy):
         return obs.round == 1 or (self.relay_every > 0 and (obs.round - 1) % self.relay_every == 0)
 
     def decide(self, obs: ConsensusObservation, rng: random.Random) -> ConsensusDecision:
-        reported = parse_knowledge(obs.diary)  # what it said and heard before
-        for message in obs.inbox:
-            for node, (colour, seen) in parse_knowledge(message.text).items():
-                _merge(reported, node, colour, seen)
+        reported = parse_knowledge(obs.diary, *(m.text for m in obs.inbox))  # what it said and heard
         oldest = obs.round - obs.history_rounds  # it remembers what an LLM agent is shown: the game's window
         reported = {node: entry for node, entry in reported.items() if entry[1] >= oldest}
         known = dict(reported)
