@@ -68,8 +68,8 @@ RULE_CONFIGURATIONS: Mapping[str, str] = MappingProxyType({
 
 #: Rule baselines that talk (``talking.py``): communication with a rule counterpart.
 TALKING_CONFIGURATIONS: Mapping[str, str] = MappingProxyType({
-    "relay": "relay:inertia=0.0,relay_every=3",
-    "relay-0.2": "relay:inertia=0.2,relay_every=3",
+    "relay": "relay:inertia=0.0,relay_every=2",
+    "relay-0.2": "relay:inertia=0.2,relay_every=2",
     "announce": "announce:inertia=0.0",
     "announce-0.2": "announce:inertia=0.2",
 })
