@@ -33,7 +33,10 @@ class Parameter:
     values of a string; ``nullable`` lets ``None`` through (meaning "the game
     picks", e.g. a memory size that depends on the mode). ``cli`` is the
     command-line option (default ``--name`` with dashes); ``sweep`` says whether
-    the parameter may be a sweep axis; ``control`` whether the explorer shows it.
+    the parameter may be a sweep axis; ``control`` whether the explorer shows it;
+    ``in_seed`` whether it enters the seeds an experiment derives for its games
+    (False for one that says who plays, not what is played, e.g. which agents an
+    LLM plays: designs differing only in it then play the same graphs and draws).
     """
 
     name: str
@@ -49,6 +52,7 @@ class Parameter:
     control: bool = True
     step: float | None = None  # slider step in the explorer
     label: str = ""  # the explorer's short label (default: the name)
+    in_seed: bool = True
 
     @property
     def option(self) -> str:

@@ -19,7 +19,7 @@ def test_every_shipped_experiment_loads(path):
 def test_the_shipped_designs_have_the_studys_sizes():
     sizes = {p.stem: load_experiment(p) for p in EXPERIMENTS}
     assert sizes["consensus-study"].games == 11 * 30 * 6
-    assert sizes["consensus-study-rules"].games == 11 * 30 * 6
+    assert sizes["consensus-study-rules"].games == 11 * 30 * (6 + 4)  # the silent and the talking rules
     assert sizes["consensus-closed-model"].games == 6 * 30
     assert sizes["sign-study"].games == 2 * 3 * 5 * 3 * 2  # N x alpha x mode/memory x seeds x models
     assert sizes["sign-study"].conditions["schema-10|n=24,alpha=0.9"] == {

@@ -99,7 +99,7 @@ def test_chat_answer_is_openai_shaped_and_honest_about_being_a_stand_in(server):
     assert response.model == "rule:stubborn"
     assert response.system_fingerprint.startswith("llm-mesa-loopback-")
     assert response.choices[0].finish_reason == "stop"
-    assert set(answer_json(response)) == {"colour", "reason", "diary", "message", "message_to"}
+    assert set(answer_json(response)) == {"colour", "reason", "diary"}  # a move: no message keys at all
 
 
 def test_usage_counts_word_pieces(server):
@@ -155,10 +155,10 @@ def test_inertia_one_always_keeps_the_current_colour(server):
 
 def test_rule_talks_only_when_messages_are_allowed(server):
     silent = answer_json(run(chat(server, "rule:stubborn?talk=1")))
-    assert silent["message"] is None and silent["message_to"] is None
+    assert "message" not in silent and "message_to" not in silent
     local = answer_json(run(chat(server, "rule:stubborn?talk=1",
                                  consensus_messages(extra="Communication: local\n"))))
-    assert "red" in local["message"] and local["message_to"] is None
+    assert "red" in local["message"] and local.get("message_to") is None
     private = answer_json(run(chat(server, "rule:stubborn?talk=1&dm=1", consensus_messages(
         system="Rules. Communication: local\nPrivate messages: allowed"))))
     assert private["message"] and private["message_to"] in (4, 7, 12)

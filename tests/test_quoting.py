@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from llm_mesa.models.consensus.observation import ConsensusObservation, Message
+from llm_mesa.models.consensus.observation import ConsensusObservation, Message, RoundRecord
 from llm_mesa.models.consensus.prompt import ConsensusPrompt
 from llm_mesa.quoting import TEMPLATE_TOKEN_FAMILIES, neutralise
 
@@ -25,11 +25,12 @@ FAMILIES = ("chatml", "llama", "gemma", "mistral", "deepseek", "phi")
     ("zero\u200bwidth\u2060joiner", ["\u200b", "\u2060"]),
 ])
 def test_hostile_messages_are_neutralised_when_quoted(hostile, absent):
+    message = Message(sender=1, round=1, text=hostile)
     obs = ConsensusObservation(agent_id=0, round=2, preference="red", colour="red", neighbour_ids=(1,),
-                               neighbour_colours=("blue",), communication="local",
-                               inbox=[Message(sender=1, round=1, text=hostile)])
+                               neighbour_colours=("blue",), communication="local", inbox=[message],
+                               history=[RoundRecord(1, "red", {1: "blue"}, [message])])
     prompt = "\n".join(m["content"] for m in ConsensusPrompt().messages(obs))
-    quoted = next(line for line in prompt.splitlines() if line.startswith("- node 1 said"))
+    quoted = next(line for line in prompt.splitlines() if line.startswith("  - node 1 said"))
     for piece in absent:
         assert piece not in prompt
     assert json.loads(quoted.split(": ", 1)[1]) == neutralise(hostile, 280)  # one JSON string, one line

@@ -42,6 +42,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     parser.add_argument("--out", metavar="FILE.json", help="also write the JSON object to this new file")
     parser.add_argument("--force", action="store_true", help="let --out replace an existing file")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="compute everything again instead of reading (and keeping) the result in the sweep's "
+                             "analysis-cache folder, which is addressed by the sweeps' content, the options and the code")
     owners: dict[str, dict[str, tuple[str, Any]]] = {}
     for name in game_names():
         group = parser.add_argument_group(f"{name} sweeps")
@@ -64,16 +67,23 @@ def _game_options(args: argparse.Namespace, game: str) -> dict[str, Any]:
     return {dest: getattr(args, dest) for dest in mine}
 
 
-def analyze(path: str | os.PathLike[str] | list[str | os.PathLike[str]], **options: Any) -> dict[str, Any]:
-    """The report of the sweep(s) at ``path`` by their game, as one JSON-ready dict (``options``: the game's)."""
+def analyze(path: str | os.PathLike[str] | list[str | os.PathLike[str]], *, cache: bool = False,
+            **options: Any) -> dict[str, Any]:
+    """The report of the sweep(s) at ``path`` by their game, as one JSON-ready dict (``options``: the game's;
+    ``cache``: read and keep it in the sweep's cache, as the command does)."""
     from llm_mesa.games import get_game
 
     sweep = open_sweeps(path if isinstance(path, (list, tuple)) else [path])
-    return _report(sweep, get_game(sweep.game), options)
+    return _report(sweep, get_game(sweep.game), options, cache=cache)
 
 
-def _report(sweep: SweepData, game: Any, options: Mapping[str, Any]) -> dict[str, Any]:
-    return _json_ready({"game": game.name, **game.analyze(sweep, options)})
+def _report(sweep: SweepData, game: Any, options: Mapping[str, Any], *, cache: bool = True) -> dict[str, Any]:
+    """The game's report; through the content-addressed cache (``analysis.cache``) unless ``cache`` is off."""
+    from llm_mesa.analysis.cache import cached_analysis, default_options
+
+    chosen = {**default_options(game), **options}
+    return cached_analysis(sweep, game, chosen, lambda: _json_ready({"game": game.name, **game.analyze(sweep, chosen)}),
+                           use=cache)
 
 
 def _json_ready(value: Any) -> Any:
@@ -122,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     out = writable_out(args.out, args.force) if args.out else None  # refused before any work
     sweep = open_sweeps(args.sweeps)
     game = get_game(sweep.game)
-    report = _report(sweep, game, _game_options(args, game.name))
+    report = _report(sweep, game, _game_options(args, game.name), cache=not args.no_cache)
     text = json.dumps(report, indent=2)
     if out is not None:
         write_atomic(out, text + "\n")

@@ -15,7 +15,11 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["COLOURS", "interval_points", "new_figure", "skipped_figure", "svg_text"]
+__all__ = ["COLOURS", "SHARE_LIMITS", "facets", "interval_points", "legend_outside", "new_figure", "no_data",
+           "skipped_figure", "svg_text"]
+
+#: axis limits of a share: a point at 0 or 1 is drawn whole, never cut by the frame
+SHARE_LIMITS = (-0.04, 1.04)
 
 #: one colour per series (matplotlib's tab10), in order
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
@@ -29,6 +33,41 @@ def new_figure(width: float = 6.4, height: float = 3.6, rows: int = 1, cols: int
     figure = Figure(figsize=(width, height), layout="constrained")
     axes = figure.subplots(rows, cols, **kwargs)
     return figure, axes
+
+
+def facets(count: int, cols: int = 3, width: float = 3.3, height: float = 2.6, **kwargs: Any):
+    """A figure of ``count`` small multiples (``cols`` a row), and its axes as a flat list of ``count``.
+
+    The grid's spare cells are switched off, so no empty axes are drawn.
+    """
+    cols = max(1, min(cols, count))
+    rows = -(-count // cols)
+    figure, grid = new_figure(width * cols, height * rows + 0.6, rows, cols, squeeze=False, **kwargs)
+    axes = [ax for row in grid for ax in row]
+    for ax in axes[count:]:
+        ax.axis("off")
+    return figure, axes[:count]
+
+
+def legend_outside(target, **kwargs: Any) -> None:
+    """A legend beside the axes (or above a figure's facets), where it hides no data."""
+    options = {"fontsize": 7, "frameon": False}
+    if hasattr(target, "legend") and hasattr(target, "transAxes"):  # an axes
+        handles, labels = target.get_legend_handles_labels()
+        if handles:
+            target.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **{**options, **kwargs})
+        return
+    handles, labels = kwargs.pop("handles"), kwargs.pop("labels")
+    if handles:
+        target.legend(handles, labels, loc="outside upper center", ncol=min(len(labels), 4), **{**options, **kwargs})
+
+
+def no_data(ax, reason: str) -> None:
+    """An axes with nothing to draw says why, in one line, instead of standing empty."""
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.text(0.5, 0.5, "\n".join(textwrap.wrap(reason, 48)), ha="center", va="center", fontsize=7,
+            color="#555555", transform=ax.transAxes)
 
 
 def svg_text(figure) -> str:
@@ -52,8 +91,9 @@ def skipped_figure(title: str, reason: str) -> str:
 
 
 def interval_points(ax, categories: Sequence[str], series: Mapping[str, Mapping[str, tuple[float, float, float]]],
-                    *, xlabel: str = "", limits: tuple[float, float] | None = (0.0, 1.0)) -> None:
-    """Points with interval bars: one row per category, one colour per series.
+                    *, xlabel: str = "", limits: tuple[float, float] | None = SHARE_LIMITS,
+                    colours: Mapping[str, str] | None = None) -> None:
+    """Points with interval bars: one row per category, one colour per series (legend beside the axes).
 
     ``series[name][category] = (value, low, high)``; a missing category is not drawn.
     """
@@ -68,13 +108,13 @@ def interval_points(ax, categories: Sequence[str], series: Mapping[str, Mapping[
                 xs.append(value)
                 lows.append(max(0.0, value - (value if low is None else low)))
                 highs.append(max(0.0, (value if high is None else high) - value))
-        colour = COLOURS[index % len(COLOURS)]
+        colour = (colours or {}).get(name, COLOURS[index % len(COLOURS)])
         ax.errorbar(xs, ys, xerr=[lows, highs], fmt="o", color=colour, label=name, capsize=3, markersize=4)
     ax.set_yticks(range(len(categories)), list(categories))
-    ax.invert_yaxis()
+    ax.set_ylim(len(categories) - 0.5, -0.5)
     if limits is not None:
         ax.set_xlim(*limits)
     ax.set_xlabel(xlabel)
     ax.grid(axis="x", alpha=0.3)
     if len(series) > 1:
-        ax.legend(fontsize=7, loc="best")
+        legend_outside(ax)

@@ -1,7 +1,8 @@
 """Mixed-effects logistic regression: fixed effects plus random intercepts per group.
 
-The fit is statsmodels' ``BinomialBayesMixedGLM`` (variational Bayes, ``fit_vb``),
-built from our own design matrices rather than its ``from_formula``:
+The model is statsmodels' ``BinomialBayesMixedGLM`` (variational Bayes), built from our own
+design matrices rather than its ``from_formula``, evaluated and fitted as
+``llm_mesa.analysis.vb_intercepts`` says (fast, and converged only where it really is):
 
 * **Sparse random-effect design.** ``from_formula`` builds each group's indicator
   matrix dense (rows x levels, 8 bytes a cell) before statsmodels turns it sparse:
@@ -20,7 +21,6 @@ Bad input raises :class:`~llm_mesa.analysis.checks.AnalysisError`.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -29,8 +29,9 @@ import pandas as pd
 from scipy import sparse
 
 from llm_mesa.analysis.checks import AnalysisError, as_binary, require_both_outcomes, require_columns, split_formula
+from llm_mesa.analysis.vb_intercepts import FitReport, fit_intercepts, intercepts_model
 
-__all__ = ["MixedLogitResult", "mixed_logit", "random_intercept_design"]
+__all__ = ["MixedLogitResult", "mixed_logit", "random_intercept_codes", "random_intercept_design"]
 
 
 @dataclass(frozen=True)
@@ -40,8 +41,9 @@ class MixedLogitResult:
     ``fixed_effects`` has one row per fixed term (``Intercept`` first) with the
     posterior ``mean`` and ``sd`` (log-odds). ``random_effect_sd`` maps each
     random-intercept group to the posterior mean of its standard deviation;
-    ``n_groups`` to its number of levels. ``converged`` is the optimiser's verdict;
-    ``seed`` the seed of the starting values.
+    ``n_groups`` to its number of levels. ``converged`` is the fit's verdict, ``report``
+    how it was reached (every attempt, the warnings raised); ``seed`` the seed of the
+    starting values.
     """
 
     formula: str
@@ -51,17 +53,18 @@ class MixedLogitResult:
     nobs: int
     converged: bool = True
     seed: int = 0
+    report: FitReport | None = None
 
     @property
     def params(self) -> pd.Series:
         return self.fixed_effects["mean"]
 
 
-def random_intercept_design(data: pd.DataFrame, groups: Mapping[str, Sequence[str]],
-                            what: str) -> tuple[sparse.csr_array, np.ndarray, dict[str, int]]:
-    """One CSR indicator block per group (levels in sorted order), the block index of each column, level counts."""
-    blocks, ident, n_groups = [], [], {}
-    rows = np.arange(len(data))
+def random_intercept_codes(data: pd.DataFrame, groups: Mapping[str, Sequence[str]],
+                           what: str) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+    """Each row's random-intercept column per group (rows x groups; levels in sorted order, the
+    groups' columns one after another), the group index of each column, and level counts."""
+    columns, ident, n_groups, offset = [], [], {}, 0
     for index, (name, cols) in enumerate(groups.items()):
         key = data[cols[0]].astype(str).to_numpy(dtype=object)
         for col in cols[1:]:
@@ -70,9 +73,19 @@ def random_intercept_design(data: pd.DataFrame, groups: Mapping[str, Sequence[st
         if len(levels) < 2:
             raise AnalysisError(f"{what}: group {name!r} has a single level; random intercepts need several")
         n_groups[name] = len(levels)
-        blocks.append(sparse.csr_array((np.ones(len(data)), (rows, codes)), shape=(len(data), len(levels))))
+        columns.append(codes.astype(np.int64) + offset)
         ident.append(np.full(len(levels), index, dtype=np.int64))
-    return sparse.hstack(blocks, format="csr"), np.concatenate(ident), n_groups
+        offset += len(levels)
+    return np.column_stack(columns), np.concatenate(ident), n_groups
+
+
+def random_intercept_design(data: pd.DataFrame, groups: Mapping[str, Sequence[str]],
+                            what: str) -> tuple[sparse.csr_array, np.ndarray, dict[str, int]]:
+    """One CSR indicator block per group (levels in sorted order), the block index of each column, level counts."""
+    codes, ident, n_groups = random_intercept_codes(data, groups, what)
+    rows = np.repeat(np.arange(len(data)), codes.shape[1])
+    design = sparse.csr_array((np.ones(codes.size), (rows, codes.ravel())), shape=(len(data), len(ident)))
+    return design, ident, n_groups
 
 
 def _fixed_design(formula: str, frame: pd.DataFrame, what: str) -> pd.DataFrame:
@@ -94,9 +107,10 @@ def mixed_logit(
     *,
     vb_sd: float = 1.0,
     fe_prior_sd: float = 2.0,
-    fit_method: str = "L-BFGS-B",
     seed: int = 0,
     max_iter: int = 1000,
+    gradient_tol: float = 0.01,
+    restarts: int = 2,
     what: str = "mixed_logit",
 ) -> MixedLogitResult:
     """Logistic regression of the binary ``outcome ~ terms`` of ``formula`` with random intercepts.
@@ -106,17 +120,14 @@ def mixed_logit(
     "agent_in_game": ["game", "agent"]}`` gives one intercept per game and one
     per agent within its game. ``formula`` is a formulaic formula over ``data``'s
     columns. ``vb_sd`` and ``fe_prior_sd`` are statsmodels' prior SDs (``vcp_p``,
-    ``fe_p``) of the log random-effect SDs and of the fixed effects;
-    ``fit_method`` is the optimiser of ``fit_vb`` (L-BFGS-B: the same optimum as
-    statsmodels' default BFGS on these models, faster, and it scales to many
-    random effects), ``max_iter`` its iteration limit and ``seed`` the seed of its
-    starting values (the same seed and rows give the same fit). Mean-field
+    ``fe_p``) of the log random-effect SDs and of the fixed effects. The optimiser is
+    L-BFGS-B (it scales to many random effects), ``max_iter`` its iteration limit per
+    attempt, ``seed`` the seed of ``fit_vb``'s starting values (the same seed and rows give
+    the same fit); ``gradient_tol`` and ``restarts`` decide when it has converged
+    (``vb_intercepts.fit_intercepts``). Mean-field
     variational posteriors are known to understate posterior SDs: read the fixed
     effects' ``sd`` as lower bounds. ``what`` names the caller in error messages.
     """
-    from statsmodels.genmod.bayes_mixed_glm import BinomialBayesMixedGLM
-    from statsmodels.tools.sm_exceptions import ConvergenceWarning
-
     outcome, _ = split_formula(formula)
     columns = {name: [cols] if isinstance(cols, str) else list(cols) for name, cols in groups.items()}
     if not columns or any(not cols for cols in columns.values()):
@@ -126,17 +137,13 @@ def mixed_logit(
     require_both_outcomes(y, outcome, what)
     frame = data.reset_index(drop=True)
     fixed_design = _fixed_design(formula, frame, what)
-    exog_vc, ident, n_groups = random_intercept_design(frame, columns, what)
-
-    model = BinomialBayesMixedGLM(y, fixed_design.to_numpy(dtype=float), exog_vc, ident, vcp_p=vb_sd,
-                                  fe_p=fe_prior_sd, fep_names=list(fixed_design.columns),
-                                  vcp_names=list(columns))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)  # reported as ``converged``
-        fit = model.fit_vb(fit_method=fit_method, minim_opts={"maxiter": max_iter},
-                           rng=np.random.default_rng(seed))
+    codes, ident, n_groups = random_intercept_codes(frame, columns, what)
+    model = intercepts_model(np.asarray(y, dtype=float), fixed_design.to_numpy(dtype=float), codes, ident,
+                             vcp_p=vb_sd, fe_p=fe_prior_sd, fep_names=list(fixed_design.columns),
+                             vcp_names=list(columns))
+    fit, report = fit_intercepts(model, seed=seed, max_iter=max_iter, gradient_tol=gradient_tol, restarts=restarts)
     fixed = pd.DataFrame({"mean": fit.fe_mean, "sd": fit.fe_sd}, index=list(fixed_design.columns))
     # vcp_mean is the posterior mean of log(SD) of each variance component.
     random_sd = {name: float(np.exp(value)) for name, value in zip(columns, fit.vcp_mean)}
     return MixedLogitResult(formula=formula, fixed_effects=fixed, random_effect_sd=random_sd, n_groups=n_groups,
-                            nobs=len(frame), converged=bool(fit.optim_retvals.success), seed=seed)
+                            nobs=len(frame), converged=report.converged, seed=seed, report=report)

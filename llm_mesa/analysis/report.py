@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from llm_mesa.analysis.cli import _json_ready, writable_out, write_atomic
+from llm_mesa.analysis.cli import writable_out, write_atomic
 from llm_mesa.analysis.report_html import Panel, Study, render_page
 from llm_mesa.analysis.sweep_data import AnalysisError, SweepData, open_sweep, open_sweeps
 
@@ -39,6 +39,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, metavar="FILE.html", help="the report to write (a new file)")
     parser.add_argument("--force", action="store_true", help="let --out replace an existing file")
     parser.add_argument("--title", default="llm-mesa report", help="the page's title")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="compute the statistics again instead of reading those `llm-mesa analyze` kept "
+                             "(the sweep's analysis-cache folder, addressed by the sweeps' content)")
 
 
 def _seeds(grid: dict[str, Any]) -> str:
@@ -107,8 +110,12 @@ def manifest_summary(sweep: SweepData) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def build_report(paths: Sequence[str], title: str = "llm-mesa report") -> tuple[str, int]:
-    """The page's text and its number of figures, for the sweeps at ``paths`` (grouped by game)."""
+def build_report(paths: Sequence[str], title: str = "llm-mesa report", *, cache: bool = True) -> tuple[str, int]:
+    """The page's text and its number of figures, for the sweeps at ``paths`` (grouped by game).
+
+    The statistics are those ``llm-mesa analyze`` keeps (``cache``): a report right after an
+    analysis of the same sweeps costs the drawing alone."""
+    from llm_mesa.analysis.cli import _report
     from llm_mesa.games import get_game
 
     by_game: dict[str, list[str]] = {}
@@ -118,7 +125,7 @@ def build_report(paths: Sequence[str], title: str = "llm-mesa report") -> tuple[
     for name, game_paths in by_game.items():
         sweep = open_sweeps(game_paths)
         game = get_game(name)
-        report = _json_ready({"game": name, **game.analyze(sweep, {})})
+        report = _report(sweep, game, {}, cache=cache)
         panels: list[Panel] = game.report_panels(sweep, report)
         studies.append(Study(f"{game.summary[:1].upper()}{game.summary[1:]} ({name})",
                              f"{len(sweep.games)} games from {len(sweep.paths)} sweep(s): {sweep.name}; "
@@ -134,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
     out = writable_out(args.out, args.force)
     if out.suffix.lower() not in (".html", ".htm"):
         raise AnalysisError(f"--out {str(out)!r} must end in .html")
-    page, figures = build_report(args.sweeps, args.title)
+    page, figures = build_report(args.sweeps, args.title, cache=not args.no_cache)
     write_atomic(out, page)
     print(f"wrote {out} ({figures} figures)")
     return 0

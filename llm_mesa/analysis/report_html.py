@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-__all__ = ["MAX_TABLE_ROWS", "Panel", "Study", "drawn", "render_page"]
+__all__ = ["SCROLL_ROWS", "Panel", "Study", "drawn", "render_page"]
 
-#: tables longer than this show their first rows and say how many more the JSON holds
-MAX_TABLE_ROWS = 60
+#: tables longer than this scroll in their own box; every row is in the page
+SCROLL_ROWS = 30
 
 STYLE = """
 body { font-family: sans-serif; margin: 1.5em; color: #222; max-width: 1500px; }
@@ -27,11 +27,13 @@ h3 { font-size: 1.05em; margin-bottom: .3em; }
 .panel { border: 1px solid #ddd; border-radius: 4px; padding: .6em 1em; margin: 1em 0; }
 .row { display: flex; flex-wrap: wrap; gap: 1.2em; align-items: flex-start; }
 figure { margin: 0; flex: 0 1 620px; } figure img { max-width: 100%; height: auto; }
+figure.wide { flex: 1 1 100%; }
 .tables { flex: 1 1 480px; overflow-x: auto; }
 table { border-collapse: collapse; font-size: .8em; margin-bottom: .8em; }
 th, td { border: 1px solid #ddd; padding: .15em .45em; text-align: right; } th { background: #f4f4f4; }
 caption { caption-side: top; text-align: left; font-weight: bold; padding: .2em 0; }
 .skipped { color: #8a4b00; } .caption { color: #555; font-size: .85em; } .more { color: #777; font-size: .8em; }
+.scroll { max-height: 34em; overflow: auto; border: 1px solid #eee; margin-bottom: .8em; }
 """
 
 
@@ -78,13 +80,13 @@ def _slug(text: str) -> str:
 
 
 def _table_html(frame: pd.DataFrame, title: str) -> str:
-    shown = frame.head(MAX_TABLE_ROWS)
-    shown = shown.astype(object).where(shown.notna(), None)  # None and NaN alike print as an empty cell
+    """The whole table (a long one scrolls in its own box, with every row in the page)."""
+    shown = frame.astype(object).where(frame.notna(), None)  # None and NaN alike print as an empty cell
     body = shown.to_html(float_format=lambda v: f"{v:.4g}", na_rep="", border=0, escape=True, classes="data",
                          index=False).replace("<td>None</td>", "<td></td>")
     body = body.replace('<table class="dataframe data">', f'<table class="data"><caption>{html.escape(title)}</caption>', 1)
-    if len(frame) > len(shown):
-        body += f'<p class="more">{len(frame) - len(shown)} more rows: see `llm-mesa analyze --json`</p>'
+    if len(frame) > SCROLL_ROWS:
+        body = f'<div class="scroll">{body}</div><p class="more">{len(frame)} rows (scroll)</p>'
     return body
 
 
@@ -104,7 +106,9 @@ def _panel_html(panel: Panel, index: int) -> str:
     parts = [f'<div class="panel" id="p{index}-{_slug(panel.title)}">', f"<h3>{html.escape(panel.title)}</h3>"]
     if panel.skipped:
         parts.append(f'<p class="skipped">skipped: {html.escape(panel.skipped)}</p>')
-    parts.append(f'<div class="row"><figure>{_image(svg, panel.title)}</figure><div class="tables">{tables}</div></div>')
+    width = re.search(r'<svg[^>]*\swidth="([\d.]+)pt"', svg)
+    wide = ' class="wide"' if width and float(width.group(1)) > 560 else ""  # small multiples: the page's width
+    parts.append(f'<div class="row"><figure{wide}>{_image(svg, panel.title)}</figure><div class="tables">{tables}</div></div>')
     if panel.caption:
         parts.append(f'<p class="caption">{html.escape(panel.caption)}</p>')
     parts.append("</div>")

@@ -15,6 +15,7 @@ from llm_mesa.loopback.behaviours import (
     Behaviour,
     PromptNotUnderstood,
     PromptView,
+    behaviours_of,
     count_tokens,
     listed_behaviours,
     register_behaviour,
@@ -26,5 +27,5 @@ from llm_mesa.loopback.server import DEFAULT_READ_TIMEOUT_S, MAX_BODY_BYTES, SYS
 __all__ = [
     "Behaviour", "DEFAULT_READ_TIMEOUT_S", "FAULT_KINDS", "PromptNotUnderstood", "PromptView", "FaultSettings", "LoopbackError", "LoopbackServer",
     "MAX_BODY_BYTES", "MAX_DELAY_S", "MAX_JSON_DEPTH", "SYSTEM_FINGERPRINT",
-    "count_tokens", "listed_behaviours", "register_behaviour",
+    "behaviours_of", "count_tokens", "listed_behaviours", "register_behaviour",
 ]

@@ -36,6 +36,7 @@ from llm_mesa.loopback.protocol import (
     LLAMA_CPP_JSON_SCHEMA_REJECTION,
     BadRequest,
     RejectJsonSchema,
+    SchemaMismatch,
     completion_body,
     error_body,
     fit_text,
@@ -316,7 +317,11 @@ class LoopbackApp:
                                else "script_exhausted"] += 1
                 return _error(400, str(exc), "invalid_request_error", None, "messages" if chat else "prompt")
             if isinstance(result, dict):
-                text = json.dumps(shape_to_schema(result, schema, behaviour.schema_aliases) if schema else result)
+                try:
+                    text = json.dumps(shape_to_schema(result, schema, behaviour.schema_aliases) if schema else result)
+                except SchemaMismatch as exc:  # never an answer outside the schema asked for
+                    stats.rejected["schema_mismatch"] += 1
+                    return _error(500, f"{exc} (behaviour {behaviour.kind})", "server_error", "stand_in_bug")
             else:
                 text = result
         text, finish_reason = fit_text(text, stops, limit, truncate=fault == "truncate")

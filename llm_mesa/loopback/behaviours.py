@@ -305,6 +305,17 @@ def load_game_behaviours() -> None:
         _games_loaded = True
 
 
+def behaviours_of(module: str) -> dict[str, str]:
+    """The model names registered by ``module`` (a game's ``llm.behaviours``), prefixes by their listing."""
+    load_game_behaviours()
+    with _load_lock:
+        entries = [(n, e) for n, e in _REGISTRY.items() if getattr(e.factory, "__module__", None) == module]
+    named: dict[str, str] = {}
+    for name, entry in entries:
+        named.update(entry.listing() if entry.listing is not None else {name: entry.summary})
+    return named
+
+
 def listed_behaviours() -> dict[str, str]:
     """Every model name worth listing, with what it does: the games' first, then the core's."""
     load_game_behaviours()

@@ -175,32 +175,119 @@ def response_schema(body: dict[str, Any], reject_json_schema: bool) -> dict[str,
 # ---------------------------------------------------------------- writing an answer
 
 
+class SchemaMismatch(LoopbackError):
+    """A behaviour's answer that cannot satisfy the request's response_format schema: a stand-in bug.
+
+    Answered as HTTP 500: a server that decodes under a schema never sends an answer outside it,
+    so the stand-in must not either (a game would count it as a valid answer)."""
+
+
 def shape_to_schema(answer: dict[str, Any], schema: dict[str, Any],
                     aliases: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Fit a JSON answer to the properties a response_format schema asks for.
+    """Fit a behaviour's JSON answer to a response_format schema, as a server decoding under it would.
 
-    Keys the schema names come first, in its order (a key the answer lacks is read
-    from its alias in ``aliases``, the behaviour's ``schema_aliases``); required keys
-    the answer still lacks get an empty value of their type; other keys are dropped
-    when the schema sets ``additionalProperties: false``.
+    An ``anyOf`` (or ``oneOf``) of objects takes the first form whose required keys the answer
+    holds. In an object, the keys the schema names come first, in its order (a key the answer
+    lacks is read from its alias in ``aliases``, the behaviour's ``schema_aliases``); a null
+    where the schema does not allow null counts as absent; a required key still absent gets the
+    empty value of its type; other keys are dropped under ``additionalProperties: false``.
+    Strings are cut to ``maxLength``. A value the schema cannot take (outside an ``enum``, of
+    another type) or a form none fits raises ``SchemaMismatch``, saying what did not fit.
     """
-    aliases = aliases or {}
+    return _shape(answer, schema, aliases or {}, "answer")
+
+
+def _shape(value: Any, schema: Any, aliases: Mapping[str, str], where: str) -> Any:
+    if not isinstance(schema, dict) or not schema:
+        return value
+    forms = schema.get("anyOf") or schema.get("oneOf")
+    if forms:
+        for form in forms:
+            if isinstance(value, dict) and _holds_required(value, form, aliases):
+                return _shape(value, form, aliases, where)
+        if not isinstance(value, dict):
+            for form in forms:
+                try:
+                    return _shape(value, form, aliases, where)
+                except SchemaMismatch:
+                    continue
+        raise SchemaMismatch(f"loopback stand-in bug: the {where} {_show(value)} fits none of the schema's "
+                             f"{len(forms)} forms (each needs its required keys)")
+    kind = schema.get("type")
+    if kind == "object" or (kind is None and "properties" in schema):
+        return _shape_object(value, schema, aliases, where)
+    return _shape_value(value, schema, where)
+
+
+def _holds_required(answer: dict[str, Any], form: Any, aliases: Mapping[str, str]) -> bool:
+    required = form.get("required") or () if isinstance(form, dict) else ()
+    return all(_lookup(answer, key, aliases) is not None for key in required)
+
+
+def _lookup(answer: dict[str, Any], key: str, aliases: Mapping[str, str]) -> Any:
+    return answer[key] if answer.get(key) is not None else answer.get(aliases.get(key, key))
+
+
+def _allows_null(spec: Any) -> bool:
+    kind = spec.get("type") if isinstance(spec, dict) else None
+    return kind == "null" or (isinstance(kind, list) and "null" in kind)
+
+
+def _shape_object(answer: Any, schema: dict[str, Any], aliases: Mapping[str, str], where: str) -> dict[str, Any]:
+    if not isinstance(answer, dict):
+        raise SchemaMismatch(f"loopback stand-in bug: the {where} {_show(answer)} is not an object")
     properties = schema.get("properties")
     if not isinstance(properties, dict):
         return answer
     required = set(schema.get("required") or ())
     shaped: dict[str, Any] = {}
     for key, spec in properties.items():
-        source = key if key in answer else aliases.get(key, key)
-        if source in answer:
-            shaped[key] = answer[source]
+        value = _lookup(answer, key, aliases)
+        if value is None and _allows_null(spec) and (key in answer or key in required):
+            shaped[key] = None
+        elif value is not None:
+            shaped[key] = _shape(value, spec, aliases, f"{where}'s {key!r}")
         elif key in required:
-            kind = spec.get("type") if isinstance(spec, dict) else None
-            shaped[key] = None if isinstance(kind, list) and "null" in kind else _DEFAULT_OF_TYPE.get(kind)
+            shaped[key] = _empty(spec, f"{where}'s {key!r}")
     if schema.get("additionalProperties", True) is not False:
         used = {aliases.get(k, k) for k in properties} | set(properties)
         shaped.update({k: v for k, v in answer.items() if k not in used})
     return shaped
+
+
+def _empty(spec: Any, where: str) -> Any:
+    kind = spec.get("type") if isinstance(spec, dict) else None
+    if isinstance(spec, dict) and "enum" in spec:
+        raise SchemaMismatch(f"loopback stand-in bug: the {where} is required and the answer has none "
+                             f"(one of {spec['enum']})")
+    return None if _allows_null(spec) else _DEFAULT_OF_TYPE.get(kind)
+
+
+def _shape_value(value: Any, spec: dict[str, Any], where: str) -> Any:
+    kind = spec.get("type")
+    kinds = kind if isinstance(kind, list) else [kind] if kind else []
+    if value is None and ("null" in kinds or not kinds):
+        return value
+    fitted = value
+    if "string" in kinds and isinstance(value, str):
+        limit = spec.get("maxLength")
+        fitted = value[:limit] if isinstance(limit, int) else value
+    elif "integer" in kinds and isinstance(value, int) and not isinstance(value, bool):
+        fitted = value
+    elif "number" in kinds and isinstance(value, (int, float)) and not isinstance(value, bool):
+        fitted = value
+    elif "boolean" in kinds and isinstance(value, bool):
+        fitted = value
+    elif kinds and not ({"array", "object"} & set(kinds)):
+        raise SchemaMismatch(f"loopback stand-in bug: the {where} {_show(value)} is not of type {kind}")
+    if "enum" in spec and fitted not in spec["enum"]:
+        raise SchemaMismatch(f"loopback stand-in bug: the {where} {_show(value)} is not one of {spec['enum']}")
+    return fitted
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def fit_text(text: str, stops: tuple[str, ...], limit: int | None, truncate: bool) -> tuple[str, str]:

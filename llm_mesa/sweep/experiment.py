@@ -30,7 +30,7 @@ One study a file, flat in ``experiments/``::
     games_in_flight = 30
 
 Seeds derive from (condition, repetition) alone: a hash of the condition's game
-parameters, the repetition number and the study's ``seed``. So an LLM sweep and its
+parameters (those the game marks ``in_seed``), the repetition number and the study's ``seed``. So an LLM sweep and its
 rule baseline play identical graphs and preferences (paired comparisons), the order
 of the grid does not matter, and extending a grid changes no existing game.
 Every key is checked on load: an unknown key or a bad value is one line that names
@@ -124,8 +124,12 @@ class Experiment:
 
     def seeds(self) -> dict[str, DerivedSeeds]:
         """Each condition's seeds, one per repetition (see ``derived_seed``), derived when read:
-        a dry run of millions of games counts them without deriving one."""
-        return {name: DerivedSeeds(parameters, self.repetitions, self.seed)
+        a dry run of millions of games counts them without deriving one. Parameters the game marks
+        ``in_seed=False`` stay out of them."""
+        def seeded(parameters: dict[str, Any]) -> dict[str, Any]:
+            return {k: v for k, v in parameters.items() if k not in self.game.parameters or self.game.parameters[k].in_seed}
+
+        return {name: DerivedSeeds(seeded(parameters), self.repetitions, self.seed)
                 for name, parameters in self.conditions.items()}
 
     def record(self) -> dict[str, Any]:

@@ -9,8 +9,6 @@ from llm_mesa.rounds import PolicyAgent
 
 from .observation import COLOURS, ConsensusDecision, ConsensusObservation, Message, RoundRecord, colour_code
 
-HISTORY_ROUNDS = 10  # rounds of history an LLM agent is shown (the study's cut)
-
 
 class ConsensusAgent(FixedAgent, PolicyAgent):
     """One player: a preferred colour, a current colour and a policy.
@@ -97,20 +95,27 @@ class ConsensusAgent(FixedAgent, PolicyAgent):
             n_players=model.n,
             payoff_preferred=model.payoff_preferred,
             payoff_other=model.payoff_other,
+            message_cost=model.message_cost,
             prompt=model.prompt_variant,
             game_key=model.game_key,
+            history_rounds=model.history_rounds,
         )
-        if self.policy.needs_history:
-            obs.diary = self.diary
+        if self.policy.needs_history or getattr(self.policy, "reads_messages", False):
+            obs.diary = self.diary  # what a talking rule policy reads: its diary and last round's messages
             obs.inbox = list(self.inbox)
+        if self.policy.needs_history:
             obs.history = self._history()
         return obs
 
     def _history(self) -> list[RoundRecord]:
+        """The rounds played so far, the last ``history`` of them: colours after each, messages received in it.
+
+        Round 1 has none (``Rounds.history[0]`` is the start, not a round played).
+        """
         model = self.model
         history = model._rounds.history
         records = []
-        for r in range(max(0, len(history) - HISTORY_ROUNDS), len(history)):
+        for r in range(max(1, model.round - model.history_rounds + 1), model.round + 1):
             codes = history[r]
             colours = {i: COLOURS[codes[i]] for i in (self.node, *self.neighbour_ids)}
             records.append(RoundRecord(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -103,6 +104,7 @@ class MajorityFollowingResult:
     fixed_effects: pd.DataFrame = field(repr=False)
     converged: bool = True
     seed: int = 0
+    report: Any = None  # the fit's verdict and attempts (``llm_mesa.analysis.vb_intercepts.FitReport``)
 
 
 def majority_following(
@@ -117,8 +119,10 @@ def majority_following(
     bins: int = 10,
     vb_sd: float = 1.0,
     fe_prior_sd: float = 2.0,
-    fit_method: str = "L-BFGS-B",
     seed: int = 0,
+    max_iter: int = 1000,
+    gradient_tol: float = 0.01,
+    restarts: int = 2,
 ) -> MajorityFollowingResult:
     """Mixed-effects logistic regression of choosing blue on the blue neighbour share.
 
@@ -126,7 +130,7 @@ def majority_following(
     absorb that some games and some agents lean blue whatever their neighbours
     do, so the slope measures majority following itself. For very large tables
     the agent level adds one parameter per agent-game; turn it off if the fit is
-    too slow. ``vb_sd``, ``fe_prior_sd``, ``fit_method`` and ``seed`` (of the
+    too slow. ``vb_sd``, ``fe_prior_sd``, ``max_iter``, ``gradient_tol``, ``restarts`` and ``seed`` (of the
     fit's starting values: the same rows and seed give the same fit) are those of
     :func:`llm_mesa.analysis.mixed_logit`. Mean-field variational posteriors are
     known to understate posterior SDs: read ``slope_sd`` as a lower bound.
@@ -154,13 +158,18 @@ def majority_following(
     if frame["game"].nunique() < 2:
         raise AnalysisError(f"{what}: transitions come from one game only; random game intercepts need several games")
 
-    fit = mixed_logit("y ~ share", frame, groups, vb_sd=vb_sd, fe_prior_sd=fe_prior_sd, fit_method=fit_method,
-                      seed=seed, what=what)
+    fit = mixed_logit("y ~ share", frame, groups, vb_sd=vb_sd, fe_prior_sd=fe_prior_sd, seed=seed,
+                      max_iter=max_iter, gradient_tol=gradient_tol, restarts=restarts, what=what)
     fixed = fit.fixed_effects
     intercept, slope = float(fixed.loc["Intercept", "mean"]), float(fixed.loc["share", "mean"])
 
     grid_values = np.linspace(0.0, 1.0, 21) if grid is None else np.asarray(grid, dtype=float)
-    curve = pd.DataFrame({share_col: grid_values, "p_blue": expit(intercept + slope * grid_values)})
+    # a 95 % band from the fixed effects' posterior SDs (independent under the mean-field posterior,
+    # which understates them: read it as a lower bound of the uncertainty)
+    spread = 1.96 * np.sqrt(float(fixed.loc["Intercept", "sd"]) ** 2 + (grid_values * float(fixed.loc["share", "sd"])) ** 2)
+    centre = intercept + slope * grid_values
+    curve = pd.DataFrame({share_col: grid_values, "p_blue": expit(centre), "p_low": expit(centre - spread),
+                          "p_high": expit(centre + spread)})
 
     edges = np.linspace(0.0, 1.0, bins + 1)
     binned = pd.cut(frame["share"], edges, include_lowest=True)
@@ -184,6 +193,7 @@ def majority_following(
         fixed_effects=fixed,
         converged=fit.converged,
         seed=seed,
+        report=fit.report,
     )
 
 
@@ -331,6 +341,10 @@ def sweep_transitions(games: pd.DataFrame, agents: pd.DataFrame,
 
     key_cols = [c for c in ("sweep", "condition", "policy", "seed")
                 if c in games.columns and c in agents.columns and (edges is None or c in edges.columns)]
+    if edges is not None and "n" in games.columns:
+        from .transitions import fast_sweep_transitions
+
+        return fast_sweep_transitions(games.reset_index(drop=True), agents, edges, key_cols)
     by_game = {key: frame for key, frame in agents.groupby(key_cols, sort=False)}
     edges_by_game = ({key: frame for key, frame in edges.groupby(key_cols, sort=False)}
                      if edges is not None else {})

@@ -88,15 +88,45 @@ def component_rows(games: pd.DataFrame, conditions: Sequence[str]) -> list[dict[
     return rows
 
 
+#: what makes a design cell besides communication: no communication and local are compared only
+#: between games that agree on all of these (the minority design is never pooled into a 50/50 cell)
+CELL_COLUMNS = ("topology", "n", "preferences", "minority", "label", "direct_messages", "initial", "max_rounds",
+                "history", "message_cost")
+_CELL_DEFAULTS = {"preferences": "random", "label": "llm", "direct_messages": "False", "initial": "preference"}
+
+
+def _cell_name(cell: dict[str, str], varying: Sequence[str]) -> str:
+    """The topology, and the cell's value of each factor that varies among the cells, e.g. ``ba, n=20``."""
+    return ", ".join([cell["topology"], *(f"{k}={cell[k]}" for k in varying if k != "topology")])
+
+
 def _none_vs_local(sub: pd.DataFrame) -> list[dict[str, Any]]:
+    """Mann-Whitney of the largest component, no communication against local, within each design cell.
+
+    A cell is every condition column but communication (``CELL_COLUMNS``): a test compares
+    only games that differ in communication alone, and names the conditions it compared.
+    """
+    columns = [c for c in CELL_COLUMNS if c in sub.columns]
+    frame = sub.assign(**{c: sub[c].astype(str) for c in columns},
+                       **{c: v for c, v in _CELL_DEFAULTS.items() if c not in sub.columns})
+    columns = list(dict.fromkeys([*columns, *(c for c in _CELL_DEFAULTS if c not in sub.columns)]))
+    tested = []
+    for values, cell in frame.groupby(columns, sort=True):
+        comm = cell["communication"].astype(str)
+        if (comm == "none").any() and (comm == "local").any():
+            tested.append((dict(zip(columns, values if isinstance(values, tuple) else (values,))), cell, comm))
+    # a cell is named by what sets it apart from the other cells tested
+    varying = [c for c in columns if len({named[c] for named, _, _ in tested}) > 1]
     rows = []
-    for topology, frame in sub.groupby(sub["topology"].astype(str), sort=True):
-        none = frame.loc[frame["communication"].astype(str) == "none", "largest_component"].to_numpy(float)
-        local = frame.loc[frame["communication"].astype(str) == "local", "largest_component"].to_numpy(float)
-        if len(none) and len(local):
-            test = stats.mannwhitneyu(none, local, alternative="two-sided")
-            rows.append({"topology": topology, "mean_none": float(none.mean()), "mean_local": float(local.mean()),
-                         "u": float(test.statistic), "p": float(test.pvalue)})
+    for named, cell, comm in tested:
+        none, local = cell[comm == "none"], cell[comm == "local"]
+        a, b = none["largest_component"].to_numpy(float), local["largest_component"].to_numpy(float)
+        test = stats.mannwhitneyu(a, b, alternative="two-sided")
+        rows.append({"topology": named["topology"], "cell": _cell_name(named, varying),
+                     "conditions_none": ", ".join(sorted(none["condition"].astype(str).unique())),
+                     "conditions_local": ", ".join(sorted(local["condition"].astype(str).unique())),
+                     "games_none": len(a), "games_local": len(b), "mean_none": float(a.mean()),
+                     "mean_local": float(b.mean()), "u": float(test.statistic), "p": float(test.pvalue)})
     adjusted = adjust_pvalues([r["p"] for r in rows])
     for row, bonf, holm in zip(rows, adjusted["bonferroni"], adjusted["holm"]):
         row.update({"p_bonferroni": bonf, "p_holm": holm})

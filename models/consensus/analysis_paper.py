@@ -57,6 +57,8 @@ class PaperModel:
     #: what the paper reported for it (SPEC part A, "Published statistics")
     published: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: the published focal coefficients (log-odds), by our term's name, drawn beside ours
+    published_coef: Mapping[str, float] = field(default_factory=dict)
 
 
 PAPER_MODELS: Mapping[str, PaperModel] = {
@@ -64,7 +66,8 @@ PAPER_MODELS: Mapping[str, PaperModel] = {
         "Communication within BA (global as baseline)",
         {"topology": ["ba"], "preferences": ["random"], "label": ["llm"], "direct_messages": ["False"]},
         "communication", "global",
-        published="local -7.8111, none -6.6984 (p < 0.001); pseudo-R2 0.85, chi2(7) = 330.22, LL = -29.41"),
+        published="local -7.8111, none -6.6984 (p < 0.001); pseudo-R2 0.85, chi2(7) = 330.22, LL = -29.41",
+        published_coef={"communication[T.local]": -7.8111, "communication[T.none]": -6.6984}),
     "topology": PaperModel(
         "Topology (caveman as baseline), local and no communication",
         {"communication": ["local", "none"], "preferences": ["random"], "label": ["llm"], "direct_messages": ["False"]},
@@ -75,18 +78,21 @@ PAPER_MODELS: Mapping[str, PaperModel] = {
         "Minority design vs 50/50 (BA, local messages)",
         {"topology": ["ba"], "communication": ["local"], "label": ["llm"], "direct_messages": ["False"]},
         "preferences", "random",
-        published="minority coef 4.3022 (p < 0.001); pseudo-R2 0.38, chi2(6) = 70.17; the majority colour (blue) won"),
+        published="minority coef 4.3022 (p < 0.001); pseudo-R2 0.38, chi2(6) = 70.17; the majority colour (blue) won",
+        published_coef={"preferences[T.minority]": 4.3022}),
     "label": PaperModel(
         "Opponent label 'LLM' vs 'human' (BA, global messages)",
         {"topology": ["ba"], "communication": ["global"], "preferences": ["random"], "direct_messages": ["False"]},
         "label", "human",
         published="LLM label coef 0.998 (OR 2.7, p = 0.027, not significant after Bonferroni); pseudo-R2 0.77, "
-                  "chi2(8) = 491.69"),
+                  "chi2(8) = 491.69",
+        published_coef={"label[T.llm]": 0.998}),
     "direct_messages": PaperModel(
         "Private messages (DM) vs none, in the cells played both ways",
         {"preferences": ["random"], "label": ["llm"]},
         "direct_messages", "False",
-        published="Mistral, global: 28/30 -> 13/30 with private messages (coef -1.15, p < 0.005)"),
+        published="Mistral, global: 28/30 -> 13/30 with private messages (coef -1.15, p < 0.005)",
+        published_coef={"direct_messages[T.True]": -1.15}),
 }
 
 #: factors that, when they vary inside a subset, enter its formula as fixed effects
@@ -185,7 +191,7 @@ def paper_models(games: pd.DataFrame, models: Sequence[str]) -> dict[str, Any]:
         frame = subset(games, model)
         part: dict[str, Any] = {"title": model.title, "factor": model.factor, "reference": model.reference,
                                 "subset": {k: list(v) for k, v in model.subset.items()}, "games": len(frame),
-                                "published": model.published}
+                                "published": model.published, "published_coef": dict(model.published_coef)}
         if frame.empty:
             part["skipped"] = "no game of these sweeps falls in this subset"
             out[name] = part

@@ -55,7 +55,7 @@ MIN_GAMES = 3
 DEFAULT_MAX_TRANSITIONS = 20_000
 #: the options of ``configure`` and their defaults (the Python API takes them as keywords)
 OPTIONS = {"formula": None, "max_transitions": DEFAULT_MAX_TRANSITIONS, "sample_seed": 0, "fit_seed": 0,
-           "keep_invalid": False}
+           "keep_invalid": False, "fit_processes": min(2, os.cpu_count() or 1)}
 
 
 def configure(group) -> None:
@@ -72,6 +72,9 @@ def configure(group) -> None:
     group.add_argument("--fit-seed", type=int, default=0,
                        help="seed of the mixed-effects fit's starting values (default 0): the same games, subsample "
                             "and seed give the same slopes")
+    group.add_argument("--fit-processes", type=int, default=OPTIONS["fit_processes"],
+                       help="majority following: fit the models in this many processes at once (default: "
+                            f"{OPTIONS['fit_processes']}, the cores up to 2); the numbers do not depend on it")
     group.add_argument("--keep-invalid", action="store_true",
                        help="keep games marked invalid (too many failed LLM decisions) in the analysis")
 
@@ -142,7 +145,7 @@ def firth_part(games: pd.DataFrame, formula: str | None) -> dict[str, Any]:
     return {**part, **firth_summary(fit), "formula": chosen}
 
 
-def _majority_fit(transitions: pd.DataFrame, max_transitions: int, sample_seed: int, fit_seed: int) -> dict[str, Any]:
+def _subsample(transitions: pd.DataFrame, max_transitions: int, sample_seed: int) -> tuple[pd.DataFrame, dict]:
     total = len(transitions)
     part: dict[str, Any] = {"transitions_total": total}
     if max_transitions and total > max_transitions:
@@ -150,20 +153,41 @@ def _majority_fit(transitions: pd.DataFrame, max_transitions: int, sample_seed: 
         chosen = np.sort(np.random.default_rng(sample_seed).choice(total, size=max_transitions, replace=False))
         transitions = transitions.iloc[chosen].reset_index(drop=True)
         part["subsample"] = {"rows": max_transitions, "seed": sample_seed}
+    columns = ["game", "agent", "blue_share_neighbours", "chose_blue_next"]
+    return transitions[columns], part
+
+
+def _majority_fit(transitions: pd.DataFrame, part: dict[str, Any], fit_seed: int) -> dict[str, Any]:
+    """One model's fit (run in a worker process: a module-level function of plain data)."""
     try:
         result = majority_following(transitions, seed=fit_seed)
     except AnalysisError as exc:
         return {**part, "skipped": str(exc)}
+    report = result.report.as_dict()
     part.update({"slope": result.slope, "slope_sd": result.slope_sd, "intercept": result.intercept,
                  "intercept_sd": result.intercept_sd, "random_effect_sd": result.random_effect_sd,
                  "nobs": result.nobs, "games": result.n_games, "converged": result.converged,
                  "fit_seed": result.seed, "curve": result.curve.to_dict(orient="records"),
-                 "empirical": result.empirical.to_dict(orient="records")})
+                 "empirical": result.empirical.to_dict(orient="records"),
+                 "tried": [a["what"] for a in report["attempts"]], "fit": report})
     return part
 
 
+def _fit_all(jobs: dict[str, tuple[pd.DataFrame, dict]], fit_seed: int, processes: int) -> dict[str, dict]:
+    """Every model's fit, in ``processes`` worker processes at once when there are several (spawned:
+    fork is unsafe once BLAS threads run); the results do not depend on how many."""
+    if processes <= 1 or len(jobs) <= 1:
+        return {model: _majority_fit(rows, part, fit_seed) for model, (rows, part) in jobs.items()}
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(min(processes, len(jobs)), mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {model: pool.submit(_majority_fit, rows, part, fit_seed) for model, (rows, part) in jobs.items()}
+        return {model: future.result() for model, future in futures.items()}
+
+
 def majority_part(games: pd.DataFrame, agents: pd.DataFrame | None, edges: pd.DataFrame | None, models: Sequence[str],
-                  max_transitions: int, sample_seed: int, fit_seed: int) -> dict[str, Any]:
+                  max_transitions: int, sample_seed: int, fit_seed: int, processes: int = 1) -> dict[str, Any]:
     """Majority following per model: a seeded mixed-effects fit on (a seeded subsample of) each model's transitions."""
     if agents is None:
         return {"skipped": "the sweep did not keep the agents table; rerun it with --tables agents "
@@ -173,13 +197,16 @@ def majority_part(games: pd.DataFrame, agents: pd.DataFrame | None, edges: pd.Da
                             "published": "steepest for the closed model and Mistral"}
     if transitions.empty:
         return {**part, "skipped": "no game's graph could be redrawn (custom graphs?)"}
-    model_of = {"|".join(str(row[c]) for c in ("sweep", "condition", "policy", "seed") if c in agents.columns): row["model"]
-                for _, row in games.iterrows()}
+    key_cols = [c for c in ("sweep", "condition", "policy", "seed") if c in agents.columns]
+    model_of = dict(zip(games[key_cols].astype(str).agg("|".join, axis=1), games["model"]))
     transitions["model"] = transitions["game"].map(model_of)
     part["transitions_total"] = len(transitions)
-    part["per_model"] = {m: _majority_fit(transitions[transitions["model"] == m].reset_index(drop=True),
-                                          max_transitions, sample_seed, fit_seed)
-                         for m in models if (transitions["model"] == m).any()}
+    jobs = {m: _subsample(transitions[transitions["model"] == m].reset_index(drop=True), max_transitions, sample_seed)
+            for m in models if (transitions["model"] == m).any()}
+    part["per_model"] = _fit_all(jobs, fit_seed, processes)
+    unconverged = [m for m, fit in part["per_model"].items() if "skipped" not in fit and not fit["converged"]]
+    if unconverged:
+        part["not_converged"] = unconverged
     return part
 
 
@@ -223,5 +250,6 @@ def analyze(sweep: SweepData, options: Mapping[str, Any]) -> dict[str, Any]:
         "minority_design": minority_winners(games, models),
         "messages": message_counts(games, conditions, models),
         "majority_following": majority_part(games, agents, sweep.table("edges") if agents is not None else None,
-                                            models, max_transitions, chosen["sample_seed"], chosen["fit_seed"]),
+                                            models, max_transitions, chosen["sample_seed"], chosen["fit_seed"],
+                                            max(1, int(chosen["fit_processes"]))),
     }

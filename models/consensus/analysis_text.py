@@ -114,9 +114,29 @@ def _components_lines(comp: Mapping[str, Any]) -> list[str]:
             lines.append("    Mann-Whitney U against the baseline (Bonferroni and Holm across conditions):")
             lines.append(_indent(_indent(_rows_table(part["mann_whitney_vs_baseline"], ["condition"]))))
         if part.get("none_vs_local"):
-            lines.append("    no communication vs local, per topology (Mann-Whitney):")
-            lines.append(_indent(_indent(_rows_table(part["none_vs_local"], ["topology"]))))
+            lines.append("    no communication vs local, per design cell (games differing in communication alone; "
+                         "Mann-Whitney):")
+            shown = [{k: v for k, v in r.items() if k not in ("topology", "conditions_none", "conditions_local")}
+                     for r in part["none_vs_local"]]
+            lines.append(_indent(_indent(_rows_table(shown, ["cell"]))))
+            lines.append("      compared: " + "; ".join(f"{r['cell']}: {r['conditions_none']} vs "
+                                                        f"{r['conditions_local']}" for r in part["none_vs_local"]))
     lines.append(f"  published: {comp['published']}")
+    return lines
+
+
+def _fit_verdict(fit: Mapping[str, Any] | None) -> list[str]:
+    """A mixed-effects fit's attempts and the warnings it raised, once each (only what a reader must know)."""
+    if not fit:
+        return []
+    lines = []
+    attempts = fit.get("attempts") or []
+    if not fit.get("converged") or len(attempts) > 1:
+        for a in attempts:
+            lines.append(f"tried: {a['what']}: {a['iterations']} iterations, largest gradient "
+                         f"{_num(a['max_gradient'])} (converged below {_num(fit['gradient_tol'])})")
+    for warning, count in (fit.get("warnings") or {}).items():
+        lines.append(f"warning while fitting ({count}x): {warning}")
     return lines
 
 
@@ -134,7 +154,8 @@ def _majority_lines(major: Mapping[str, Any]) -> list[str]:
             lines.append(f"  {model}: slope = {_num(part['slope'], 4)} (posterior sd {_num(part['slope_sd'])}), "
                          f"intercept = {_num(part['intercept'], 4)}; {part['nobs']} transitions from "
                          f"{part['games']} games{sub}; fit seed {part['fit_seed']}"
-                         + ("" if part["converged"] else "; the optimiser did not converge"))
+                         + ("" if part["converged"] else "; NOT CONVERGED"))
+            lines += [f"    {line}" for line in _fit_verdict(part.get("fit"))]
         lines.append(f"  published: {major['published']}")
     if major.get("games_left_out"):
         lines.append(f"  {len(major['games_left_out'])} game(s) left out (graph not redrawable or not matching)")

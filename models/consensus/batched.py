@@ -54,8 +54,9 @@ def batchable(request: PlayRequest) -> bool:
     """Can the engine play this game? (rule policy, no endpoint, tables it gives)."""
     if request.endpoint is not None or not set(request.tables) <= set(TABLES):
         return False
-    if request.parameters.get("preferences") == "explicit" or "graph" in request.parameters:
-        return False
+    if request.parameters.get("preferences") == "explicit" or "graph" in request.parameters \
+            or request.parameters.get("assign"):
+        return False  # the engine plays one rule for every agent
     try:
         return isinstance(make_policy(request.policy, "consensus"), RulePolicy)
     except PolicyError:

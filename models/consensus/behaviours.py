@@ -5,14 +5,17 @@ Registered with the loopback endpoint when it first lists or builds behaviours
 
 * ``rule:<policy spec>`` reads the consensus prompt and answers as that rule
   policy of the project would (``rule:majority-inertia?inertia=0``,
-  ``rule:stubborn``, ``rule:voter``); ``talk`` (default 0.3) is the chance of
-  sending a message when the prompt allows messages, ``dm`` (default 0.3) the
-  chance that such a message is private when private messages are allowed.
+  ``rule:stubborn``, ``rule:voter``, ``rule:relay``); ``talk`` (default 0.3; 0 for
+  the talking policies, which decide when they talk) is the chance of sending a
+  message when the prompt allows messages, ``dm`` (default 0.3) the chance that
+  such a message is private when private messages are allowed. Talking policies
+  read their diary and last round's messages from the prompt.
 * ``random``: a fair coin as a consensus answer, whatever the prompt.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from typing import Any
@@ -29,7 +32,7 @@ from llm_mesa.loopback.behaviours import (
 from llm_mesa.loopback.faults import LoopbackError
 from llm_mesa.policy import Policy, PolicyError, available_policies, make_policy
 
-from .observation import ConsensusObservation
+from .observation import ConsensusObservation, Message
 
 # Matched against lower-cased text: case-sensitive patterns keep the regex engine's
 # fast literal-prefix search, which re.IGNORECASE would disable.
@@ -41,6 +44,30 @@ _ROUND = re.compile(r"round\s*:\s*(\d+)\s*of\s*(\d+)")
 _COMMUNICATION = re.compile(r"communication\s*:\s*(none|local|global)\b")
 _PRIVATE = re.compile(r"private messages\s*:\s*allowed\b")
 _AGENT_ID = re.compile(r"you are (?:agent|node|player)\s+(\d+)")
+_ALONGSIDE = re.compile(r"besides choosing a colou?r")
+# Read from the prompt as written (not lower-cased): the diary and the quoted messages are data.
+_DIARY = re.compile(r"Your private diary:\n(.*?)\nChoose your colou?r", re.S)
+_HISTORY_ROW = re.compile(r"^- round (\d+)(?: so far)?: ", re.M)
+_QUOTED = re.compile(r"^  - node (\d+) said (privately to you|to its audience): (\".*\")$", re.M)
+
+
+def _last_round_messages(text: str) -> tuple[int, list[Message]]:
+    """The last history row's round and the messages quoted under it (the agent's inbox of last round)."""
+    rows = list(_HISTORY_ROW.finditer(text))
+    if not rows:
+        return 0, []
+    last = rows[-1]
+    end = text.find("\nYour private diary:", last.end())
+    block = text[last.end(): end if end >= 0 else len(text)]
+    received = []
+    for sender, scope, quoted in _QUOTED.findall(block):
+        try:
+            words = json.loads(quoted)
+        except ValueError:
+            continue
+        received.append(Message(int(sender), int(last.group(1)), str(words),
+                                to=-1 if scope.startswith("privately") else None))
+    return int(last.group(1)), received
 
 
 def read_consensus_prompt(prompt: PromptView) -> ConsensusObservation:
@@ -65,6 +92,8 @@ def read_consensus_prompt(prompt: PromptView) -> ConsensusObservation:
     round_now, round_limit = (int(round_match.group(1)), int(round_match.group(2))) if round_match else (0, 0)
     communication = last_match(_COMMUNICATION, *texts)
     agent = last_match(_AGENT_ID, texts[0])
+    diary = last_match(_DIARY, prompt.last_user, prompt.full)
+    _, inbox = _last_round_messages(prompt.last_user)
     return ConsensusObservation(
         agent_id=int(agent.group(1)) if agent else -1,
         round=round_now,
@@ -74,7 +103,11 @@ def read_consensus_prompt(prompt: PromptView) -> ConsensusObservation:
         neighbour_colours=tuple(colours),  # type: ignore[arg-type]
         communication=communication.group(1) if communication else "none",
         direct_messages=last_match(_PRIVATE, *texts) is not None,
+        message_replaces_move=last_match(_ALONGSIDE, texts[1]) is None,
         rounds_left=max(round_limit - round_now, 0),
+        max_rounds=round_limit,
+        diary="" if diary is None or diary.group(1) == "(empty)" else diary.group(1),
+        inbox=inbox,
     )
 
 
@@ -100,6 +133,7 @@ class RuleBehaviour(_ConsensusBehaviour):
     """Answers the consensus prompt as one of the project's rule policies would."""
 
     def __init__(self, policy_spec: str, params: dict[str, str], model: str):
+        given = set(params)
         self.talk = probability_param(params, "talk", 0.3, model)
         self.dm = probability_param(params, "dm", 0.3, model)
         name, _, inline = policy_spec.partition(":")
@@ -115,6 +149,8 @@ class RuleBehaviour(_ConsensusBehaviour):
         if self.policy.is_async:
             raise LoopbackError(f"model {model!r}: {name!r} is not a rule policy; "
                                 "the loopback endpoint answers only as rule policies")
+        if getattr(self.policy, "reads_messages", False) and "talk" not in given:
+            self.talk = 0.0  # a talking policy decides when it talks: no chatter added
         self.kind = f"rule:{name}"
 
     def answer(self, prompt: PromptView, rng: random.Random | None) -> dict[str, Any]:
@@ -136,16 +172,18 @@ class RuleBehaviour(_ConsensusBehaviour):
                 message = f"I am staying {colour}; please switch to {colour}."
             else:
                 message = f"I am switching to {colour}; let us all pick {colour}."
+        if not obs.direct_messages:
+            message_to = None
         kept = "kept" if colour == obs.colour else "switched to"
-        return {
-            "colour": colour,
-            "reason": decision.reason or (
-                f"{self.policy.spec()}: {n_red} red and {n_blue} blue neighbours, so {colour}"),
-            "diary": decision.diary or (
-                f"Round {obs.round}: {kept} {colour}; neighbours {n_red} red, {n_blue} blue."),
-            "message": message,
-            "message_to": message_to,
-        }
+        diary = decision.diary or f"Round {obs.round}: {kept} {colour}; neighbours {n_red} red, {n_blue} blue."
+        move = {"colour": colour, "reason": decision.reason or (
+            f"{self.policy.spec()}: {n_red} red and {n_blue} blue neighbours, so {colour}"), "diary": diary}
+        if message is None or obs.communication == "none":
+            return move  # a move, and no message key (the study's schema has no null message)
+        said = {"message": message, **({"message_to": message_to} if message_to is not None else {})}
+        if obs.message_replaces_move:
+            return {**said, "diary": diary}  # the other form: a message instead of a move, no colour
+        return {**move, **said}
 
 
 class RandomBehaviour(_ConsensusBehaviour):
@@ -156,8 +194,7 @@ class RandomBehaviour(_ConsensusBehaviour):
     def answer(self, prompt: PromptView, rng: random.Random | None) -> dict[str, Any]:
         assert rng is not None
         colour = "blue" if rng.random() < 0.5 else "red"
-        return {"colour": colour, "reason": "a coin flip (loopback stand-in)",
-                "diary": f"flipped a coin: {colour}", "message": None, "message_to": None}
+        return {"colour": colour, "reason": "a coin flip (loopback stand-in)", "diary": f"flipped a coin: {colour}"}
 
 
 def _rule_listing() -> dict[str, str]:

@@ -37,7 +37,8 @@ JSON_KEYS = ("consensus", "rounds", "winner", "largest_component", "largest_comp
 
 def configure(parser: argparse.ArgumentParser) -> None:
     game = parser.add_argument_group("game")
-    PARAMETERS.add_arguments(game)  # every parameter of the game's one definition
+    # every parameter of the game's one definition; 'assign' is the repeatable --assign below
+    PARAMETERS.add_arguments(game, names=[p.name for p in PARAMETERS.parameters if p.name != "assign"])
     game.add_argument("--graph", metavar="FILE", help="play on this GraphML or edge-list file instead of --topology")
     game.add_argument("--seed", type=int, default=1, help="seed of everything random (default 1)")
     agents = parser.add_argument_group("agents")
@@ -54,19 +55,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_assignments(items: list[str]) -> dict[str, str]:
-    from .setup import ConsensusConfigError
+    """``--assign`` entries -> {selector: policy spec} (the game's ``assign`` parameter reads the same)."""
+    from .mixing import parse_assignment
 
-    assign = {}
-    for item in items:
-        selector, eq, spec = item.partition("=")
-        selector, spec = selector.strip(), spec.strip()
-        kind, colon, arg = selector.partition(":")
-        if not eq or not selector or not spec or (colon and not arg.strip()):
-            raise ConsensusConfigError(f"--assign {item!r} needs the form SELECTOR=POLICY, e.g. hubs:5=stubborn")
-        if selector in assign:
-            raise ConsensusConfigError(f"--assign gives selector {selector!r} twice; give each group of agents once")
-        assign[selector] = spec
-    return assign
+    return parse_assignment(items)
 
 
 def build_model(args: argparse.Namespace) -> ConsensusModel:
@@ -86,7 +78,8 @@ def build_model(args: argparse.Namespace) -> ConsensusModel:
     assign = {k: (llm.policies[v] if is_llm_spec(v) else v) for k, v in assign.items()}
     graph = load_graph(args.graph) if args.graph else None
     model = ConsensusModel(
-        **PARAMETERS.from_args(args), graph=graph, policy=policy, assign=assign or None,
+        **{k: v for k, v in PARAMETERS.from_args(args).items() if k != "assign"}, graph=graph, policy=policy,
+        assign=assign or None,
         max_game_tokens=getattr(args, "max_tokens", None), max_game_cost=getattr(args, "max_cost", None),
         rng=args.seed,
     )

@@ -12,7 +12,8 @@ For rule policies, a "model" of the study is a rule configuration:
 ``RULE_CONFIGURATIONS`` maps a short name to a policy spec. The six defaults
 span the inertia of the human literature's majority-with-inertia rule, an
 opinionated variant, and the voter model as a reference without inertia or
-majority.
+majority. ``TALKING_CONFIGURATIONS`` (the ``talking`` group) are rule baselines that
+send messages (relay, announce), so communication has a rule counterpart.
 """
 
 from __future__ import annotations
@@ -65,6 +66,14 @@ RULE_CONFIGURATIONS: Mapping[str, str] = MappingProxyType({
     "voter": "voter",
 })
 
+#: Rule baselines that talk (``talking.py``): communication with a rule counterpart.
+TALKING_CONFIGURATIONS: Mapping[str, str] = MappingProxyType({
+    "relay": "relay:inertia=0.0,relay_every=2",
+    "relay-0.2": "relay:inertia=0.2,relay_every=2",
+    "announce": "announce:inertia=0.0",
+    "announce-0.2": "announce:inertia=0.2",
+})
+
 #: Names that stand for a group of conditions on the command line.
 CONDITION_GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "study": tuple(STUDY_CONDITIONS),
@@ -110,5 +119,5 @@ def describe_condition(kwargs: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
-__all__ = ["STUDY_CONDITIONS", "EXTRA_CONDITIONS", "ALL_CONDITIONS", "RULE_CONFIGURATIONS",
+__all__ = ["STUDY_CONDITIONS", "EXTRA_CONDITIONS", "ALL_CONDITIONS", "RULE_CONFIGURATIONS", "TALKING_CONFIGURATIONS",
            "CONDITION_GROUPS", "ConditionError", "resolve_conditions", "describe_condition"]

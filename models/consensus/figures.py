@@ -3,10 +3,14 @@
 Panels: consensus rate per condition x model (Wilson intervals) with the
 published successes where the condition matches; per-model successes beside the
 study's; the paper's Firth models (focal coefficients with profile intervals,
-pooled and per model); majority-following curves per model; the largest
-same-colour component against its random baseline; stubbornness against
-consensus; message effects; rounds to consensus; the pseudo-equilibrium share.
-A part that was skipped still gets its panel, which says why.
+pooled and per model, the published coefficients beside them); majority-following
+curves per model; the largest same-colour component against its random baseline,
+and no communication against local within each design cell (``figures_mechanisms``);
+stubbornness against consensus; message effects; rounds to consensus; the
+pseudo-equilibrium share. Many models are drawn as small multiples, one per model,
+so every condition and model is drawn; legends sit outside the data, shares on axes
+that never cut a point at 0 or 1. A part that was skipped still gets its panel,
+which says why.
 """
 
 from __future__ import annotations
@@ -17,16 +21,29 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from llm_mesa.analysis.figures import COLOURS, interval_points, new_figure, skipped_figure, svg_text
+from llm_mesa.analysis.figures import (
+    SHARE_LIMITS,
+    facets,
+    interval_points,
+    legend_outside,
+    new_figure,
+    no_data,
+    skipped_figure,
+    svg_text,
+)
 from llm_mesa.analysis.report_html import Panel, drawn
 
+from .figures_mechanisms import colour_of, components_panel, majority_panel, none_vs_local_panel
 from .published import TOTALS, published_conditions, published_models
+
+#: more models than this are drawn as small multiples, one per model
+FACET_ABOVE = 3
 
 __all__ = ["report_panels"]
 
 
 def _colour(models: list[str], model: str) -> str:
-    return COLOURS[models.index(model) % len(COLOURS)] if model in models else "#777777"
+    return colour_of(models, model)
 
 
 def _skipped(title: str, reason: str, **extra: Any) -> Panel:
@@ -36,21 +53,39 @@ def _skipped(title: str, reason: str, **extra: Any) -> Panel:
 def _rates_panel(report: Mapping[str, Any], games: pd.DataFrame) -> Panel:
     title = "Consensus rate per condition and model (95 % Wilson intervals)"
     rows = pd.DataFrame(report["consensus"])
+    conditions, models = report["conditions"], report["models"]
     series = {m: {r["condition"]: (r["rate"], r["ci_low"], r["ci_high"]) for r in report["consensus"] if r["model"] == m}
-              for m in report["models"]}
-    published = published_conditions(games, report["conditions"])
-    figure, ax = new_figure(6.4, 1.2 + 0.45 * len(report["conditions"]))
-    interval_points(ax, report["conditions"], series, xlabel="share of games reaching consensus")
-    if not published.empty:  # the study's open-model and closed-model rates where the condition matches
+              for m in models}
+    published = published_conditions(games, conditions)
+    colours = {m: _colour(models, m) for m in models}
+    groups = [[m] for m in models] if len(models) > FACET_ABOVE else [list(models)]
+    figure, axes = facets(len(groups), cols=4, width=2.9 if len(groups) > 1 else 6.4,
+                          height=0.7 + 0.3 * len(conditions), sharex=True, sharey=True)
+    for ax, group in zip(axes, groups):
+        interval_points(ax, conditions, {m: series[m] for m in group}, colours=colours)
+        if len(groups) > 1:
+            ax.set_title(group[0], fontsize=8)
+            ax.tick_params(labelsize=6)
         for column, marker, label in (("published_open_rate", "x", "published, open models"),
                                       ("published_closed_rate", "D", "published, closed model")):
-            shown = published.dropna(subset=[column])
-            ax.scatter(shown[column], [report["conditions"].index(c) for c in shown["condition"]], marker=marker,
-                       color="black", s=22, label=label, zorder=3, facecolors="none" if marker == "D" else None)
-        ax.legend(fontsize=7, loc="best")
+            shown = published.dropna(subset=[column]) if not published.empty else published
+            if len(shown):
+                ax.scatter(shown[column], [conditions.index(c) for c in shown["condition"]], marker=marker,
+                           color="black", s=22, label=label, zorder=3, facecolors="none" if marker == "D" else None)
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+    handles: dict[str, Any] = {}
+    for ax in axes:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, h)
+    if len(groups) > 1:
+        handles = {k: v for k, v in handles.items() if k.startswith("published")}
+    legend_outside(figure, handles=list(handles.values()), labels=list(handles))
+    figure.supxlabel("share of games reaching consensus", fontsize=8)
     table = rows[["condition", "model", "successes", "games", "rate", "ci_low", "ci_high"]]
     return Panel(title, svg_text(figure), table, published=published if not published.empty else None,
-                 caption=f"Published: {TOTALS}.")
+                 caption=f"Published: {TOTALS}. Crosses: the open models' rate where our condition matches the "
+                         "study's; diamonds: the closed model's.")
 
 
 def _models_panel(report: Mapping[str, Any], games: pd.DataFrame) -> Panel:
@@ -65,7 +100,7 @@ def _models_panel(report: Mapping[str, Any], games: pd.DataFrame) -> Panel:
                                                                           for m in ours["model"]])
     ax.set_yticks(range(len(labels)), labels, fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlim(0, 1)
+    ax.set_xlim(0, SHARE_LIMITS[1])
     ax.set_xlabel("share of games reaching consensus (published: of 360 per model)")
     return Panel(title, svg_text(figure), ours, published=table, caption="Our models are matched to the "
                  "study's by name; an unmatched published model shows no number of ours.")
@@ -94,91 +129,25 @@ def _paper_panel(part: Mapping[str, Any]) -> Panel:
     if drawn.empty:
         reason = "; ".join(sorted({str(r) for r in table.get("skipped", pd.Series(dtype=str)).dropna()})) or "no fit"
         return Panel(title, skipped_figure(title, reason), table, skipped=reason, published=published)
-    figure, ax = new_figure(6.4, 1.0 + 0.35 * len(drawn))
+    figure, ax = new_figure(6.4, 1.0 + 0.3 * len(drawn))
     labels = [f"{r['fit']}: {r['term']}" for _, r in drawn.iterrows()]
     coef = drawn["coef"].to_numpy(float)
     low = np.nan_to_num(coef - drawn["ci_low"].to_numpy(float))
     high = np.nan_to_num(drawn["ci_high"].to_numpy(float) - coef)
-    ax.errorbar(coef, range(len(drawn)), xerr=[low, high], fmt="o", color="#1f77b4", capsize=3)
+    ax.errorbar(coef, range(len(drawn)), xerr=[low, high], fmt="o", color="#1f77b4", capsize=3, markersize=4,
+                label="ours (profile 95 % CI)")
+    given = part.get("published_coef") or {}
+    marks = [(given[t], y) for y, (f, t) in enumerate(zip(drawn["fit"], drawn["term"])) if t in given and f == "pooled"]
+    if marks:
+        ax.scatter(*zip(*marks), marker="x", color="black", s=30, zorder=3, label="published coefficient (pooled)")
     ax.axvline(0, color="#999999", linewidth=0.8)
     ax.set_yticks(range(len(drawn)), labels, fontsize=7)
-    ax.invert_yaxis()
-    ax.set_xlabel(f"log-odds against {part['factor']} = {part['reference']} (profile 95 % CI)")
+    ax.set_ylim(len(drawn) - 0.5, -0.5)
+    ax.set_xlabel(f"log-odds against {part['factor']} = {part['reference']}")
+    legend_outside(ax)
     return Panel(title, svg_text(figure), table, published=published,
                  caption="Pooled: a fixed effect per model, as the paper. p: penalised likelihood-ratio tests; "
                          "Bonferroni (as the paper) and Holm over the focal terms.")
-
-
-def _majority_panel(report: Mapping[str, Any]) -> Panel:
-    title = "Majority following: P(blue next | blue neighbour share), per model"
-    major = report["majority_following"]
-    published = pd.DataFrame({"published": [major.get("published", "")]})
-    if "skipped" in major:
-        return _skipped(title, major["skipped"], published=published)
-    figure, ax = new_figure()
-    rows = []
-    for model, part in major["per_model"].items():
-        if "skipped" in part:
-            rows.append({"model": model, "skipped": part["skipped"]})
-            continue
-        colour = _colour(report["models"], model)
-        curve = pd.DataFrame(part["curve"])
-        ax.plot(curve["blue_share_neighbours"], curve["p_blue"], color=colour, label=model)
-        empirical = pd.DataFrame(part["empirical"])
-        ax.scatter(empirical["share_mean"], empirical["p_blue"], color=colour, s=10 + 40 * empirical["n"] /
-                   max(empirical["n"].max(), 1), alpha=0.6)
-        rows.append({"model": model, "slope": part["slope"], "slope_sd": part["slope_sd"],
-                     "intercept": part["intercept"], "transitions": part["nobs"], "games": part["games"],
-                     "converged": part["converged"], "fit_seed": part["fit_seed"]})
-    ax.set_xlabel("share of blue neighbours at t")
-    ax.set_ylabel("P(blue at t + 1)")
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
-    ax.legend(fontsize=7)
-    return Panel(title, svg_text(figure), pd.DataFrame(rows), published=published,
-                 caption="Lines: the mixed-effects fit (random intercepts per game and per agent in game) at "
-                         "random effects 0; points: observed shares in bins (size: transitions).")
-
-
-def _components_panel(report: Mapping[str, Any], games: pd.DataFrame) -> Panel:
-    title = "Largest same-colour component against the random-colouring baseline"
-    comp = report["largest_component"]
-    if "skipped" in comp:
-        return _skipped(title, comp["skipped"])
-    conditions, models = report["conditions"], report["models"]
-    figure, ax = new_figure(6.4, 1.2 + 0.5 * len(conditions))
-    width = 0.8 / max(len(models), 1)
-    rows = []
-    for index, model in enumerate(models):
-        part = comp["per_model"].get(model, {})
-        tests = {r["condition"]: r for r in part.get("mann_whitney_vs_baseline", [])}
-        for row in part.get("conditions", []):
-            rows.append({"model": model, **row, **{k: tests.get(row["condition"], {}).get(k)
-                                                   for k in ("p", "p_bonferroni", "p_holm")},
-                         "kruskal_p": part.get("kruskal_p")})
-        data, positions = [], []
-        for position, condition in enumerate(conditions):
-            values = games.loc[(games["model"] == model) & (games["condition"] == condition), "largest_component"]
-            if len(values):
-                data.append(values.to_numpy(float))
-                positions.append(position - 0.4 + width * (index + 0.5))
-        if data:
-            box = ax.boxplot(data, positions=positions, widths=width * 0.8, orientation="horizontal", patch_artist=True,
-                             manage_ticks=False)
-            for patch in box["boxes"]:
-                patch.set_facecolor(_colour(models, model))
-                patch.set_alpha(0.5)
-            ax.plot([], [], color=_colour(models, model), label=model, linewidth=6, alpha=0.5)
-    baseline = games.groupby("condition")["largest_component_baseline_mean"].mean()
-    ax.scatter([baseline.get(c, np.nan) for c in conditions], range(len(conditions)), marker="|", s=300,
-               color="black", label="random-colouring baseline (mean)", zorder=3)
-    ax.set_yticks(range(len(conditions)), conditions)
-    ax.invert_yaxis()
-    ax.set_xlabel("largest same-colour component at the end (agents)")
-    ax.legend(fontsize=7)
-    return Panel(title, svg_text(figure), pd.DataFrame(rows), published=pd.DataFrame({"published": [comp["published"]]}),
-                 caption="Mann-Whitney U against each game's baseline, Bonferroni and Holm across a model's "
-                         "conditions; Kruskal-Wallis across conditions.")
 
 
 def _stubbornness_panel(report: Mapping[str, Any], games: pd.DataFrame) -> Panel:
@@ -196,8 +165,11 @@ def _stubbornness_panel(report: Mapping[str, Any], games: pd.DataFrame) -> Panel
         y = sub["consensus"].astype(float) + rng.uniform(-0.12, 0.12, len(sub)) + (index - len(models) / 2) * 0.03
         ax.scatter(ratio, y, s=12, color=_colour(models, model), alpha=0.7, label=model)
     ax.set_yticks([0, 1], ["no consensus", "consensus"])
+    ax.set_xlim(*SHARE_LIMITS)
     ax.set_xlabel("stubbornness (stubborn moves / opportunities)")
-    ax.legend(fontsize=7)
+    ours = "skipped" if "skipped" in stub else f"r = {stub['r']:.2f}"
+    ax.set_title(f"point-biserial, all models: ours {ours}; published r = -0.44", fontsize=8)
+    legend_outside(ax, markerscale=1.5)
     return Panel(title, svg_text(figure), pd.DataFrame(rows), skipped=stub.get("skipped"),
                  published=pd.DataFrame({"published": ["point-biserial r = -0.44 (p < 0.001)"]}))
 
@@ -206,52 +178,76 @@ def _messages_panel(report: Mapping[str, Any], games: pd.DataFrame) -> Panel:
     title = "Message effects: messages per game by outcome, private messages against consensus"
     messages = report["messages"]
     private = report["private_messages"]
+    dm = report["paper_models"]["models"]["direct_messages"]
+    published = pd.DataFrame({"published": [private.get("published", ""), dm.get("published", "")]})
     if isinstance(messages, Mapping):
-        return _skipped(title, messages["skipped"])
+        return _skipped(title, messages["skipped"], published=published)
     table = pd.DataFrame(messages)
-    figure, axes = new_figure(9.0, 3.4, 1, 2)
-    conditions = list(dict.fromkeys(table["condition"]))
-    for index, model in enumerate(report["models"]):
-        sub = table[table["model"] == model]
-        ax = axes[0]
-        ax.barh(sub["condition"].map(conditions.index).to_numpy(float) + index * 0.8 / len(report["models"]),
-                sub["messages_mean"],
-                height=0.8 / len(report["models"]), color=_colour(report["models"], model), label=model)
-        allowed = games[(games["model"] == model) & (games.get("direct_messages", False).astype(str) == "True")]
-        if len(allowed):
-            axes[1].scatter(allowed["private_messages"].astype(float), allowed["consensus"].astype(float),
-                            color=_colour(report["models"], model), s=12, alpha=0.7)
-    axes[0].set_yticks(range(len(conditions)), conditions, fontsize=7)
-    axes[0].invert_yaxis()
+    talked = table[table["messages_mean"] > 0]
+    if talked.empty:
+        return Panel(title, skipped_figure(title, "no game sent a message (silent rule policies, or no "
+                                                  "communication)"), table, published=published,
+                     skipped="no game sent a message")
+    allowed = games[games["direct_messages"].astype(str) == "True"] if "direct_messages" in games else games.iloc[:0]
+    figure, axes = new_figure(9.0, 1.2 + 0.28 * len(talked), 1, 2, width_ratios=[3, 2])
+    labels = [f"{c} / {m}" for c, m in zip(talked["condition"], talked["model"])]
+    y = np.arange(len(talked))
+    for column, offset, hatch, label in (("messages_mean_consensus", -0.2, None, "games reaching consensus"),
+                                         ("messages_mean_no_consensus", 0.2, "//", "games without consensus")):
+        values = talked[column].astype(float).fillna(0.0)
+        axes[0].barh(y + offset, values, height=0.38, label=label, hatch=hatch,
+                     color=[_colour(report["models"], m) for m in talked["model"]], edgecolor="#444444", linewidth=0.4)
+    axes[0].set_yticks(y, labels, fontsize=6)
+    axes[0].set_ylim(len(talked) - 0.5, -0.5)
     axes[0].set_xlabel("messages per game (mean)")
-    axes[0].legend(fontsize=7)
-    axes[1].set_xlabel("private messages in the game")
-    axes[1].set_yticks([0, 1], ["no consensus", "consensus"])
+    legend_outside(axes[0], loc="lower right", bbox_to_anchor=(1.0, 1.01), ncol=2)
+    if len(allowed):
+        for model in report["models"]:
+            mine = allowed[allowed["model"] == model]
+            if len(mine):
+                axes[1].scatter(mine["private_messages"].astype(float), mine["consensus"].astype(float),
+                                color=_colour(report["models"], model), s=12, alpha=0.7)
+        axes[1].set_xlabel("private messages in the game")
+        axes[1].set_yticks([0, 1], ["no consensus", "consensus"])
+    else:
+        no_data(axes[1], "no game allowed private messages: the private-message test needs the DM condition")
     reason = private.get("skipped")
-    if reason:
-        axes[1].text(0.5, 0.5, "\n".join([reason[i:i + 45] for i in range(0, len(reason), 45)]), ha="center",
-                     va="center", fontsize=7, transform=axes[1].transAxes, color="#555555")
     fits = pd.DataFrame([{"model": m, "coef": f.get("terms", {}).get("private_messages", {}).get("coef"),
                           "p": f.get("terms", {}).get("private_messages", {}).get("p"),
                           "p_bonferroni": f.get("terms", {}).get("private_messages", {}).get("p_bonferroni"),
                           "skipped": f.get("skipped")} for m, f in private.get("per_model", {}).items()])
-    dm = report["paper_models"]["models"]["direct_messages"]
-    caption = f"Private-message count vs consensus (Firth): {'skipped: ' + reason if reason else 'see the table'}. " \
-              f"DM effect: {dm.get('skipped') or 'see the Firth model of private messages above'}."
+    caption = (f"Private-message count against consensus (Firth): {'skipped: ' + reason if reason else 'in the table'}. "
+               f"DM effect: {dm.get('skipped') or 'the Firth model of private messages above'}.")
     return Panel(title, svg_text(figure), pd.concat([table, fits], ignore_index=True) if len(fits) else table,
-                 caption=caption, published=pd.DataFrame({"published": [private.get("published", ""),
-                                                                        dm.get("published", "")]}))
+                 caption=caption, published=published)
 
 
 def _shares_panel(title: str, rows: Any, value: str, xlabel: str, report: Mapping[str, Any]) -> Panel:
     if isinstance(rows, Mapping):
         return _skipped(title, rows["skipped"])
+    models, conditions = report["models"], report["conditions"]
     series = {m: {r["condition"]: (r[value], r.get("ci_low"), r.get("ci_high")) for r in rows if r["model"] == m}
-              for m in report["models"]}
-    figure, ax = new_figure(6.4, 1.2 + 0.45 * len(report["conditions"]))
-    values = [r[value] for r in rows if r[value] is not None]
-    interval_points(ax, report["conditions"], series, xlabel=xlabel,
-                    limits=(0, 1) if value == "rate" else (0, max(values + [1]) * 1.1))
+              for m in models}
+    drawn_values = [r[value] for r in rows if r[value] is not None]
+    if not drawn_values:
+        return Panel(title, skipped_figure(title, "no game gives a value to draw (e.g. none reached consensus)"),
+                     pd.DataFrame(rows), skipped="nothing to draw")
+    limits = SHARE_LIMITS if value == "rate" else (0, max(drawn_values + [r.get("ci_high") or 0 for r in rows]) * 1.08)
+    groups = [[m] for m in models] if len(models) > FACET_ABOVE else [list(models)]
+    figure, axes = facets(len(groups), cols=4, width=2.9 if len(groups) > 1 else 6.4,
+                          height=0.7 + 0.3 * len(conditions), sharex=True, sharey=True)
+    colours = {m: _colour(models, m) for m in models}
+    for ax, group in zip(axes, groups):
+        shown = {m: series[m] for m in group}
+        if not any(v[0] is not None for s in shown.values() for v in s.values()):
+            ax.set_yticks(range(len(conditions)), conditions)
+            no_data(ax, f"{group[0]}: no game to draw")
+        else:
+            interval_points(ax, conditions, shown, limits=limits, colours=colours)
+        if len(groups) > 1:
+            ax.set_title(group[0], fontsize=8)
+            ax.tick_params(labelsize=6)
+    figure.supxlabel(xlabel, fontsize=8)
     return Panel(title, svg_text(figure), pd.DataFrame(rows))
 
 
@@ -267,8 +263,9 @@ def report_panels(sweep: Any, report: Mapping[str, Any]) -> list[Panel]:
         drawn("Successes per model beside the study's open models", _models_panel, report, games),
         *[drawn(f"Firth model: {part['title']}", _paper_panel, part)
           for part in report["paper_models"]["models"].values()],
-        drawn("Majority following", _majority_panel, report),
-        drawn("Largest same-colour component", _components_panel, report, games),
+        drawn("Majority following", majority_panel, report),
+        drawn("Largest same-colour component", components_panel, report, games),
+        drawn("Largest component: no communication against local", none_vs_local_panel, report),
         drawn("Stubbornness against consensus", _stubbornness_panel, report, games),
         drawn("Message effects", _messages_panel, report, games),
         drawn(rounds_title, _shares_panel, rounds_title, rounds, "mean", "rounds", report),

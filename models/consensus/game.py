@@ -22,8 +22,25 @@ from llm_mesa.games import (
     Table,
 )
 
-from .conditions import ALL_CONDITIONS, CONDITION_GROUPS, RULE_CONFIGURATIONS, describe_condition
+from .conditions import (
+    ALL_CONDITIONS,
+    CONDITION_GROUPS,
+    RULE_CONFIGURATIONS,
+    TALKING_CONFIGURATIONS,
+    describe_condition,
+)
 from .parameters import PARAMETERS
+
+
+def mean_degree(topology: str, n: int) -> float:
+    """The expected mean degree of the study's topologies at ``n`` nodes (``llm_mesa.graphs.build_topology``)."""
+    if topology == "er":
+        return 0.2 * (n - 1)
+    if topology == "ba":
+        return 2 * 2 * (n - 2) / n  # m = 2 edges for each of the n - m nodes added
+    if topology == "caveman":
+        return 3.0  # cliques of 4, one edge of each rewired to the next clique
+    return 4.0  # ws: ring degree 4
 
 #: what a decision's free text may leave missing in one game (string columns of the LLM tables)
 _TEXT = {c: "string" for c in ("message", "reason", "diary", "answer", "outcome", "failed", "text", "server")}
@@ -52,7 +69,8 @@ class ConsensusGame(Game):
     policies = PolicyCatalog(
         module="llm_mesa.models.consensus.policies",
         lazy={"llm": ("llm_mesa.models.consensus.llm_policy", "an LLM agent behind any OpenAI-compatible endpoint")},
-        groups={"rules": RULE_CONFIGURATIONS})
+        groups={"rules": RULE_CONFIGURATIONS, "talking": TALKING_CONFIGURATIONS},
+        populations=True)  # A + B: mixed models; the 'assign' parameter places them (mixing.py)
     design = StudyDesign(ALL_CONDITIONS, CONDITION_GROUPS)
     llm = LlmSupport(policy="llm_mesa.models.consensus.llm_policy:game_policy",
                      behaviours="llm_mesa.models.consensus.behaviours")
@@ -72,50 +90,75 @@ class ConsensusGame(Game):
         return describe_condition(parameters)
 
     def estimate(self, parameters: Mapping[str, Any], endpoint: Any) -> LlmEstimate:
-        """One LLM call per agent and round; the prompt of a mid-degree agent with a full history."""
+        """One LLM call per agent and round; prompts as long as the game lets them grow.
+
+        The prompt of an agent of the topology's mean degree, in every round of the game (its
+        history window filling up), hearing every message it can hear each round (its neighbours
+        under local communication, all other players under global) at the longest a message
+        may be (the answer schema's bound for this token budget, at most ``message_chars``); the
+        history block is bounded (``ConsensusPrompt.history_chars``), so this stays an upper
+        bound without growing past it. The mean over the rounds is the tokens per call.
+        """
         from llm_mesa.sweep.dry_run import approx_tokens
 
         from .observation import ConsensusObservation, Message, RoundRecord
-        from .prompt import ConsensusPrompt
+        from .prompt import PROMPT_VARIANTS, text_chars
 
         full = {**PARAMETERS.defaults(), **parameters}
-        n, rounds, degree = full["n"], full["max_rounds"], 4
+        n, rounds, window = full["n"], full["max_rounds"], full["history"]
+        degree = max(1, min(n - 1, round(mean_degree(full["topology"], n))))
         neighbours = tuple(range(1, degree + 1))
+        prompt = PROMPT_VARIANTS[full["prompt"]]
         talk = full["communication"] != "none"
-        history = [RoundRecord(r, "red", dict.fromkeys(neighbours, "blue"),
-                               [Message(1, r, "x" * 80)] if talk else []) for r in range(min(10, rounds))]
-        obs = ConsensusObservation(
-            agent_id=n - 1, round=min(10, rounds), preference="red", colour="red", neighbour_ids=neighbours,
-            neighbour_colours=("blue",) * degree, communication=full["communication"],
-            direct_messages=full["direct_messages"], message_replaces_move=full["message_replaces_move"],
-            label=full["label"], history=history,
-            inbox=[Message(v, 1, "x" * 80) for v in neighbours] if talk else [], diary="x" * 200,
-            max_rounds=rounds, n_players=n, payoff_preferred=full["payoff_preferred"],
-            payoff_other=full["payoff_other"])
-        prompt = "\n".join(m["content"] for m in ConsensusPrompt().messages(obs))
+        bound = min(prompt.message_chars, text_chars(endpoint.max_tokens, full["communication"],
+                                                     full["direct_messages"], full["message_replaces_move"]))
+        senders = (range(1, n) if full["communication"] == "global" else neighbours) if talk else ()
+        heard = [Message(v, 0, "x" * bound) for v in senders]
+        tokens = []  # per round while the window fills; every later round costs what the last one did
+        for now in range(1, min(rounds, window + 2) + 1):
+            history = [RoundRecord(r, "red", dict.fromkeys(neighbours, "blue"), heard)
+                       for r in range(max(1, now - window), now)]
+            obs = ConsensusObservation(
+                agent_id=n - 1, round=now, preference="red", colour="red", neighbour_ids=neighbours,
+                neighbour_colours=("blue",) * degree, communication=full["communication"],
+                direct_messages=full["direct_messages"], message_replaces_move=full["message_replaces_move"],
+                label=full["label"], history=history, history_rounds=window, inbox=heard, diary="x" * bound,
+                max_rounds=rounds, n_players=n, payoff_preferred=full["payoff_preferred"],
+                payoff_other=full["payoff_other"], message_cost=full["message_cost"])
+            tokens.append(approx_tokens("\n".join(m["content"] for m in prompt.messages(obs))))
+        total = sum(tokens) + (rounds - len(tokens)) * tokens[-1]
         completion = endpoint.max_tokens or endpoint.max_completion_tokens or 120
-        return LlmEstimate(calls=n * rounds, rounds=rounds, prompt_tokens_per_call=approx_tokens(prompt),
+        return LlmEstimate(calls=n * rounds, rounds=rounds, prompt_tokens_per_call=round(total / rounds),
                            completion_tokens_per_call=completion, may_stop_early=True)
 
     def check(self, parameters: Mapping[str, Any], seed: int) -> None:
+        from llm_mesa.policy import parse_policy_spec
+
+        from .mixing import SEPARATOR, is_part, parse_assignment
         from .model import ConsensusModel
 
-        ConsensusModel(policy="stubborn", rng=seed, **{**parameters, "baseline_permutations": 0})
+        # an assignment's LLMs and parts are checked against the policy when played; here its selectors and rules
+        assign = {k: "stubborn" if is_part(v) or parse_policy_spec(v)[0] == "llm" else v
+                  for k, v in parse_assignment(str(parameters.get("assign") or ""), "assign").items()}
+        ConsensusModel(policy="stubborn", rng=seed, **{**parameters, "baseline_permutations": 0,
+                                                       "assign": SEPARATOR.join(f"{k}={v}" for k, v in assign.items())})
 
     def play(self, request: PlayRequest) -> GameResult:
+        """One game; a mixed population (``A + B``) and the ``assign`` parameter place the policies (``mixing``)."""
+        from .mixing import request_policies
+        from .model import ConsensusModel
         from .tables import game_tables
 
-        policy: Any = request.policy
-        llm = None
-        if request.endpoint is not None:
-            llm = policy = self.llm_policy(request.endpoint, request.store)
-        model = self.build(request.parameters, policy, request.seed)
+        policy, assign, llms = request_policies(self, request)
+        parameters = {k: v for k, v in request.parameters.items() if k != "assign"}
+        model = ConsensusModel(policy=policy, assign=assign, rng=request.seed, **parameters)
         model.run()
         row = {("policy_spec" if k == "policy" else k): v for k, v in model.summary().items() if k != "seed"}
-        if llm is not None:
-            row["model"] = request.endpoint.model
-            row["replayed_calls"] = llm.usage.replayed
-            row["prompt_template_hash"] = llm.prompt_for(model.prompt_variant).template_hash  # the report's manifest summary names it
+        if llms:
+            row["model"] = " + ".join(dict.fromkeys(p.endpoint.model for p in llms))
+            row["replayed_calls"] = sum(p.usage.replayed for p in llms)
+            # the report's manifest summary names it
+            row["prompt_template_hash"] = llms[0].prompt_for(model.prompt_variant).template_hash
         return GameResult(row, game_tables(model, request.tables))
 
     def play_batch(self, requests: Sequence[PlayRequest]) -> list[GameResult]:

@@ -27,8 +27,9 @@ from llm_mesa.rounds import play_round
 from . import measures
 from .agents import ConsensusAgent
 from .array_state import Rounds, rule_stream
+from .mixing import assignment_of
 from .observation import ConsensusDecision, Message, colour_code
-from .policies import RulePolicy, combine_rules, rule_step
+from .policies import RulePolicy, StreamPolicy, combine_rules, rule_step
 from .record import ROUND_COLUMNS, ArrayDataCollector, ConsensusRecord
 from .setup import Assignment, ConsensusConfigError, PolicyLike, game_setup
 
@@ -61,8 +62,10 @@ class ConsensusModel(ConsensusRecord, Model):
         assign: per-agent exceptions to ``policy``: a mapping of selector to
             policy (selectors: ``hubs:K`` the K highest-degree nodes,
             ``nodes:1,2,3``, ``random:K`` K nodes drawn from the model's rng,
-            ``red``/``blue`` by preference), a sequence of one policy per node,
-            or a callable ``(model, node) -> policy``.
+            ``red``/``blue`` by preference), the same as a text of
+            ``SELECTOR=POLICY`` entries joined by ``;`` (the game's ``assign``
+            parameter, ``mixing.py``), a sequence of one policy per node, or a
+            callable ``(model, node) -> policy``.
         explicit_preferences: a colour per node, with ``preferences="explicit"``.
         initial (a parameter): ``preference``, ``random``, or here also a list of colours by node.
         max_game_tokens, max_game_cost: spending limits; a game that passes one
@@ -103,6 +106,7 @@ class ConsensusModel(ConsensusRecord, Model):
             fields, scenario_seed = scenario_fields(scenario)
             parameters = {**fields, **parameters}
             rng = scenario_seed if rng is None else rng
+        assign = assignment_of(assign)  # the game's 'assign' parameter is a text of --assign entries
         if isinstance(rng, int) and rng < 0:
             raise ConsensusConfigError(f"the seed must be a non-negative integer (got {rng})")
         super().__init__(**mesa_arguments)
@@ -128,6 +132,8 @@ class ConsensusModel(ConsensusRecord, Model):
         self.label = values["label"]
         self.prompt_variant = values["prompt"]
         self.max_rounds = values["max_rounds"]
+        self.history_rounds = values["history"]
+        self.message_cost = values["message_cost"]
         self.payoff_preferred = values["payoff_preferred"]
         self.payoff_other = values["payoff_other"]
         self.baseline_permutations = values["baseline_permutations"]
@@ -160,9 +166,12 @@ class ConsensusModel(ConsensusRecord, Model):
         # uniform per agent (decided as arrays, or agent by agent from the same draws).
         self._rule = None
         self._vector_policy = None
+        self._rule_arrays = False
+        self._stream = all(isinstance(p, StreamPolicy) for p in policies)  # rule agents, talking ones too
+        if self._stream:
+            self._rule_rng = rule_stream(int(self.game_key, 16) if rng is None else rng)
         if all(isinstance(p, RulePolicy) for p in policies):
             self._rule = combine_rules([p.rule() for p in policies])
-            self._rule_rng = rule_stream(int(self.game_key, 16) if rng is None else rng)
             self._rule_arrays = fast_rules
             self._vector_policy = policies[0] if fast_rules else None
         elif fast_rules and policies[0].vectorised and all(p is policies[0] for p in policies):
@@ -196,7 +205,7 @@ class ConsensusModel(ConsensusRecord, Model):
         if not self.running:
             return
         rounds = self._rounds
-        if self._rule is not None and self._rule_arrays:
+        if self._rule_arrays:
             self._rule_round(rounds)
         else:
             self._agent_round(rounds)
@@ -218,7 +227,7 @@ class ConsensusModel(ConsensusRecord, Model):
     def _agent_round(self, rounds: Rounds) -> None:
         """Agent by agent: observe, decide (LLM calls together), then apply."""
         agents = self.agents_by_node
-        if self._rule is not None:  # rule agents one by one, from the rule stream's draws
+        if self._stream:  # rule agents one by one, from the rule stream's draws
             draw, decisions = _Draw(), []
             for agent, value in zip(agents, self._rule_rng.random(self.n).tolist()):
                 draw.value = value

@@ -35,12 +35,18 @@ def other(colour: str) -> Colour:
 
 @dataclass(slots=True)
 class RoundRecord:
-    """One past round as an agent remembers it."""
+    """One past round as an agent remembers it: the colours after it and the messages received in it.
+
+    ``current`` marks a record of the round being played (what an agent acting after others in
+    its round could see of their moves, under an update scheme that is not synchronous); the
+    synchronous game never makes one.
+    """
 
     round: int
     own_colour: Colour
     neighbour_colours: dict[int, Colour]
     messages: list["Message"]
+    current: bool = False
 
 
 @dataclass(slots=True)
@@ -71,14 +77,17 @@ class ConsensusObservation:
     direct_messages: bool = _DEFAULT["direct_messages"]
     message_replaces_move: bool = _DEFAULT["message_replaces_move"]  # a message instead of a move (the study), or with it
     label: str = _DEFAULT["label"]  # what the rules call the other players: "llm" or "human"
+    #: the last ``history_rounds`` rounds (the game's ``history`` parameter), oldest first
     history: list[RoundRecord] = field(default_factory=list)
-    inbox: list[Message] = field(default_factory=list)
+    history_rounds: int = _DEFAULT["history"]
+    inbox: list[Message] = field(default_factory=list)  # the messages received last round
     diary: str = ""
     rounds_left: int = 0
     max_rounds: int = _DEFAULT["max_rounds"]
     n_players: int = _DEFAULT["n"]  # the game's rules, as the model was built: players and payoffs
     payoff_preferred: float = _DEFAULT["payoff_preferred"]
     payoff_other: float = _DEFAULT["payoff_other"]
+    message_cost: float = _DEFAULT["message_cost"]  # taken from the payoff for each message the agent sends
     prompt: str = _DEFAULT["prompt"]  # the wording of the rules an LLM agent is given (PROMPT_VARIANTS)
     game_key: str = ""  # identifies the game (parameters and seed) in sample keys
 

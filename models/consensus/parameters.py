@@ -38,6 +38,14 @@ PARAMETERS = ParameterSet.of(
               "(a sweep axis tests whether wording changes the outcome)", choices=RULES_WORDINGS,
               label="Rules wording"),
     Parameter("max_rounds", int, 50, "round limit (the study: 50)", low=1, high=MAX_ROUNDS, label="Max rounds"),
+    Parameter("history", int, 10, "rounds of history an LLM agent is shown, each with its colour, its neighbours' "
+              "colours and the messages it received (the study: 10; 0 shows none)", low=0, high=MAX_ROUNDS,
+              label="History (rounds)", in_seed=False),
+    Parameter("message_cost", float, 0.0, "payoff cost of each message an agent sends, stated in the rules "
+              "(an agent's payoff never goes below 0)", low=0, high=1e6, label="Message cost", in_seed=False),
+    Parameter("assign", str, "", "agents given another policy, as --assign does: SELECTOR=POLICY entries joined "
+              "by ';', applied in order (selectors hubs:K, random:K, nodes:1,2, red, blue, all; POLICY a spec, "
+              "or part:K, the K-th part of a mixed policy A + B)", control=False, in_seed=False),
     Parameter("payoff_preferred", float, 0.20, "payoff when the network ends on one's preferred colour",
               low=0, high=1e6, control=False),
     Parameter("payoff_other", float, 0.15, "payoff when the network ends on the other colour",
@@ -54,4 +62,10 @@ PARAMETERS = ParameterSet.of(
               low=0, high=1, control=False, sweep=False),
 )
 
-__all__ = ["MAX_AGENTS", "MAX_ROUNDS", "PARAMETERS", "RULES_WORDINGS"]
+#: Parameters added after games were recorded: part of a game's key (``setup.game_setup``) only
+#: when set away from their default, so every game played before they existed keeps its key.
+#: They, and ``assign``, stay out of an experiment's derived seeds (``in_seed=False``): they change
+#: nothing that is drawn, so a follow-up's axis over them plays the same graphs at every level.
+KEYED_WHEN_SET = ("history", "message_cost")
+
+__all__ = ["KEYED_WHEN_SET", "MAX_AGENTS", "MAX_ROUNDS", "PARAMETERS", "RULES_WORDINGS"]

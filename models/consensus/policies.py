@@ -93,7 +93,17 @@ def combine_rules(rules: list[Rule], counts: list[int] | None = None) -> Rule:
                 np.repeat(np.array([r.threshold for r in rules], dtype=np.float64), counts))
 
 
-class RulePolicy(Policy):
+class StreamPolicy(Policy):
+    """A rule policy that decides an agent from at most one uniform draw (``rng.random()``) a round.
+
+    A game whose agents all follow such policies draws its rounds from its rule stream, one
+    uniform per agent in node order (see the module doc); those that are also ``RulePolicy``s
+    play as arrays, the others (the talking ones, ``talking.py``) agent by agent from the same
+    draws. So a talking policy that does not talk plays the same game as its silent rule.
+    """
+
+
+class RulePolicy(StreamPolicy):
     """A rule policy that ``rule_step`` also plays for whole rounds at once."""
 
     vectorised = True
@@ -201,3 +211,6 @@ class RandomColour(RulePolicy):
 
     def decide(self, obs: ConsensusObservation, rng: random.Random) -> ConsensusDecision:
         return ConsensusDecision("blue" if rng.random() < 0.5 else "red")
+
+
+from . import talking  # noqa: E402,F401  (registers the talking rule policies: relay, announce)

@@ -200,9 +200,10 @@ class ConsensusRecord:
             baseline = measures.random_colouring_baseline(self.adjacency, colours, self.baseline_permutations, stream)
         totals = {**self.totals, "stubborn_moves": int(self._rounds.total_moves[0]),
                   "opportunities": int(self._rounds.total_opportunities[0])}
+        sent = np.bincount([m.sender for m in self.message_log], minlength=self.n)
         return summary_row(self.parameters, colours, self.preferences, self._round_stats, self.round,
                            self.stop_reason, totals, self.outcomes, baseline,
-                           message_summary(self.messages_table(), self.graph, self.round), self.game_key)
+                           message_summary(self.messages_table(), self.graph, self.round), self.game_key, sent)
 
 
 #: the message part of the summary of a game without messages (every rule game)
@@ -213,23 +214,32 @@ NO_LLM = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cached_tokens
 
 def summary_row(parameters: Mapping[str, Any], colours: list[str], preferences: list[str], last: Mapping[str, Any],
                 rounds: int, stop_reason: str | None, totals: Mapping[str, Any], outcomes: Mapping[str, int],
-                baseline: np.ndarray | None, messages: Mapping[str, Any], game_key: str) -> dict[str, Any]:
+                baseline: np.ndarray | None, messages: Mapping[str, Any], game_key: str,
+                sent: np.ndarray | None = None) -> dict[str, Any]:
     """A finished game's summary row (the model's ``summary`` and the batched engine's rows).
 
     ``last`` is the last round's row of the rounds table; ``totals`` the game's
-    decisions, stubborn moves, opportunities and LLM accounting.
+    decisions, stubborn moves, opportunities and LLM accounting; ``sent`` the messages
+    each agent sent (none: no messages). Each agent's payoff is the game's, less
+    ``message_cost`` per message it sent, floored at 0: a player is never charged more
+    than the game pays it (so without consensus messages cost nothing).
     """
     consensus = bool(last["consensus"])
     winner = colours[0] if consensus else None
-    payoffs = [
+    cost = parameters.get("message_cost", 0.0)
+    charged = np.zeros(len(preferences)) if sent is None or not cost else cost * np.asarray(sent, dtype=float)
+    earned = np.array([
         0.0 if not consensus else (parameters["payoff_preferred"] if p == winner else parameters["payoff_other"])
         for p in preferences
-    ]
+    ])
+    payoffs = np.maximum(earned - charged, 0.0)
     size = last["largest_component"]
     decisions = max(totals["decisions"], 1)
     return {
         **{k: parameters[k] for k in ("seed", "n", "topology", "policy", "preferences", "minority",
                                       "communication", "direct_messages", "label", "max_rounds")},
+        "history": parameters.get("history", 10),
+        "message_cost": cost,
         "consensus": consensus,
         "rounds": rounds,
         "stop_reason": stop_reason,
@@ -238,6 +248,7 @@ def summary_row(parameters: Mapping[str, Any], colours: list[str], preferences: 
         "winner_is_majority_preference": None if winner is None else preferences.count(winner) > len(preferences) / 2,
         "mean_payoff": float(np.mean(payoffs)),
         "total_payoff": float(np.sum(payoffs)),
+        "message_charges": float(np.minimum(charged, earned).sum()),  # what the messages took from the payoffs
         "largest_component": size,
         "largest_component_colour": last["largest_component_colour"],
         "largest_component_baseline_mean": None if baseline is None else float(baseline.mean()),

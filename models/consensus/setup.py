@@ -22,7 +22,7 @@ from llm_mesa.graphs import build_topology, highest_degree_nodes, normalise_grap
 from llm_mesa.parameters import ParameterError
 from llm_mesa.policy import Policy, make_policy
 
-from .parameters import PARAMETERS
+from .parameters import KEYED_WHEN_SET, PARAMETERS
 from .preferences import assign_preferences
 
 PolicyLike = str | Policy
@@ -65,6 +65,10 @@ def game_setup(rng: random.Random, seed: int | None, mesa_seed: Any = None, *,
         values = PARAMETERS.validate(dict(parameters or {}), complete=True)  # the game's one parameter definition
     except ParameterError as exc:
         raise ConsensusConfigError(str(exc)) from None
+    if values["assign"] and assign is None:
+        from .mixing import parse_assignment
+
+        parse_assignment(values["assign"], "assign")  # its syntax, checked before any game is played
     if values["direct_messages"] and values["communication"] == "none":
         raise ConsensusConfigError("private messages need communication local or global; add --comm local")
     n, topology, preferences = values["n"], values["topology"], values["preferences"]
@@ -91,7 +95,8 @@ def game_setup(rng: random.Random, seed: int | None, mesa_seed: Any = None, *,
     # The key of this game in call records: parameters and seed, with every agent's
     # policy by its identity (an LLM policy's model, not its server URL, so a
     # replay against a moved server still finds its calls).
-    identity = {k: v for k, v in parameters.items() if k not in ("policy", "assign")}
+    identity = {k: v for k, v in parameters.items() if k not in ("policy", "assign")
+                and not (k in KEYED_WHEN_SET and v == PARAMETERS[k].default)}
     identity["policies"] = [p.identity() for p in policies]
     identity["mesa_seed"] = mesa_seed  # tells unseeded games apart
     game_key = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:16]
@@ -156,10 +161,12 @@ def _select(graph: nx.Graph, selector: str, prefs: list[str], rng: random.Random
             return nodes
         if kind in ("red", "blue") and not arg:
             return [v for v in range(n) if prefs[v] == kind]
+        if kind == "all" and not arg:
+            return list(range(n))
     except ValueError as exc:
         if isinstance(exc, ConsensusConfigError):
             raise
-    raise ConsensusConfigError(f"bad agent selector {selector!r}; use hubs:K, random:K, nodes:1,2,3, red or blue")
+    raise ConsensusConfigError(f"bad agent selector {selector!r}; use hubs:K, random:K, nodes:1,2,3, red, blue or all")
 
 
 def _spec(policy: PolicyLike) -> str:

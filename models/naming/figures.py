@@ -9,21 +9,40 @@ its panel, which says why.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
-from llm_mesa.analysis.figures import COLOURS, interval_points, new_figure, skipped_figure, svg_text
+from llm_mesa.analysis.figures import (
+    COLOURS,
+    SHARE_LIMITS,
+    facets,
+    interval_points,
+    legend_outside,
+    new_figure,
+    skipped_figure,
+    svg_text,
+)
 from llm_mesa.analysis.report_html import Panel, drawn
 
 from .analysis_curves import OUTCOMES, PUBLISHED_AGREEMENT, PUBLISHED_TOKENS_TO_50
 
-__all__ = ["report_panels"]
+__all__ = ["curve_order", "report_panels"]
 
-#: at most this many conditions get a subplot of their own in the agreement curves
-MAX_SUBPLOTS = 12
+#: the modes in the order the study leads with them: Schema (its headline) first
+MODE_ORDER = ("schema", "nl-sw", "nl")
+
+
+def curve_order(conditions: list[str]) -> list[str]:
+    """Every condition, Schema's first (the study's headline), then NL-SW, NL, others; else as given."""
+    return sorted(conditions, key=lambda c: (_mode_rank(c), conditions.index(c)))
+
+
+def _mode_rank(condition: str) -> int:
+    """Where a condition's mode comes: Schema first, then NL-SW, NL, anything else."""
+    head = condition.split("|")[0].lower()
+    return next((i for i, mode in enumerate(MODE_ORDER) if head.startswith(mode + "-") or head == mode), len(MODE_ORDER))
 
 
 def _skipped(title: str, reason: str, **extra: Any) -> Panel:
@@ -53,12 +72,9 @@ def _curves_panel(report: Mapping[str, Any]) -> Panel:
     if isinstance(curves, Mapping):
         return _skipped(title, curves["skipped"])
     frame = pd.DataFrame(curves)
-    conditions = [c for c in report["conditions"] if c in set(frame["condition"])][:MAX_SUBPLOTS]
-    cols = min(3, len(conditions))
-    rows = math.ceil(len(conditions) / cols)
-    figure, axes = new_figure(3.2 * cols, 2.4 * rows + 0.4, rows, cols, sharey=True, squeeze=False)
-    for index, condition in enumerate(conditions):
-        ax = axes[index // cols][index % cols]
+    conditions = curve_order([c for c in report["conditions"] if c in set(frame["condition"])])
+    figure, axes = facets(len(conditions), cols=4, width=2.8, height=2.2, sharex=True, sharey=True)
+    for ax, condition in zip(axes, conditions):
         for model in report["models"]:
             sub = frame[(frame["condition"] == condition) & (frame["model"] == model)]
             if sub.empty:
@@ -69,18 +85,18 @@ def _curves_panel(report: Mapping[str, Any]) -> Panel:
             ax.fill_between(sub["round"], sub["agreement_mean"] - sd, sub["agreement_mean"] + sd, color=colour,
                             alpha=0.2, linewidth=0)
         ax.set_title(condition, fontsize=8)
-        ax.set_ylim(0, 1)
+        ax.set_ylim(*SHARE_LIMITS)
         ax.tick_params(labelsize=7)
-        if index == 0:
-            ax.legend(fontsize=6)
-    for index in range(len(conditions), rows * cols):
-        axes[index // cols][index % cols].axis("off")
+    handles: dict[str, Any] = {}
+    for ax in axes:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, h)
+    legend_outside(figure, handles=list(handles.values()), labels=list(handles))
     figure.supxlabel("round", fontsize=8)
     figure.supylabel("agreement", fontsize=8)
     caption = "Agreement: the most common valid name said in a round / N (each agent's latest name under one " \
-              "pairing). The table: final agreement, mean and SD over seeds."
-    if len(report["conditions"]) > MAX_SUBPLOTS:
-        caption += f" The first {MAX_SUBPLOTS} conditions are drawn."
+              "pairing). Every condition is drawn, Schema (the study's headline) first. The table: final " \
+              "agreement, mean and SD over seeds."
     return Panel(title, svg_text(figure), table, caption=caption)
 
 
@@ -107,11 +123,14 @@ def _tokens_panel(report: Mapping[str, Any]) -> Panel:
                         linestyle=styles[index % len(styles)], linewidth=1.1, label=f"{condition} / {model}")
     for threshold in report["thresholds"]:
         ax.axhline(threshold / 100, color="#bbbbbb", linewidth=0.7)
+    # the study's tokens to 50 % agreement: about 1e4 for Schema, 1e5 to 1e6 for NL
+    ax.scatter([1e4], [0.5], marker="x", color="black", s=36, zorder=3, label="published: Schema, ~10^4 to 50 %")
+    ax.plot([1e5, 1e6], [0.5, 0.5], color="black", linewidth=3, alpha=0.5, label="published: NL, 10^5-10^6 to 50 %")
     ax.set_xscale("log")
-    ax.set_ylim(0, 1)
+    ax.set_ylim(*SHARE_LIMITS)
     ax.set_xlabel("cumulative completion tokens (mean over seeds)")
     ax.set_ylabel("agreement")
-    ax.legend(fontsize=6, ncol=2)
+    legend_outside(ax, fontsize=6)
     return Panel(title, svg_text(figure), table, published=published,
                  caption="The table: tokens (completion, and prompt + completion) until agreement first reached "
                          "each threshold, mean and SD over the seeds that reached it.")
@@ -132,9 +151,9 @@ def _outcomes_panel(report: Mapping[str, Any]) -> Panel:
         left += shares[outcome].fillna(0)
     ax.set_yticks(range(len(shares)), [f"{m} / {model}" for m, model in shares.index], fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlim(0, 1)
+    ax.set_xlim(0, SHARE_LIMITS[1])
     ax.set_xlabel("share of utterances")
-    ax.legend(fontsize=7, ncol=len(shares.columns))
+    legend_outside(ax)
     return Panel(title, svg_text(figure), table,
                  caption="schema: a valid @say line; retry: valid after the reminder; salvage: free-text decoding "
                          "after a failed retry; text: free-text modes; none: no lexicon name decoded.")
@@ -157,7 +176,7 @@ def _published_panel(report: Mapping[str, Any]) -> Panel:
         ax.fill_betweenx([index - 0.4, index + 0.4], low, high, color="#cccccc", zorder=0,
                          label="published range" if index == 0 else None)
     interval_points(ax, modes, {m: s for m, s in series.items() if s}, xlabel="final agreement")
-    ax.legend(fontsize=7)
+    legend_outside(ax)
     return Panel(title, svg_text(figure), table, published=published,
                  caption="Grey: the study's range over N, alpha and its models; points: our mean, bars: the range "
                          "of our conditions' means. Only Schema reached 70 % in the study.")

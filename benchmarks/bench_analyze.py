@@ -1,0 +1,81 @@
+"""`llm-mesa analyze` on the consensus study's rule grid kept with agents: wall time and peak memory.
+
+Plays the study's 1,980-game rule grid (11 conditions x 30 repetitions x the six rule
+configurations of `--policies rules`, `--tables agents`) unless given a sweep, then times
+`llm-mesa analyze` on it in a fresh process (cache off, so it computes everything), and the
+`llm-mesa report` that follows an analysis (the cache on: it only draws). With `--before
+TREE` (a source tree laid out as an importable `llm_mesa` package) the same analysis of
+that version runs alternately with this one, so the ratio comes from one run under one load;
+`--profile` writes a cProfile of this version's analysis.
+
+    python benchmarks/bench_analyze.py                       # play the grid, then 1 analysis + 1 report
+    python benchmarks/bench_analyze.py --sweep runs/rules-agents --runs 3 --before /tmp/base
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds and peak resident memory (MB, the largest process) of one command."""
+    start = time.perf_counter()
+    done = subprocess.run(["/usr/bin/time", "-f", "%M", *argv], env=env, capture_output=True, text=True, cwd="/tmp")
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed: {done.stderr[-2000:]}")
+    return wall, int(done.stderr.strip().splitlines()[-1]) / 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sweep", help="a sweep kept with --tables agents (default: play the study's rule grid)")
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--before", help="a source tree of another version, analysed alternately with this one")
+    parser.add_argument("--profile", metavar="FILE.prof", help="also profile this version's analysis")
+    args = parser.parse_args()
+    python = sys.executable
+    with tempfile.TemporaryDirectory() as scratch:
+        sweep = args.sweep
+        if sweep is None:
+            sweep = str(Path(scratch) / "rules")
+            subprocess.run([python, "-m", "llm_mesa.cli", "sweep", str(ROOT / "experiments/consensus-study-rules.toml"),
+                            "--policies", "rules", "--out", sweep], check=True, capture_output=True)
+        print(f"sweep {sweep}; load average at start {os.getloadavg()[0]:.1f}")
+        mine = {**os.environ}
+        theirs = {**os.environ, "PYTHONPATH": args.before} if args.before else None
+        analyse = [python, "-m", "llm_mesa.cli", "analyze", sweep, "--no-cache"]
+        results: dict[str, list[tuple[float, float]]] = {"after": [], "before": []}
+        for _ in range(args.runs):
+            if theirs is not None:
+                results["before"].append(timed(analyse[:-1], theirs))  # the older version has no cache
+            results["after"].append(timed(analyse, mine))
+        for name, runs in results.items():
+            if runs:
+                print(f"analyze ({name}): median {statistics.median(w for w, _ in runs):.1f} s wall, "
+                      f"peak {max(m for _, m in runs):.0f} MB ({len(runs)} runs: "
+                      + ", ".join(f"{w:.1f} s" for w, _ in runs) + ")")
+        if results["before"]:
+            ratio = statistics.median(w for w, _ in results["before"]) / statistics.median(w for w, _ in results["after"])
+            print(f"before / after: {ratio:.1f}x")
+        subprocess.run([*analyse[:-1]], env=mine, check=True, capture_output=True, cwd="/tmp")  # fills the cache
+        wall, peak = timed([python, "-m", "llm_mesa.cli", "report", sweep, "--out", str(Path(scratch) / "r.html")], mine)
+        print(f"report right after analyze (cache on): {wall:.1f} s wall, peak {peak:.0f} MB")
+        if args.profile:
+            subprocess.run([python, "-m", "cProfile", "-o", args.profile, "-m", "llm_mesa.cli", *analyse[3:]],
+                           env=mine, check=True, capture_output=True, cwd="/tmp")
+            print(f"profile written to {args.profile}")
+        print(f"load average at end {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
