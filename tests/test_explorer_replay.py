@@ -175,7 +175,12 @@ def test_an_llm_game_replays_its_messages_and_decisions_without_calling_anyone(t
     sent = game.sent
     assert len(sent) > 0 and sum(len(game.messages(r)) for r in range(game.last_round + 1)) == len(sent)
     # the agent panel reads an LLM agent's decision at the round shown: its reason and diary
-    decision = game.transcript_at(2).set_index("agent").loc[3]
-    rows = game.snapshot(2, selected=3).agent
-    assert rows["last reason"] == " ".join(str(decision["reason"]).split())[:800]
-    assert rows["diary"] != "-" and rows["chose"] == decision["colour"]
+    # (a move carries a reason; a message, which replaces the move, carries none but the message)
+    decisions = game.transcript.loc[game.transcript["round"] > 0]
+    moved = decisions.loc[decisions["reason"].fillna("").str.len() > 0].iloc[0]
+    rows = game.snapshot(int(moved["round"]), selected=int(moved["agent"])).agent
+    assert rows["last reason"] == " ".join(str(moved["reason"]).split())[:800]
+    assert rows["diary"] == " ".join(str(moved["diary"]).split())[:800] != "-" and rows["chose"] == moved["colour"]
+    talked = decisions.loc[decisions["message"].fillna("").str.len() > 0].iloc[0]
+    rows = game.snapshot(int(talked["round"]), selected=int(talked["agent"])).agent
+    assert rows["message"] == " ".join(str(talked["message"]).split())[:800] and rows["last reason"] == "-"

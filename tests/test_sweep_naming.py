@@ -74,5 +74,6 @@ def test_a_mixed_population_splits_the_agents_between_two_models(tmp_path):
 
 
 def test_a_population_is_refused_by_a_game_that_plays_one_policy_per_game(tmp_path):
-    with pytest.raises(SweepError, match="plays one policy per game"):
-        run_sweep(["ws-none"], "voter + mi-0.2", 1, tmp_path / "x", game="consensus")
+    # the tiny outside game (installed by conftest) declares no populations
+    with pytest.raises(SweepError, match="the tinyvote game plays one policy per game"):
+        run_sweep([], "follow + follow", 1, tmp_path / "x", game="tinyvote")
