@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         if llm is not None:
             tables.update(llm.tables(model))
         manifest = build_manifest("consensus", model.parameters, summary=summary,
-                                  **(llm.manifest(model.prompt_variant) if llm is not None else {}))
+                                  **(llm.manifest(model.prompt_variant, model.update) if llm is not None else {}))
         write_run(args.out, tables, summary, manifest)
     if args.json:
         keys = JSON_KEYS + (("calls", "prompt_tokens", "completion_tokens", "parse_failures", "call_failures")
