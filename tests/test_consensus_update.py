@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from llm_mesa import PlayRequest, Policy, get_game
+from llm_mesa import TURN_RULES, PlayRequest, Policy, get_game
 from llm_mesa.models.consensus.model import ConsensusModel
 from llm_mesa.models.consensus.observation import ConsensusDecision
 from llm_mesa.models.consensus.prompt import PROMPT_VARIANTS
@@ -147,8 +147,6 @@ GOLDEN_TEMPLATE_HASH = "1bd7042ff7225591"
 @pytest.mark.parametrize("variant", sorted(PROMPT_VARIANTS))
 @pytest.mark.parametrize("scheme", TURNS)
 def test_the_rules_say_how_turns_are_taken(variant, scheme):
-    from llm_mesa import TURN_RULES
-
     model = ConsensusModel(12, "ws", policy="stubborn", rng=1, update=scheme, prompt=variant)
     obs = model.agents_by_node[0].observe()
     system = PROMPT_VARIANTS[variant].messages(obs)[0]["content"]
@@ -216,3 +214,89 @@ def test_the_batched_engine_plays_turns_as_the_model_does():
             assert batched.row["depth"] == batched.row["rounds"]
         else:
             assert batched.row["depth"] > batched.row["rounds"]
+
+
+def chain(order, related):
+    """Every turn waits for the one before: strictly one call at a time."""
+    return [(k - 1,) if k else () for k in range(len(order))]
+
+
+@pytest.mark.parametrize(("scheme", "communication"), [("random-sequential", "local"),
+                                                       ("random-asynchronous", "global")])
+def test_a_concurrent_llm_run_replays_one_call_at_a_time_into_the_same_tables(scheme, communication, tmp_path,
+                                                                              monkeypatch):
+    """The stand-in answers as a talking majority rule; the recording of a run whose calls overlapped, replayed one
+    call at a time with no server, gives the same row and tables: the overlap changed nothing."""
+    from llm_mesa.llm import Endpoint, ResponseStore
+    from llm_mesa.loopback import LoopbackServer
+    from llm_mesa.models.consensus import turns
+
+    parameters = {"n": 16, "topology": "ba", "communication": communication, "max_rounds": 4, "update": scheme,
+                  "baseline_permutations": 0}
+    tables = ("rounds", "agents", "messages", "transcript")
+    store = ResponseStore(tmp_path / "calls.sqlite", "record")
+    with LoopbackServer(seed=4, latency=0.02, jitter=0.02) as server:
+        endpoint = Endpoint(server.base_url, "rule:majority-inertia?inertia=0.3&talk=0.4")
+        live = GAME.play(PlayRequest(parameters, "llm", 5, tables, endpoint, store))
+        calls = server.stats()["answered"]
+    store.close()
+    assert live.row["calls"] == calls > 0 and live.row["messages"] > 0
+    assert live.row["depth"] < live.row["calls"] if communication == "local" else live.row["depth"] == calls
+    transcript = live.tables["transcript"]
+    assert list(transcript["activation"]) == sorted(transcript["activation"]) or transcript["round"].nunique() > 1
+    for _, turns_of_round in transcript.groupby("round"):
+        assert list(turns_of_round["activation"]) == sorted(turns_of_round["activation"])
+    monkeypatch.setattr(turns, "dependencies", chain)
+    replay_store = ResponseStore(tmp_path / "calls.sqlite", "replay")
+    dead = Endpoint("http://127.0.0.1:9/v1", "rule:majority-inertia?inertia=0.3&talk=0.4")
+    replayed = GAME.play(PlayRequest(parameters, "llm", 5, tables, dead, replay_store))
+    requests = [row["request"] for row in replay_store.rows()]
+    replay_store.close()
+    assert replayed.row["replayed_calls"] == replayed.row["calls"] == calls
+    assert replayed.row["depth"] == calls  # one at a time
+    for name in tables:
+        assert replayed.tables[name].equals(live.tables[name]), name
+    same = {k: v for k, v in live.row.items() if k not in ("replayed_calls", "depth", "policy_spec")}
+    assert {k: replayed.row[k] for k in same} == same
+    assert len(requests) == calls
+    assert all("|act=" in str(request) for request in requests)  # a call's key names its turn
+    assert all(TURN_RULES[scheme] in str(request) for request in requests)
+
+
+def test_analyze_sets_the_schemes_side_by_side(tmp_path):
+    """Two sweeps of the same design, synchronous and random-sequential (as the paired experiment files): the
+    report keeps each condition's schemes apart, and its comparison's numbers are the games table's."""
+    import json
+    import subprocess
+    import sys
+
+    from llm_mesa.analysis.sweep_data import open_sweep
+    from llm_mesa.models.consensus.analysis_schemes import base_condition
+    from llm_mesa.sweep import run_sweep
+
+    design = {"conditions": ["ba-none", "ws-local"], "policies": "majority-inertia:inertia=0.2;voter", "seeds": 8,
+              "game": "consensus"}
+    both = []
+    for scheme in ("synchronous", "random-sequential"):
+        run_sweep(out=tmp_path / scheme, axes={"update": [scheme], "max_rounds": [30]}, **design)
+        both.append(open_sweep(tmp_path / scheme).games)
+    games = __import__("pandas").concat(both)
+    done = subprocess.run([sys.executable, "-m", "llm_mesa.cli", "analyze", tmp_path / "synchronous",
+                           tmp_path / "random-sequential", "--json"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    part = report["update_schemes"]
+    assert part["schemes"] == ["synchronous", "random-sequential"]
+    assert len(part["rows"]) == 4  # 2 conditions x 2 policies, each scheme a column
+    for row in part["rows"]:
+        for scheme in part["schemes"]:
+            cell = games[(games["update"] == scheme) & (games["model"] == row["model"])
+                         & (games["condition"].map(base_condition) == row["condition"])]
+            assert row[f"{scheme}:games"] == len(cell) == 8
+            assert row[f"{scheme}:consensus"] == cell["consensus"].mean()
+            assert row[f"{scheme}:pseudo_equilibrium"] == cell["pseudo_equilibrium"].mean()
+        assert row["pairs"] == 8  # paired seeds
+    assert all("update=" in c for c in report["conditions"])  # no part of the report pools the schemes
+    text = subprocess.run([sys.executable, "-m", "llm_mesa.cli", "analyze", tmp_path / "synchronous",
+                           tmp_path / "random-sequential"], capture_output=True, text=True, timeout=600).stdout
+    assert "update schemes side by side" in text
