@@ -30,12 +30,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from llm_mesa.parameters import Parameter
-from llm_mesa.rounds import PolicyAgent
+
+if TYPE_CHECKING:  # a game's parameter module imports UPDATE: it stays free of Mesa
+    from llm_mesa.rounds import PolicyAgent
 
 UPDATE_SCHEMES = ("synchronous", "random-sequential", "random-asynchronous")
 #: spawn key of the activation-order stream (never the game's own streams)
@@ -98,8 +100,8 @@ def depth(deps: Sequence[Sequence[int]]) -> int:
     return max(level, default=0)
 
 
-Apply = Callable[[PolicyAgent, Any, int], None]
-Observe = Callable[[PolicyAgent, int], Any]
+Apply = Callable[["PolicyAgent", Any, int], None]
+Observe = Callable[["PolicyAgent", int], Any]
 
 
 def _apply(agent: PolicyAgent, decision: Any, activation: int) -> None:

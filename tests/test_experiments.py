@@ -29,6 +29,12 @@ def test_the_shipped_designs_have_the_studys_sizes():
 def test_an_llm_study_and_its_rule_baseline_play_the_same_seeds():
     llm, rules = (load_experiment(p) for p in EXPERIMENTS if p.stem in ("consensus-study", "consensus-study-rules"))
     assert llm.seeds() == rules.seeds()
+    by_name = {p.stem: load_experiment(p) for p in EXPERIMENTS}
+    for synchronous, sequential in (("consensus-study", "consensus-study-sequential"),
+                                    ("consensus-study-rules", "consensus-study-rules-sequential")):
+        assert by_name[sequential].seeds() == by_name[synchronous].seeds()  # paired: update is not in the seeds
+        assert {c["update"] for c in by_name[sequential].conditions.values()} == {"random-sequential"}
+        assert by_name[sequential].policies == by_name[synchronous].policies
     sign, sign_rules = (load_experiment(p) for p in EXPERIMENTS if p.stem in ("sign-study", "sign-rules"))
     assert sign.seeds() == sign_rules.seeds()
 

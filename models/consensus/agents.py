@@ -99,6 +99,8 @@ class ConsensusAgent(FixedAgent, PolicyAgent):
             prompt=model.prompt_variant,
             game_key=model.game_key,
             history_rounds=model.history_rounds,
+            update=model.update,
+            activation=model.activation,
         )
         if self.policy.needs_history or getattr(self.policy, "reads_messages", False):
             obs.diary = self.diary  # what a talking rule policy reads: its diary and last round's messages
@@ -110,12 +112,15 @@ class ConsensusAgent(FixedAgent, PolicyAgent):
     def _history(self) -> list[RoundRecord]:
         """The rounds played so far, the last ``history`` of them: colours after each, messages received in it.
 
-        Round 1 has none (``Rounds.history[0]`` is the start, not a round played).
+        Round 1 has none (``Rounds.history[0]`` is the start, not a round played). When agents take
+        turns (``update`` not synchronous) the window ends with the round being played, as far as
+        this agent can see it at its turn: the colours now and the messages received so far in it.
         """
         model = self.model
         history = model._rounds.history
         records = []
-        for r in range(max(1, model.round - model.history_rounds + 1), model.round + 1):
+        turns = model.activation is not None and model.history_rounds > 0
+        for r in range(max(1, model.round - model.history_rounds + 1 + turns), model.round + 1):
             codes = history[r]
             colours = {i: COLOURS[codes[i]] for i in (self.node, *self.neighbour_ids)}
             records.append(RoundRecord(
@@ -124,6 +129,11 @@ class ConsensusAgent(FixedAgent, PolicyAgent):
                 neighbour_colours={i: colours[i] for i in self.neighbour_ids},
                 messages=model.messages_received(self.node, r),
             ))
+        if turns:
+            now = model.round + 1
+            records.append(RoundRecord(
+                round=now, own_colour=self.colour, neighbour_colours={a.node: a.colour for a in self.neighbours},
+                messages=sorted(model.messages_received(self.node, now), key=lambda m: m.activation), current=True))
         return records
 
     def advance(self) -> None:

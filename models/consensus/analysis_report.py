@@ -43,6 +43,7 @@ from .analysis_measures import (
     stubbornness_per_model,
 )
 from .analysis_paper import firth_summary, paper_models, private_messages_part
+from .analysis_schemes import scheme_comparison, tag_schemes
 from .analysis_text import format_report
 
 __all__ = ["DEFAULT_MAX_TRANSITIONS", "FORMULA_FACTORS", "MIN_GAMES", "analyze", "configure", "default_formula",
@@ -89,7 +90,7 @@ def _consensus_games(sweep: SweepData) -> pd.DataFrame:
                            f"{MIN_GAMES}: run (or resume) the sweep")
     if "consensus" not in games.columns:
         raise AnalysisError(f"{sweep.name!r} has no 'consensus' column; it is not a consensus-game sweep")
-    return games
+    return tag_schemes(games)  # games of several update schemes: each condition named with its scheme
 
 
 def load_sweep(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, pd.DataFrame | None, dict[str, Any]]:
@@ -249,6 +250,7 @@ def analyze(sweep: SweepData, options: Mapping[str, Any]) -> dict[str, Any]:
         "pseudo_equilibrium": pseudo_equilibrium_shares(games, conditions, models),
         "minority_design": minority_winners(games, models),
         "messages": message_counts(games, conditions, models),
+        "update_schemes": scheme_comparison(games),
         "majority_following": majority_part(games, agents, sweep.table("edges") if agents is not None else None,
                                             models, max_transitions, chosen["sample_seed"], chosen["fit_seed"],
                                             max(1, int(chosen["fit_processes"]))),

@@ -7,6 +7,8 @@ from typing import Any
 
 import pandas as pd
 
+from .analysis_schemes import format_scheme_lines
+
 __all__ = ["consensus_grid", "format_report"]
 
 
@@ -169,6 +171,7 @@ def format_report(report: Mapping[str, Any]) -> str:
     lines += ["", "consensus (successes / games):", consensus_grid(report).to_string()]
     rates = pd.DataFrame(report["consensus"]).set_index(["condition", "model"])[["rate", "ci_low", "ci_high"]]
     lines += ["", "consensus rate with 95 % Wilson intervals:", rates.to_string(float_format=lambda v: f"{v:.3f}")]
+    lines += format_scheme_lines(report.get("update_schemes", {"skipped": ""}))
 
     lines += _paper_lines(report["paper_models"])
 

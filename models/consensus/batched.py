@@ -57,6 +57,8 @@ def batchable(request: PlayRequest) -> bool:
     if request.parameters.get("preferences") == "explicit" or "graph" in request.parameters \
             or request.parameters.get("assign"):
         return False  # the engine plays one rule for every agent
+    if request.parameters.get("update", "synchronous") != "synchronous":
+        return False  # turns are played by the model (benchmarks/bench_async.py: the engine would not pay)
     try:
         return isinstance(make_policy(request.policy, "consensus"), RulePolicy)
     except PolicyError:

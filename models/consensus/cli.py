@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from typing import TYPE_CHECKING
 
 from llm_mesa.policy import available_policies
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 INVALID_GAME_STATUS = 3
 
 JSON_KEYS = ("consensus", "rounds", "winner", "largest_component", "largest_component_colour",
-             "stubborn_moves", "stubbornness", "pseudo_equilibrium", "seed")
+             "stubborn_moves", "stubbornness", "pseudo_equilibrium", "seed", "update", "depth", "wall_s")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -91,8 +92,9 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None:
         check_output_dir(args.out)
     model = build_model(args)
+    started = time.perf_counter()
     model.run()
-    summary = model.summary()
+    summary = {**model.summary(), "wall_s": time.perf_counter() - started}  # beside depth: what the turns cost
     llm = getattr(model, "llm_setup", None)
     if llm is not None:
         llm.close()
@@ -104,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         if llm is not None:
             tables.update(llm.tables(model))
         manifest = build_manifest("consensus", model.parameters, summary=summary,
-                                  **(llm.manifest(model.prompt_variant) if llm is not None else {}))
+                                  **(llm.manifest(model.prompt_variant, model.update) if llm is not None else {}))
         write_run(args.out, tables, summary, manifest)
     if args.json:
         keys = JSON_KEYS + (("calls", "prompt_tokens", "completion_tokens", "parse_failures", "call_failures")
@@ -128,6 +130,8 @@ def format_summary(s: dict, out: str | None = None) -> str:
     lines = [
         f"{s['topology']} graph, {s['n']} agents, policy {s['policy']}, communication {s['communication']}, seed {s['seed']}",
         f"  outcome:            {outcome}; mean payoff {s['mean_payoff']:.3f}",
+        f"  turns:              {s.get('update', 'synchronous')}, dependency depth {s.get('depth', s['rounds'])} "
+        f"over {s['rounds']} rounds" + (f", {s['wall_s']:.2f} s" if "wall_s" in s else ""),
         f"  largest component:  {s['largest_component']} {s['largest_component_colour']}"
         + (f" (random-colouring baseline {s['largest_component_baseline_mean']:.1f}, p={s['largest_component_baseline_p']:.3f})"
            if s.get("largest_component_baseline_mean") is not None else ""),

@@ -33,6 +33,7 @@ from llm_mesa.analysis.figures import (
 )
 from llm_mesa.analysis.report_html import Panel, drawn
 
+from .analysis_schemes import schemes_panel
 from .figures_mechanisms import colour_of, components_panel, majority_panel, none_vs_local_panel
 from .published import TOTALS, published_conditions, published_models
 
@@ -271,4 +272,6 @@ def report_panels(sweep: Any, report: Mapping[str, Any]) -> list[Panel]:
         drawn(rounds_title, _shares_panel, rounds_title, rounds, "mean", "rounds", report),
         drawn(pseudo_title, _shares_panel, pseudo_title, report["pseudo_equilibrium"], "rate",
               "share of games ending in a pseudo-equilibrium", report),
+        *([drawn("Consensus rate by update scheme", schemes_panel, report)]
+          if "skipped" not in report.get("update_schemes", {"skipped": ""}) else []),
     ]

@@ -158,7 +158,7 @@ class ConsensusGame(Game):
             row["model"] = " + ".join(dict.fromkeys(p.endpoint.model for p in llms))
             row["replayed_calls"] = sum(p.usage.replayed for p in llms)
             # the report's manifest summary names it
-            row["prompt_template_hash"] = llms[0].prompt_for(model.prompt_variant).template_hash
+            row["prompt_template_hash"] = llms[0].prompt_for(model.prompt_variant).template_hash_for(model.update)
         return GameResult(row, game_tables(model, request.tables))
 
     def play_batch(self, requests: Sequence[PlayRequest]) -> list[GameResult]:

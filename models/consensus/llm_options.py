@@ -87,14 +87,14 @@ class LLMSetup:
 
         return {"transcript": pd.DataFrame(model.transcript)}
 
-    def manifest(self, prompt_variant: str = "study") -> dict[str, Any]:
+    def manifest(self, prompt_variant: str = "study", update: str = "synchronous") -> dict[str, Any]:
         endpoints = {spec: endpoint_manifest(p.endpoint) for spec, p in self.policies.items()}
         served = {(m, f) for p in self.policies.values() for m, f in p.served_by}
         return {
             "endpoint": endpoint_manifest(self.policy.endpoint),
             "endpoints": endpoints,
             "prompt_variant": prompt_variant,
-            "prompt_template_hash": self.policy.prompt_for(prompt_variant).template_hash,
+            "prompt_template_hash": self.policy.prompt_for(prompt_variant).template_hash_for(update),
             "served_by": [{"model": m, "system_fingerprint": f} for m, f in sorted(served, key=str)],
             "store": None if self.store is None else {"path": str(self.store.path), "mode": self.store.mode},
             "usage": self.usage.as_dict(),

@@ -163,15 +163,18 @@ class LLMConsensusPolicy(Policy):
 
     def request(self, obs: ConsensusObservation) -> LLMRequest:
         key = f"g={obs.game_key}|agent={obs.agent_id}|round={obs.round}"
+        if obs.activation is not None:  # an agent may act twice in a round: its turn names the call
+            key += f"|act={obs.activation}"
         # max_completion_tokens also covers a reasoning model's thinking: no budget for text
         budget = self.endpoint.max_tokens
         schema = answer_schema(obs.communication, obs.direct_messages, obs.message_replaces_move, budget)
         prompt = self.prompt_for(obs.prompt)
+        template_hash = prompt.template_hash_for(obs.update)
         if self.endpoint.prompt_mode == "completion":
             return LLMRequest(prompt=prompt.completion_prompt(obs), schema=None, sample_key=key,
-                              template_hash=prompt.template_hash, purpose="decide")
+                              template_hash=template_hash, purpose="decide")
         return LLMRequest(messages=prompt.messages(obs), schema=schema, sample_key=key,
-                          template_hash=prompt.template_hash, purpose="decide", schema_name="decision")
+                          template_hash=template_hash, purpose="decide", schema_name="decision")
 
     async def adecide(self, obs: ConsensusObservation, rng: random.Random) -> ConsensusDecision:
         # A cut answer gets the reminder too where a schema bounds its free text to the budget

@@ -9,7 +9,6 @@ preferred colour, ``payoff_other`` if on the other, 0 without consensus.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
@@ -23,6 +22,7 @@ from llm_mesa.graphs import NetworkError, seeded_layout
 from llm_mesa.mesa_versions import game_ended, model_arguments, network_space, scenario_fields, seed_streams, track_rounds
 from llm_mesa.policy import PolicyError
 from llm_mesa.rounds import play_round
+from llm_mesa.update import activation_stream
 
 from . import measures
 from .agents import ConsensusAgent
@@ -32,20 +32,10 @@ from .observation import ConsensusDecision, Message, colour_code
 from .policies import RulePolicy, StreamPolicy, combine_rules, rule_step
 from .record import ROUND_COLUMNS, ArrayDataCollector, ConsensusRecord
 from .setup import Assignment, ConsensusConfigError, PolicyLike, game_setup
+from .turns import _Draw, play_turns, transcript_row
 
 COMMUNICATION_MODES = ("none", "local", "global")
 LABELS = ("llm", "human")
-
-
-class _Draw(random.Random):
-    """A ``random.Random`` whose ``random()`` returns a set value: one agent's draw of the rule stream."""
-
-    def __init__(self) -> None:
-        super().__init__(0)
-        self.value = 0.0
-
-    def random(self) -> float:  # noqa: D102
-        return self.value
 
 
 class ConsensusModel(ConsensusRecord, Model):
@@ -134,6 +124,9 @@ class ConsensusModel(ConsensusRecord, Model):
         self.max_rounds = values["max_rounds"]
         self.history_rounds = values["history"]
         self.message_cost = values["message_cost"]
+        self.update = values["update"]  # how turns are taken (turns.py when not synchronous)
+        self.activation: int | None = None  # the turn being taken (None under synchronous rounds)
+        self.depth = 0  # the dependency depth of the rounds played: one per synchronous round
         self.payoff_preferred = values["payoff_preferred"]
         self.payoff_other = values["payoff_other"]
         self.baseline_permutations = values["baseline_permutations"]
@@ -182,6 +175,9 @@ class ConsensusModel(ConsensusRecord, Model):
         self.message_log: list[Message] = []
         self.transcript: list[dict[str, Any]] = []  # LLM decisions, for message-content analysis
         self._inbox_by_round: dict[int, dict[int, list[Message]]] = {}
+        self._unread: list[list[Message]] = [[] for _ in range(self.n)]  # sent to each agent since its last turn
+        # the order of turns has a stream of its own: one seed, one game, under every scheme
+        self.order_rng = activation_stream(int(self.game_key, 16) if rng is None else rng)
         self.totals = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0, "cost": 0.0,
                        "failures": 0, "decisions": 0}
         self.outcomes: dict[str, int] = {}
@@ -201,14 +197,17 @@ class ConsensusModel(ConsensusRecord, Model):
     # --- the round --------------------------------------------------------
 
     def step(self) -> None:
-        """One synchronous round: observe, decide together, apply together."""
+        """One round: synchronous (observe, decide together, apply together), or turns (``turns.py``)."""
         if not self.running:
             return
         rounds = self._rounds
-        if self._rule_arrays:
+        if self.update != "synchronous":
+            play_turns(self, rounds)
+        elif self._rule_arrays:
             self._rule_round(rounds)
         else:
             self._agent_round(rounds)
+        self.depth += self.update == "synchronous"  # a synchronous round's calls are all in flight at once
         self.datacollector.collect(self)
         self._check_stop()
         if not self.running:
@@ -241,15 +240,7 @@ class ConsensusModel(ConsensusRecord, Model):
         for agent, decision in zip(agents, decisions):
             agent.pending = decision
             if decision.outcome:
-                self.transcript.append({
-                    "round": self.round + 1, "agent": agent.node, "colour_before": agent.colour,
-                    "colour": decision.colour, "reason": decision.reason, "message": decision.message,
-                    "message_to": decision.message_to, "diary": decision.diary, "outcome": decision.outcome,
-                    "failed": decision.failed, "calls": decision.calls, "prompt_tokens": decision.prompt_tokens,
-                    "completion_tokens": decision.completion_tokens, "cached_tokens": decision.cached_tokens,
-                    "latency_s": decision.latency_s, "queue_s": decision.queue_s, "server": decision.server,
-                    "answer": decision.raw,
-                })
+                self.transcript.append(transcript_row(self, agent, decision, agent.colour))
         before = rounds.codes.copy()
         self.agents.do("advance")  # each agent writes its new colour into rounds.codes
         self.round += 1
@@ -265,21 +256,23 @@ class ConsensusModel(ConsensusRecord, Model):
         for agent, decision in zip(self.agents_by_node, decisions):
             if not self.deliverable(agent, decision):
                 continue
-            if decision.message_to is not None:
-                recipients = [decision.message_to]
-            elif self.communication == "local":
-                recipients = list(agent.neighbour_ids)
-            else:
-                recipients = [v for v in range(self.n) if v != agent.node]
             message = Message(sender=agent.node, round=self.round, text=decision.message, to=decision.message_to)
             self.message_log.append(message)
-            for v in recipients:
+            for v in self.recipients(agent, decision):
                 inboxes.setdefault(v, []).append(message)
         for v, received in inboxes.items():
             self.agents_by_node[v].inbox = received
         self._inbox_by_round[self.round] = inboxes
         sent = self.message_log[first_new:]
         self._sent_this_round = (len(sent), sum(m.to is not None for m in sent))
+
+    def recipients(self, agent: ConsensusAgent, decision) -> list[int]:
+        """Who a deliverable decision's message reaches: its addressee, or the audience of the communication."""
+        if decision.message_to is not None:
+            return [decision.message_to]
+        if self.communication == "local":
+            return list(agent.neighbour_ids)
+        return [v for v in range(self.n) if v != agent.node]
 
     def deliverable(self, agent: ConsensusAgent, decision) -> bool:
         """Does this decision's message reach anyone? (Only then does it replace the move.)

@@ -57,6 +57,8 @@ class Message:
     round: int
     text: str
     to: int | None = None
+    #: the turn that sent it, under an update scheme in which agents take turns (None: synchronous rounds)
+    activation: int | None = None
 
 
 @dataclass(slots=True)
@@ -90,6 +92,8 @@ class ConsensusObservation:
     message_cost: float = _DEFAULT["message_cost"]  # taken from the payoff for each message the agent sends
     prompt: str = _DEFAULT["prompt"]  # the wording of the rules an LLM agent is given (PROMPT_VARIANTS)
     game_key: str = ""  # identifies the game (parameters and seed) in sample keys
+    update: str = _DEFAULT["update"]  # how turns are taken (llm_mesa.UPDATE_SCHEMES): the rules say so
+    activation: int | None = None  # the turn being taken (None under synchronous rounds): it names the call
 
     def blue_share(self) -> float:
         """Share of neighbours holding blue (0.0 with no neighbours)."""

@@ -7,8 +7,11 @@ point and the model both import it and neither imports the other.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from llm_mesa.graphs import TOPOLOGIES
 from llm_mesa.parameters import Parameter, ParameterSet
+from llm_mesa.update import UPDATE
 
 #: the wordings of the rules LLM agents may get (``prompt.PROMPT_VARIANTS`` holds one template each)
 RULES_WORDINGS = ("study", "paraphrase")
@@ -37,6 +40,8 @@ PARAMETERS = ParameterSet.of(
     Parameter("prompt", str, "study", "the wording of the rules LLM agents get: the study's, or a paraphrase "
               "(a sweep axis tests whether wording changes the outcome)", choices=RULES_WORDINGS,
               label="Rules wording"),
+    # how turns are taken (issue 20); like history, it changes nothing that is drawn: one seed, one graph
+    replace(UPDATE, in_seed=False),
     Parameter("max_rounds", int, 50, "round limit (the study: 50)", low=1, high=MAX_ROUNDS, label="Max rounds"),
     Parameter("history", int, 10, "rounds of history an LLM agent is shown, each with its colour, its neighbours' "
               "colours and the messages it received (the study: 10; 0 shows none)", low=0, high=MAX_ROUNDS,
@@ -66,6 +71,6 @@ PARAMETERS = ParameterSet.of(
 #: when set away from their default, so every game played before they existed keeps its key.
 #: They, and ``assign``, stay out of an experiment's derived seeds (``in_seed=False``): they change
 #: nothing that is drawn, so a follow-up's axis over them plays the same graphs at every level.
-KEYED_WHEN_SET = ("history", "message_cost")
+KEYED_WHEN_SET = ("history", "message_cost", "update")
 
 __all__ = ["KEYED_WHEN_SET", "MAX_AGENTS", "MAX_ROUNDS", "PARAMETERS", "RULES_WORDINGS"]

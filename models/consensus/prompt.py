@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import Any
 
 from llm_mesa.quoting import neutralise
+from llm_mesa.update import TURN_RULES
 
 from .observation import ConsensusObservation, Message, RoundRecord
 
@@ -29,6 +30,10 @@ Payoff, the same for every player: £{payoff_preferred:.2f} if the whole network
 {communication}
 You keep a private diary that only you read; rewrite it every round with what you want to remember.
 {answer_format} Write nothing else."""
+
+#: the rules' sentence on how turns are taken: under another update scheme (the game's ``update``)
+#: it is replaced by that scheme's (``llm_mesa.TURN_RULES``); a synchronous prompt is as it always was
+SYNCHRONOUS_TURNS = "In each round all players choose at the same time; the choices are then revealed together."
 
 COMMUNICATION = {
     "none": "There is no communication: you can only change or keep your colour.",
@@ -222,6 +227,8 @@ class ConsensusPrompt:
     #: message (as the head of the first user turn); llama-cpp-python's "gemma" chat format
     #: drops it: pass ``system_role=False`` there. Either way the rules lead.
     system_role: bool = True
+    #: the sentence of ``rules`` that says how turns are taken (replaced under another update scheme)
+    turns_text: str = SYNCHRONOUS_TURNS
 
     @cached_property
     def template_hash(self) -> str:
@@ -232,6 +239,23 @@ class ConsensusPrompt:
                  str(self.system_role), json.dumps(self.history_text, sort_keys=True), str(self.history_chars),
                  self.message_cost_text]
         return hashlib.sha256("\x1e".join(parts).encode()).hexdigest()[:16]
+
+    def template_hash_for(self, update: str) -> str:
+        """The hash of the templates a game under ``update`` reads: ``template_hash`` for synchronous
+        rounds (so every recording made before the schemes existed still replays), otherwise one that
+        also covers the turn rules that replace ``turns_text``."""
+        if update == "synchronous":
+            return self.template_hash
+        parts = (self.template_hash, self.turns_text, TURN_RULES[update])
+        return hashlib.sha256("\x1e".join(parts).encode()).hexdigest()[:16]
+
+    def turns(self, rules: str, update: str) -> str:
+        """The rules with the sentence on turns of the scheme in play (unchanged for synchronous rounds)."""
+        if update == "synchronous":
+            return rules
+        if self.turns_text in rules:
+            return rules.replace(self.turns_text, TURN_RULES[update])
+        return f"{TURN_RULES[update]}\n{rules}"  # a template of one's own without the sentence: the turns lead
 
     def delivered(self, text: str) -> str:
         """A message as another agent receives it: cut to ``message_chars`` and neutralised."""
@@ -304,6 +328,7 @@ class ConsensusPrompt:
             max_rounds=obs.max_rounds, round_limit=f"{obs.max_rounds} {plural(obs.max_rounds, 'round')}",
             payoff_preferred=obs.payoff_preferred, payoff_other=obs.payoff_other, communication=communication,
             answer_format=fmt)
+        rules = self.turns(rules, obs.update)
         neighbours = ", ".join(f"{i}: {c}" for i, c in zip(obs.neighbour_ids, obs.neighbour_colours)) or "none"
         state = self.state.format(
             round=obs.round, max_rounds=obs.max_rounds, agent_id=obs.agent_id, preference=obs.preference,
@@ -334,5 +359,6 @@ Reply with a single JSON object and nothing more: {answer_format}"""
 #: Named wordings of the rules: the game's ``prompt`` parameter picks one, so wording is a sweep axis.
 PROMPT_VARIANTS: dict[str, ConsensusPrompt] = {
     "study": ConsensusPrompt(),
-    "paraphrase": ConsensusPrompt(rules=PARAPHRASED_RULES),
+    "paraphrase": ConsensusPrompt(rules=PARAPHRASED_RULES, turns_text=(
+        "Everyone picks simultaneously in each round, and all picks are shown at once afterwards.")),
 }

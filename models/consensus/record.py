@@ -109,14 +109,22 @@ class ArrayDataCollector(DataCollector):
 class ConsensusRecord:
     """Measures, tables and summary of a ``ConsensusModel`` (a mixin: it reads the model's state)."""
 
-    def _account(self, decisions) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        """Sum an agent-by-agent round's LLM accounting: per agent, per round and per game."""
+    def _account(self, decisions, nodes=None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Sum an agent-by-agent round's LLM accounting: per agent, per round and per game.
+
+        ``nodes``: the agent of each decision, when they are turns (an agent may take two, or none);
+        by default one decision per agent in node order.
+        """
         totals = self.totals
         failed = np.array([d.failed is not None for d in decisions], dtype=bool)
         per_agent = {"failed": failed,
                      "calls": np.array([d.calls for d in decisions], dtype=np.int64),
                      "prompt_tokens": np.array([d.prompt_tokens for d in decisions], dtype=np.int64),
                      "completion_tokens": np.array([d.completion_tokens for d in decisions], dtype=np.int64)}
+        if nodes is not None:
+            at = np.asarray(nodes, dtype=np.int64)
+            per_agent = {k: np.bincount(at, weights=v, minlength=self.n).astype(v.dtype if k != "failed" else bool)
+                         for k, v in per_agent.items()}
         for d in decisions:
             if d.outcome:
                 self.outcomes[d.outcome] = self.outcomes.get(d.outcome, 0) + 1
@@ -187,9 +195,13 @@ class ConsensusRecord:
         from .prompt import PROMPT_VARIANTS
 
         delivered = PROMPT_VARIANTS[getattr(self, "prompt_variant", "study")].delivered
-        return pd.DataFrame([{"round": m.round, "sender": m.sender, "to": m.to, "text": m.text,
-                              "delivered": delivered(m.text)} for m in self.message_log],
-                            columns=["round", "sender", "to", "text", "delivered"])
+        columns = ["round", "sender", "to", "text", "delivered"]
+        turns = getattr(self, "update", "synchronous") != "synchronous"
+        if turns:  # the turn that sent each (the table is in turn order within a round)
+            columns.insert(2, "activation")
+        return pd.DataFrame([{"round": m.round, "sender": m.sender, "activation": m.activation, "to": m.to,
+                              "text": m.text, "delivered": delivered(m.text)} for m in self.message_log],
+                            columns=columns)
 
     def summary(self) -> dict[str, Any]:
         """One row describing the game: outcome, payoffs and mechanism measures."""
@@ -198,7 +210,7 @@ class ConsensusRecord:
         if self.baseline_permutations:
             stream = baseline_stream(int(self.game_key, 16) if self.seed is None else self.seed)
             baseline = measures.random_colouring_baseline(self.adjacency, colours, self.baseline_permutations, stream)
-        totals = {**self.totals, "stubborn_moves": int(self._rounds.total_moves[0]),
+        totals = {**self.totals, "depth": self.depth, "stubborn_moves": int(self._rounds.total_moves[0]),
                   "opportunities": int(self._rounds.total_opportunities[0])}
         sent = np.bincount([m.sender for m in self.message_log], minlength=self.n)
         return summary_row(self.parameters, colours, self.preferences, self._round_stats, self.round,
@@ -240,8 +252,12 @@ def summary_row(parameters: Mapping[str, Any], colours: list[str], preferences: 
                                       "communication", "direct_messages", "label", "max_rounds")},
         "history": parameters.get("history", 10),
         "message_cost": cost,
+        "update": parameters.get("update", "synchronous"),
         "consensus": consensus,
         "rounds": rounds,
+        # the longest chains of the rounds' turns, summed (one per synchronous round): what bounds an LLM
+        # game's wall time, depth x latency, against one latency per call played one at a time
+        "depth": totals.get("depth", rounds),
         "stop_reason": stop_reason,
         "complete": stop_reason in ("consensus", "max rounds"),
         "winner": winner,

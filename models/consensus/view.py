@@ -35,7 +35,7 @@ LLM_TOKENS = {"prompt_tokens": "prompt tokens", "completion_tokens": "completion
 LLM_FAILURES = {"failures": "failed decisions", "calls": "calls"}
 LEGEND = {"fill": "colour now", "ring": "preference", "flagged": "neighbourhood disagrees", "marked": "flippers",
           "plain": "neighbourhood agrees", "groups": "same-colour groups"}
-GAME_CONTROLS = ("topology", "n", "preferences", "communication", "label")
+GAME_CONTROLS = ("topology", "n", "preferences", "communication", "label", "update")
 
 
 def consensus_charts(rounds: pd.DataFrame, n: int, *, current_round: int | None = None,
