@@ -41,6 +41,8 @@ def main() -> None:
     parser.add_argument("--sweep", help="a sweep kept with --tables agents (default: play the study's rule grid)")
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--before", help="a source tree of another version, analysed alternately with this one")
+    parser.add_argument("--before-has-cache", action="store_true",
+                        help="the other version has analyze's cache: turn it off there too (--no-cache)")
     parser.add_argument("--profile", metavar="FILE.prof", help="also profile this version's analysis")
     args = parser.parse_args()
     python = sys.executable
@@ -56,8 +58,8 @@ def main() -> None:
         analyse = [python, "-m", "llm_mesa.cli", "analyze", sweep, "--no-cache"]
         results: dict[str, list[tuple[float, float]]] = {"after": [], "before": []}
         for _ in range(args.runs):
-            if theirs is not None:
-                results["before"].append(timed(analyse[:-1], theirs))  # the older version has no cache
+            if theirs is not None:  # an older version may have no cache (nor its option)
+                results["before"].append(timed(analyse if args.before_has_cache else analyse[:-1], theirs))
             results["after"].append(timed(analyse, mine))
         for name, runs in results.items():
             if runs:
