@@ -16,6 +16,7 @@ Helpers and the local-only request guard come from ``test_explorer_browser``.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import subprocess
 from pathlib import Path
@@ -130,9 +131,14 @@ def test_the_sweep_browser_opens_named_conditions_crossed_with_an_axis_and_repla
         last = int(games[(games.condition == condition.group(0)) & (games.policy == "voter")
                          & (games.seed == seed)].iloc[0]["rounds"])
         assert text_round(page, ".llm-mesa-replay-round") == 0
-        slider = page.locator(".llm-mesa-replay-slider .v-slider__thumb-container").first
-        slider.focus()
-        page.keyboard.press("End")
+        # the slider is drawn again once the game's rounds are known: a key sent to the one drawn
+        # before is lost, so focus the slider shown now and send End again until the round moves
+        for _attempt in range(10):
+            page.locator(".llm-mesa-replay-slider .v-slider__thumb-container").first.focus()
+            page.keyboard.press("End")
+            with contextlib.suppress(AssertionError):
+                wait_round(page, last, ".llm-mesa-replay-round", timeout=6.0)
+                break
         wait_round(page, last, ".llm-mesa-replay-round")
         wait_picture(page, last)
         assert "colour / preference:" in replay.locator(".llm-mesa-agent").inner_text()
