@@ -94,8 +94,9 @@ def child_cpu(command: list[str]) -> float:
 def sweep_cpu(out: Path, seeds: int, conditions: str = "study", policies: str = "rules",
               baseline: int = 0) -> float:
     exe = Path(sys.executable).with_name("llm-mesa")
-    command = [str(exe), "sweep", "--conditions", conditions, "--policies", policies, "--seeds", str(seeds),
-               "--baseline-permutations", str(baseline), "--processes", "1", "--out", str(out), "--quiet"]
+    command = [str(exe), "sweep", "--game", "consensus", "--conditions", conditions, "--policies", policies,
+               "--seeds", str(seeds), "--set", f"baseline_permutations={baseline}", "--processes", "1",
+               "--out", str(out), "--quiet"]
     return child_cpu(command)
 
 
