@@ -300,3 +300,16 @@ def test_analyze_sets_the_schemes_side_by_side(tmp_path):
     text = subprocess.run([sys.executable, "-m", "llm_mesa.cli", "analyze", tmp_path / "synchronous",
                            tmp_path / "random-sequential"], capture_output=True, text=True, timeout=600).stdout
     assert "update schemes side by side" in text
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_the_summary_names_the_turns_only_when_agents_take_them(scheme, capsys):
+    from llm_mesa.cli import main
+
+    assert main(["consensus", "--n", "12", "--max-rounds", "4", "--update", scheme, "--seed", "3"]) == 0
+    printed = capsys.readouterr().out
+    row = GAME.play(PlayRequest({"n": 12, "max_rounds": 4, "update": scheme}, "majority-inertia", 3, ())).row
+    if scheme == "synchronous":
+        assert "turns:" not in printed  # one round is one step: nothing to say
+    else:
+        assert f"turns:              {scheme}, dependency depth {row['depth']} over {row['rounds']} rounds" in printed

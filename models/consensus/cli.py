@@ -127,11 +127,14 @@ def run(args: argparse.Namespace) -> int:
 def format_summary(s: dict, out: str | None = None) -> str:
     outcome = f"consensus on {s['winner']} after {s['rounds']} rounds" if s["consensus"] else \
         f"no consensus after {s['rounds']} rounds ({s['stop_reason']})"
+    # turns are worth a line only when agents take them (a synchronous round is one step of depth 1)
+    turns = [] if s.get("update", "synchronous") == "synchronous" else [
+        f"  turns:              {s['update']}, dependency depth {s.get('depth', s['rounds'])} "
+        f"over {s['rounds']} rounds" + (f", {s['wall_s']:.2f} s" if "wall_s" in s else "")]
     lines = [
         f"{s['topology']} graph, {s['n']} agents, policy {s['policy']}, communication {s['communication']}, seed {s['seed']}",
         f"  outcome:            {outcome}; mean payoff {s['mean_payoff']:.3f}",
-        f"  turns:              {s.get('update', 'synchronous')}, dependency depth {s.get('depth', s['rounds'])} "
-        f"over {s['rounds']} rounds" + (f", {s['wall_s']:.2f} s" if "wall_s" in s else ""),
+        *turns,
         f"  largest component:  {s['largest_component']} {s['largest_component_colour']}"
         + (f" (random-colouring baseline {s['largest_component_baseline_mean']:.1f}, p={s['largest_component_baseline_p']:.3f})"
            if s.get("largest_component_baseline_mean") is not None else ""),
