@@ -39,7 +39,7 @@ __all__ = ["FitAttempt", "FitReport", "fit_intercepts", "intercepts_model"]
 #: badly conditioned (a deterministic rule's transitions push the slope far out while the
 #: agent-level variance runs towards 0): on the study's rule grid, memory 10 needed 10,300
 #: evaluations for the six fits and left one unconverged after 3,000 iterations; memory 100
-#: needs 3,700, converges all six, and lands nearer the optimum (slopes within 1e-4 relative
+#: needs 2,484, converges all six, and lands nearer the optimum (slopes within 1e-4 relative
 #: of fits run to gradient 1e-4; with memory 10 one "converged" slope was 1.5e-3 off). Its cost
 #: is 2 x 100 vectors of the parameters' length (~40 MB at 24,000 parameters).
 LBFGS_MEMORY = 100
