@@ -17,13 +17,15 @@ front-end cache from npm) and drives its pages as a researcher would:
   at round 0 too).
 
 Every context refuses (and records) any request that would leave this machine; each
-test ends by checking there was none. The pages are saved to ``docs/screenshots/``.
+test ends by checking there was none. The pages are saved to a folder of the run's own, or to
+``LLM_MESA_SCREENSHOTS`` (``docs/screenshots`` refreshes the README's).
 The side-by-side page and the sweep browser are in ``test_explorer_browser_pages.py``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import shutil
@@ -31,6 +33,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from urllib.parse import urlparse
@@ -41,7 +44,6 @@ from llm_mesa.games import get_game
 
 CHROMIUM = os.environ.get("LLM_MESA_CHROMIUM", "/usr/bin/chromium")
 REPO = Path(__file__).resolve().parents[1]
-SCREENSHOTS = REPO / "docs" / "screenshots"
 CLI = shutil.which("llm-mesa", path=str(Path(sys.executable).parent)) or "llm-mesa"
 NODES = ".llm-mesa-network-chart svg g.nodes_marks path"
 
@@ -209,10 +211,19 @@ def step(page, times: int = 1, selector: str = ".llm-mesa-round") -> int:
     return text_round(page, selector)
 
 
+@functools.cache
+def screenshots() -> Path:
+    """Where the pages are saved: LLM_MESA_SCREENSHOTS (docs/screenshots refreshes the README's),
+    else a folder of this run's own, made when the first page is saved: a run never changes the checkout."""
+    chosen = os.environ.get("LLM_MESA_SCREENSHOTS")
+    return Path(chosen) if chosen else Path(tempfile.mkdtemp(prefix="llm-mesa-screenshots-"))
+
+
 def shoot(page, name: str) -> Path:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    folder = screenshots()
+    folder.mkdir(parents=True, exist_ok=True)
     time.sleep(1.0)  # let the charts finish drawing
-    path = SCREENSHOTS / name
+    path = folder / name
     page.screenshot(path=str(path), full_page=True)
     assert path.stat().st_size > 20_000
     return path
