@@ -313,3 +313,30 @@ def test_the_summary_names_the_turns_only_when_agents_take_them(scheme, capsys):
         assert "turns:" not in printed  # one round is one step: nothing to say
     else:
         assert f"turns:              {scheme}, dependency depth {row['depth']} over {row['rounds']} rounds" in printed
+
+
+def test_every_figure_of_a_report_over_two_schemes_draws_every_condition(tmp_path, monkeypatch):
+    """The figures read the games under the report's own condition names (scheme included): each
+    condition's boxes are drawn from its games, none is left empty."""
+    from llm_mesa.analysis.sweep_data import open_sweeps
+    from llm_mesa.models.consensus import figures
+    from llm_mesa.sweep import run_sweep
+
+    # a sweep that never named its scheme (as every sweep before them) beside one that did
+    run_sweep(out=tmp_path / "synchronous", axes={"max_rounds": [20]}, conditions=["ba-none"],
+              policies="voter", seeds=6, game="consensus")
+    run_sweep(out=tmp_path / "random-sequential", axes={"update": ["random-sequential"], "max_rounds": [20]},
+              conditions=["ba-none"], policies="voter", seeds=6, game="consensus")
+    sweep = open_sweeps([tmp_path / "synchronous", tmp_path / "random-sequential"])
+    report = GAME.analyze(sweep, {"fit_processes": 1})
+    seen = {}
+
+    def capture(report, games):
+        seen.update({c: int((games["condition"] == c).sum()) for c in report["conditions"]})
+        return figures_components(report, games)
+
+    figures_components = figures.components_panel
+    monkeypatch.setattr(figures, "components_panel", capture)
+    figures.report_panels(sweep, report)
+    assert len(seen) == 2 and all("update=" in c for c in seen)  # the schemes kept apart
+    assert set(seen.values()) == {6}  # and each drawn from its own 6 games (untagged games gave 0)

@@ -33,7 +33,7 @@ from llm_mesa.analysis.figures import (
 )
 from llm_mesa.analysis.report_html import Panel, drawn
 
-from .analysis_schemes import schemes_panel
+from .analysis_schemes import schemes_panel, tag_schemes
 from .figures_mechanisms import colour_of, components_panel, majority_panel, none_vs_local_panel
 from .published import TOTALS, published_conditions, published_models
 
@@ -253,7 +253,7 @@ def _shares_panel(title: str, rows: Any, value: str, xlabel: str, report: Mappin
 
 
 def report_panels(sweep: Any, report: Mapping[str, Any]) -> list[Panel]:
-    games = sweep.games
+    games = tag_schemes(sweep.games)  # the report's conditions name their scheme when several were played
     if "invalid" in games.columns and report.get("invalid_games_left_out"):
         games = games[~games["invalid"].fillna(False).astype(bool)]
     rounds = [dict(r, ci_low=r["min"], ci_high=r["max"]) for r in report["rounds_to_consensus"]]
