@@ -48,6 +48,7 @@ _EXPORTS = {
     "dependencies": "llm_mesa.update",
     "depth": "llm_mesa.update",
     "play_activations": "llm_mesa.update",
+    "turn_key": "llm_mesa.update",
     "seed_streams": "llm_mesa.mesa_versions",
     "network_space": "llm_mesa.mesa_versions",
     "LlmMesaError": "llm_mesa.errors",

@@ -100,6 +100,14 @@ def depth(deps: Sequence[Sequence[int]]) -> int:
     return max(level, default=0)
 
 
+def turn_key(game_key: str, agent: int, round_number: int, activation: int | None) -> str:
+    """A decision's sample key: the game, the agent and the round, and under turns the activation,
+    since an agent may act twice in a round (``random-asynchronous``). A synchronous key is the one
+    games recorded before turns existed, so their recordings replay."""
+    key = f"g={game_key}|agent={agent}|round={round_number}"
+    return key if activation is None else f"{key}|act={activation}"
+
+
 Apply = Callable[["PolicyAgent", Any, int], None]
 Observe = Callable[["PolicyAgent", int], Any]
 
@@ -165,4 +173,4 @@ async def _concurrent(agents: Sequence[PolicyAgent], order: Sequence[int], deps:
 
 
 __all__ = ["ACTIVATION_STREAM", "TURN_RULES", "UPDATE", "UPDATE_SCHEMES", "activation_order", "activation_stream",
-           "dependencies", "depth", "play_activations"]
+           "dependencies", "depth", "play_activations", "turn_key"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from llm_mesa import Policy, register_policy
+from llm_mesa import Policy, register_policy, turn_key
 from llm_mesa.llm import Endpoint, LLMRequest, ResponseStore, Usage, ask, parse_json_answer
 
 from .policies import NAME, Move, View
@@ -59,9 +59,7 @@ class ColouringLLM(Policy):
         return f"llm:model={self.endpoint.model}"
 
     def request(self, view: View) -> LLMRequest:
-        key = f"g={view.game_key}|agent={view.agent}|round={view.round}"
-        if view.activation is not None:  # an agent may act twice in a round: its turn names the call
-            key += f"|act={view.activation}"
+        key = turn_key(view.game_key, view.agent, view.round, view.activation)
         if self.endpoint.prompt_mode == "completion":
             return LLMRequest(prompt=self.prompt.completion_prompt(view), sample_key=key,
                               template_hash=self.prompt.template_hash, purpose="decide")

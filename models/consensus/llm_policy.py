@@ -20,6 +20,7 @@ from llm_mesa.llm.endpoint import Endpoint
 from llm_mesa.llm.store import ResponseStore
 from llm_mesa.llm.usage import Usage
 from llm_mesa.policy import Policy, register_policy
+from llm_mesa.update import turn_key
 
 from .observation import ConsensusDecision, ConsensusObservation
 from .prompt import FIELD_TEXT, PROMPT_VARIANTS, ConsensusPrompt, answer_schema
@@ -162,9 +163,7 @@ class LLMConsensusPolicy(Policy):
         return f"llm:model={self.endpoint.model}"
 
     def request(self, obs: ConsensusObservation) -> LLMRequest:
-        key = f"g={obs.game_key}|agent={obs.agent_id}|round={obs.round}"
-        if obs.activation is not None:  # an agent may act twice in a round: its turn names the call
-            key += f"|act={obs.activation}"
+        key = turn_key(obs.game_key, obs.agent_id, obs.round, obs.activation)
         # max_completion_tokens also covers a reasoning model's thinking: no budget for text
         budget = self.endpoint.max_tokens
         schema = answer_schema(obs.communication, obs.direct_messages, obs.message_replaces_move, budget)
