@@ -65,11 +65,12 @@ def start_viz(port: int, log: Path, site: Path | None = None) -> subprocess.Pope
 
 def spec_cost(n: int, repeats: int = 3) -> float:
     """Seconds the server spends on one round's picture: the view's snapshot and the network's spec (median)."""
-    from llm_mesa.games import get_game
-    from llm_mesa.view_controls import initial_values
+    from llm_mesa.registry import get_game
+    from llm_mesa.views import view_of
+    from llm_mesa.views.controls import initial_values
     from llm_mesa.visualization.network_chart import network_spec
 
-    view = get_game("consensus").view()
+    view = view_of(get_game("consensus"))
     model = view.build_from({**initial_values(view.controls()), "n": n, "policy_mix": "voter", "max_rounds": 200})
     times = []
     for _ in range(repeats):

@@ -28,9 +28,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_llm_game  # noqa: E402  (the loopback process, the frozen caveman game, the client's rates)
 
-from llm_mesa.games import get_game  # noqa: E402
 from llm_mesa.llm.endpoint import Endpoint  # noqa: E402
 from llm_mesa.models.consensus.conditions import RULE_CONFIGURATIONS, STUDY_CONDITIONS  # noqa: E402
+from llm_mesa.registry import get_game  # noqa: E402
 from llm_mesa.sweep import run_sweep  # noqa: E402
 from llm_mesa.sweep.dry_run import estimate_sweep  # noqa: E402
 

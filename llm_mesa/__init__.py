@@ -35,9 +35,9 @@ _EXPORTS = {
     "StudyDesign": "llm_mesa.games",
     "LlmSupport": "llm_mesa.games",
     "Extensions": "llm_mesa.games",
-    "get_game": "llm_mesa.games",
-    "game_names": "llm_mesa.games",
-    "register_game": "llm_mesa.games",
+    "get_game": "llm_mesa.registry",
+    "game_names": "llm_mesa.registry",
+    "register_game": "llm_mesa.registry",
     "run_model": "llm_mesa.games",
     # update schemes: synchronous rounds, or agents taking turns (exact, with LLM calls overlapping)
     "UPDATE": "llm_mesa.update",
@@ -54,11 +54,12 @@ _EXPORTS = {
     "LlmMesaError": "llm_mesa.errors",
     # what pages draw of a game
     "GameView": "llm_mesa.views",
+    "view_of": "llm_mesa.views",
     "NetworkPicture": "llm_mesa.views",
     "Banner": "llm_mesa.views",
     "ControlError": "llm_mesa.views",
     "Snapshot": "llm_mesa.views",
-    "line_spec": "llm_mesa.view_charts",
+    "line_spec": "llm_mesa.views.charts",
     # what games on graphs and LLM prompts share
     "build_topology": "llm_mesa.graphs",
     "seeded_layout": "llm_mesa.graphs",

@@ -21,7 +21,7 @@ from typing import Any
 
 from llm_mesa.errors import LlmMesaError, LlmMesaWarning, one_line
 
-#: the core's own subcommands; each installed game adds its own (``Game.cli()``)
+#: the core's own subcommands; each installed game adds its own (``command_of(Game)``)
 CORE_SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "sweep": ("llm_mesa.sweep.cli", "run a parameter sweep of any game, appending results to Parquet"),
     "serve": ("llm_mesa.loopback.cli", "start the loopback OpenAI-compatible stand-in endpoint"),
@@ -39,7 +39,7 @@ def subcommands(describe: bool = False) -> dict[str, tuple[str, str]]:
     subcommand is built (its own, or the core's generic one). Games are imported only to
     ``describe`` them (the top-level help), so one game's command never loads another's.
     """
-    from llm_mesa.games import game_names, get_game
+    from llm_mesa.registry import game_names, get_game
 
     def help_of(name: str) -> str:
         summary = get_game(name).summary if describe else ""
@@ -51,9 +51,10 @@ def subcommands(describe: bool = False) -> dict[str, tuple[str, str]]:
 
 def _subcommand_module(module_name: str):
     if module_name.startswith("game:"):
-        from llm_mesa.games import get_game
+        from llm_mesa.game_cli import command_of
+        from llm_mesa.registry import get_game
 
-        return get_game(module_name[len("game:"):]).cli()
+        return command_of(get_game(module_name[len("game:"):]))
     return importlib.import_module(module_name)
 
 

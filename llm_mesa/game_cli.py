@@ -12,15 +12,25 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from types import SimpleNamespace
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 from llm_mesa.errors import InvalidGame
 from llm_mesa.games import Game, run_model, usage_fields
 
 
+def command_of(game: Game) -> ModuleType | SimpleNamespace:
+    """The module of ``game``'s subcommand (``configure``, ``run``): its own (``Game.extensions.cli``),
+    or the generic one."""
+    if game.extensions.cli is not None:
+        from llm_mesa.games import load_target
+
+        return load_target(game.extensions.cli)
+    return for_game(game)
+
+
 def for_game(game: Game) -> SimpleNamespace:
-    """The ``configure``/``run`` pair of ``game``'s generic subcommand (what ``llm_mesa.cli`` calls)."""
+    """The ``configure``/``run`` pair of ``game``'s generic subcommand."""
     doc = (f"Play one game of {game.name}: {game.summary or 'a game on llm-mesa'}.\n\n"
            f"Every parameter of the game is an option; --policy takes a rule policy spec"
            + (" or llm (with the endpoint options)" if game.llm.policy else "") + ".")

@@ -18,7 +18,6 @@ if TYPE_CHECKING:
 
     from llm_mesa.llm.endpoint import Endpoint
     from llm_mesa.llm.store import ResponseStore
-    from llm_mesa.sweep.grid import Population
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
@@ -65,7 +64,7 @@ class PlayRequest:
     policy: str
     seed: int
     tables: tuple[str, ...] = ()
-    endpoint: Endpoint | Population | None = None
+    endpoint: Endpoint | Any | None = None  # an Endpoint, or a sweep's Population (llm_mesa.sweep.grid)
     store: ResponseStore | None = None
 
 

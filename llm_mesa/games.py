@@ -1,9 +1,15 @@
-"""The game contract: what a game gives the core, and how the core finds it.
+"""The game contract: what a game gives the core.
 
 A game is a ``Game`` subclass in the game's own package, declared under the
-entry-point group ``llm_mesa.games`` (``mygame = "mypackage.game:GAME"``). The
-core (CLI shell, sweep engine, dry run, analysis, report, explorer, loopback
-stand-in) reaches every game through this contract alone and names none.
+entry-point group ``llm_mesa.games`` (``mygame = "mypackage.game:GAME"``) and
+found by name through ``llm_mesa.registry``. The core (CLI shell, sweep engine,
+dry run, analysis, report, explorer, loopback stand-in) reaches every game
+through this contract alone and names none.
+
+This module sits at the bottom of the house: it imports no command, page or
+sweep module. What a game's extensions default to lives in the module that uses
+them, as a function of the game: ``llm_mesa.views.view_of``,
+``llm_mesa.game_cli.command_of``, ``llm_mesa.analysis.game_analysis``.
 
 **Required** (a game that gives only these works in every command and page,
 with generic output):
@@ -31,14 +37,10 @@ class is instantiated rather than in the middle of a sweep.
 
 from __future__ import annotations
 
-import functools
 import importlib
-import json
-import sys
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from importlib.metadata import EntryPoint, entry_points
-from types import MappingProxyType, ModuleType, SimpleNamespace
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from llm_mesa.errors import LlmMesaError
@@ -56,28 +58,22 @@ from llm_mesa.game_types import (
 from llm_mesa.parameters import ParameterSet
 
 if TYPE_CHECKING:
-    import argparse
-
     import pandas as pd
     from mesa import Model
 
-    from llm_mesa.analysis.report_html import Panel
-    from llm_mesa.analysis.sweep_data import SweepData
     from llm_mesa.llm.endpoint import Endpoint
     from llm_mesa.llm.store import ResponseStore
     from llm_mesa.policy import Policy
-    from llm_mesa.sweep.grid import Population
-    from llm_mesa.views import GameView
 
-ENTRY_POINT_GROUP = "llm_mesa.games"
 #: a model that is still running after this many steps is stopped (its ``running`` flag never fell)
 STEP_LIMIT = 10_000_000
+
 
 class GameError(LlmMesaError):
     """An unknown game or a game that cannot be played as asked; the message names the fix."""
 
 
-def _load(target: str) -> Any:
+def load_target(target: str) -> Any:
     """``"module:attribute"`` (or a module) imported."""
     module, _, attribute = target.partition(":")
     loaded = importlib.import_module(module)
@@ -195,11 +191,11 @@ class Game(ABC):
                         "llm_mesa.register_policy(NAME, GAME)")
 
     # --- LLM agents -------------------------------------------------------------------
-    def llm_policy(self, endpoint: Endpoint | Population, store: ResponseStore | None = None) -> Policy:
-        """The game's LLM policy for ``endpoint``, recording to ``store``."""
+    def llm_policy(self, endpoint: Endpoint | Any, store: ResponseStore | None = None) -> Policy:
+        """The game's LLM policy for ``endpoint`` (or a sweep's ``Population`` of endpoints), recording to ``store``."""
         if self.llm.policy is None:
             raise GameError(f"the {self.name} game has no LLM policy; use one of its rule policies")
-        return _load(self.llm.policy)(endpoint, store)
+        return load_target(self.llm.policy)(endpoint, store)
 
     def estimate(self, parameters: Mapping[str, Any], endpoint: Endpoint) -> LlmEstimate | None:
         """One game's LLM use at most (``llm-mesa sweep --dry-run``); None: the game cannot tell."""
@@ -214,11 +210,10 @@ class Game(ABC):
         """A condition's parameters in a few words (listings)."""
         return ", ".join(f"{k}={v}" for k, v in parameters.items()) or "defaults"
 
-    def headline(self, games: pd.DataFrame, conditions: Sequence[str], policies: Sequence[str]) -> str:
-        """The table printed at the end of a sweep. Default: games and numeric means per condition and policy."""
-        from llm_mesa.analysis.generic import headline_table
-
-        return headline_table(games)
+    def headline(self, games: pd.DataFrame, conditions: Sequence[str], policies: Sequence[str]) -> str | None:
+        """The table printed at the end of a sweep; None (the default): the generic one, games and
+        numeric means per condition and policy (``llm_mesa.analysis.generic.headline_table``)."""
+        return None
 
     # --- policies and design cells ----------------------------------------------------
     @property
@@ -267,46 +262,6 @@ class Game(ABC):
             types.update(table.types)
         return types
 
-    # --- the extensions -------------------------------------------------------------------
-    def view(self) -> GameView:
-        """What the explorer and Mesa's SolaraViz draw of this game's models (``llm_mesa.views``)."""
-        from llm_mesa.views import GameView
-
-        return GameView(self) if self.extensions.view is None else _load(self.extensions.view)(self)
-
-    def analysis(self) -> ModuleType:
-        """The module of the game's statistics, or the generic one (``llm_mesa.analysis.generic``)."""
-        return _load(self.extensions.analysis or "llm_mesa.analysis.generic")
-
-    def configure_analysis(self, parser: argparse._ArgumentGroup) -> None:
-        """Add this game's ``llm-mesa analyze`` options (name them so they do not clash with another game's)."""
-        configure = getattr(self.analysis(), "configure", None)
-        if configure is not None:
-            configure(parser)
-
-    def analyze(self, sweep: SweepData, options: Mapping[str, Any]) -> dict[str, Any]:
-        """The game's statistics over finished sweeps (a ``SweepData``), JSON-ready."""
-        return self.analysis().analyze(sweep, options)
-
-    def format_report(self, report: Mapping[str, Any]) -> str:
-        format_report = getattr(self.analysis(), "format_report", None)
-        return format_report(report) if format_report is not None else json.dumps(report, indent=2)
-
-    def report_panels(self, sweep: SweepData, report: Mapping[str, Any]) -> list[Panel]:
-        """The figures of ``llm-mesa report``, each beside its table (``report_html.Panel``)."""
-        module = _load(self.extensions.figures) if self.extensions.figures else None
-        if module is None:
-            from llm_mesa.analysis import generic as module
-        return module.report_panels(sweep, report)
-
-    def cli(self) -> ModuleType | SimpleNamespace:
-        """The module of the game's subcommand (``configure``, ``run``): its own, or the generic one."""
-        if self.extensions.cli is not None:
-            return _load(self.extensions.cli)
-        from llm_mesa import game_cli
-
-        return game_cli.for_game(self)
-
 
 def run_model(model: Model) -> int:
     """Step ``model`` until it stops; the number of steps it took."""
@@ -333,89 +288,5 @@ def _scalar(value: Any) -> Any:
     return value if isinstance(value, (bool, int, float, str)) else None
 
 
-# --- the registry -------------------------------------------------------------------------
-
-_registered: dict[str, Game] = {}
-_loaded: dict[str, Game] = {}
-
-
-def _entry_points() -> dict[str, EntryPoint]:
-    """The installed games' entry points, read again only when ``sys.path`` changes."""
-    return _entry_points_on(tuple(sys.path))
-
-
-@functools.lru_cache(maxsize=8)
-def _entry_points_on(path: tuple[str, ...]) -> dict[str, EntryPoint]:
-    found: dict[str, EntryPoint] = {}
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name in found and found[ep.name].value != ep.value:
-            raise GameError(f"two games are registered as {ep.name!r} ({found[ep.name].value} and {ep.value}); "
-                            "uninstall one of them or rename its entry point")
-        found[ep.name] = ep
-    return found
-
-
-def register_game(game: Game) -> Game:
-    """Make a game defined in a script or notebook available by name, as an installed one is."""
-    if not isinstance(game, Game):
-        raise GameError(f"register_game takes a Game instance, not {type(game).__name__}")
-    if game.name in _registered or game.name in _entry_points():
-        raise GameError(f"a game named {game.name!r} is registered already; give yours another name")
-    _registered[_checked(game).name] = game
-    return game
-
-
-def unregister_game(name: str) -> None:
-    """Forget a game given to ``register_game`` (tests, notebooks)."""
-    _registered.pop(name, None)
-
-
-def _checked(game: Game) -> Game:
-    if not isinstance(game.name, str) or not game.name.isidentifier():
-        raise GameError(f"a game's name must be a word (letters, digits, underscores), not {game.name!r}")
-    if not isinstance(game.parameters, ParameterSet):
-        raise GameError(f"the {game.name} game's parameters must be a ParameterSet")
-    return game
-
-
-def get_game(name: str) -> Game:
-    """The game registered under ``name``."""
-    if name in _registered:
-        return _registered[name]
-    if name in _loaded:
-        return _loaded[name]
-    found = _entry_points().get(name)
-    if found is None:
-        raise GameError(f"unknown game {name!r}; choose one of: {_known()}")
-    game = found.load()
-    game = game() if isinstance(game, type) else game
-    if not isinstance(game, Game):
-        raise GameError(f"the entry point {name!r} = {found.value} is not a llm_mesa.games.Game")
-    if game.name != name:
-        raise GameError(f"the entry point {name!r} loads a game named {game.name!r}; name the entry point as the game")
-    _loaded[name] = _checked(game)
-    return game
-
-
-def game_names() -> list[str]:
-    """The names of every installed or registered game, without importing any of them."""
-    return sorted({*_entry_points(), *_registered})
-
-
-def _known() -> str:
-    return ", ".join(game_names()) or "none (install a game: pip install -e . installs the project's own)"
-
-
-def default_game(given: str | None = None, *, option: str = "--game") -> Game:
-    """The game asked for, or the only one installed; with several and none asked for, one line listing them."""
-    if given:
-        return get_game(given)
-    names = game_names()
-    if len(names) == 1:
-        return get_game(names[0])
-    raise GameError(f"several games are installed; choose one with {option} ({_known()})")
-
-
-__all__ = ["ENTRY_POINT_GROUP", "Extensions", "Game", "GameError", "GameResult", "LlmEstimate", "LlmSupport",
-           "PlayRequest", "PolicyCatalog", "ROUNDS", "StudyDesign", "Table", "default_game", "game_names",
-           "get_game", "register_game", "run_model", "unregister_game", "usage_fields"]
+__all__ = ["Extensions", "Game", "GameError", "GameResult", "LlmEstimate", "LlmSupport", "PlayRequest", "PolicyCatalog",
+           "ROUNDS", "StudyDesign", "Table", "load_target", "run_model", "usage_fields"]

@@ -101,7 +101,7 @@ def register_policy(name: str, game: str, summary: str = ""):
 
 def available_policies(game: str | None = None) -> dict[str, str]:
     """Registered policy names (for one game, or all) with their one-line summary."""
-    from llm_mesa.games import game_names, get_game
+    from llm_mesa.registry import game_names, get_game
 
     games = [game] if game else game_names()
     names: dict[str, str] = {}
@@ -154,7 +154,7 @@ def make_policy(spec: str | Policy, game: str, **overrides: Any) -> Policy:
         return spec
     name, kwargs = parse_policy_spec(spec)
     kwargs.update(overrides)
-    from llm_mesa.games import game_names, get_game
+    from llm_mesa.registry import game_names, get_game
 
     _load_game(game)
     if (game, name) not in _REGISTRY and game in game_names():
@@ -196,7 +196,7 @@ def _load_game(game: str) -> None:
 
     A game defined in a script (not installed) registers its policies itself.
     """
-    from llm_mesa.games import game_names, get_game
+    from llm_mesa.registry import game_names, get_game
 
     if game in game_names():
         get_game(game).load_policies()

@@ -6,7 +6,6 @@ import pytest
 
 from llm_mesa.analysis.cache import cache_folder
 from llm_mesa.cli import main
-from llm_mesa.games import get_game
 from llm_mesa.sweep import run_sweep
 
 
@@ -20,15 +19,16 @@ def sweep(tmp_path):
 @pytest.fixture
 def analyses(monkeypatch):
     """Counts the times the game's statistics are computed (the generic analysis of the tiny game)."""
-    game = type(get_game("tinyvote"))
+    from llm_mesa.analysis import game_analysis
+
     calls = []
-    original = game.analyze
+    original = game_analysis.analyze
 
-    def counted(self, sweep, options):
+    def counted(game, sweep, options):
         calls.append(sweep.name)
-        return original(self, sweep, options)
+        return original(game, sweep, options)
 
-    monkeypatch.setattr(game, "analyze", counted)
+    monkeypatch.setattr(game_analysis, "analyze", counted)
     return calls
 
 

@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from llm_mesa.analysis import game_analysis
 from llm_mesa.analysis.sweep_data import SweepData, open_sweep
-from llm_mesa.games import get_game
+from llm_mesa.registry import get_game
 from llm_mesa.sweep import read_sweep, run_sweep
 
 MEASURES = [f"{prefix}{t}" for prefix in ("rounds_to_", "tokens_to_", "total_tokens_to_") for t in (50, 60, 70)]
@@ -86,8 +87,8 @@ def test_tokens_are_reported_when_speakers_spend_them(naming_dir):
         reached = games["rounds_to_" + column.rsplit("_", 1)[1]].notna()
         games[column] = np.where(reached, rng.integers(100, 1000, len(games)).astype(float), np.nan)
     games["total_tokens"] = 5000
-    report = game.analyze(SweepData(sweep.path, sweep.manifest, games), {})
-    text = game.format_report(report)
+    report = game_analysis.analyze(game, SweepData(sweep.path, sweep.manifest, games), {})
+    text = game_analysis.format_report(game, report)
     assert "none spent" not in text
     assert "completion tokens to 50/60/70 % agreement" in text
     assert "prompt + completion tokens to 50/60/70 % agreement" in text

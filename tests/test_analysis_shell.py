@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from llm_mesa import games as registry
+from llm_mesa import registry
 from llm_mesa.analysis.cli import AnalysisError, analyze
 from llm_mesa.cli import main
 from llm_mesa.games import Game

@@ -9,11 +9,12 @@ import pandas as pd
 import pytest
 
 from llm_mesa.cli import main
-from llm_mesa.games import get_game
 from llm_mesa.models.colouring.design import CONDITIONS, GRAPHS
 from llm_mesa.models.colouring.model import ColouringModel
+from llm_mesa.registry import get_game
 from llm_mesa.sweep import read_sweep
 from llm_mesa.sweep.experiment import load_experiment
+from llm_mesa.views import view_of
 
 EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments"
 
@@ -121,7 +122,7 @@ def test_the_rule_experiment_plays_and_analyze_and_report_read_it(tmp_path, caps
 def test_the_generic_page_draws_the_network_where_the_game_lays_it_out_in_its_colours():
     from llm_mesa.views import NAMED_COLOURS
 
-    view = get_game("colouring").view()
+    view = view_of(get_game("colouring"))
     model = view.build_from({name: spec.get("value") for name, spec in view.controls().items()})
     picture = view.picture(model)
     assert picture.layout == {v: tuple(map(float, model.layout[v])) for v in model.graph}

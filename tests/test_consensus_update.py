@@ -11,6 +11,7 @@ import pytest
 from scipy.stats import binomtest
 
 from llm_mesa import TURN_RULES, PlayRequest, Policy, get_game
+from llm_mesa.analysis import game_analysis
 from llm_mesa.models.consensus.model import ConsensusModel
 from llm_mesa.models.consensus.observation import ConsensusDecision
 from llm_mesa.models.consensus.prompt import PROMPT_VARIANTS
@@ -328,7 +329,7 @@ def test_every_figure_of_a_report_over_two_schemes_draws_every_condition(tmp_pat
     run_sweep(out=tmp_path / "random-sequential", axes={"update": ["random-sequential"], "max_rounds": [20]},
               conditions=["ba-none"], policies="voter", seeds=6, game="consensus")
     sweep = open_sweeps([tmp_path / "synchronous", tmp_path / "random-sequential"])
-    report = GAME.analyze(sweep, {"fit_processes": 1})
+    report = game_analysis.analyze(GAME, sweep, {"fit_processes": 1})
     seen = {}
 
     def capture(report, games):

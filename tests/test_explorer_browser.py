@@ -40,7 +40,8 @@ from urllib.parse import urlparse
 
 import pytest
 
-from llm_mesa.games import get_game
+from llm_mesa.registry import get_game
+from llm_mesa.views import view_of
 
 CHROMIUM = os.environ.get("LLM_MESA_CHROMIUM", "/usr/bin/chromium")
 REPO = Path(__file__).resolve().parents[1]
@@ -282,7 +283,7 @@ def test_caveman_echo_chambers_reach_the_pseudo_equilibrium(explorer_url, local)
 
 def _controls_in_place(page) -> None:
     """Every control of the game's view is still on the page (an error replaced none of them)."""
-    assert page.locator(".llm-mesa-control").count() == len(get_game("consensus").view().controls())
+    assert page.locator(".llm-mesa-control").count() == len(view_of(get_game("consensus")).controls())
     assert page.get_by_role("button", name="Step").count() == 1 and page.locator(".llm-mesa-round").count() == 1
     assert "Traceback" not in page.locator("body").inner_text()
 

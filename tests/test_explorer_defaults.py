@@ -2,8 +2,9 @@
 
 import pytest
 
-from llm_mesa.games import get_game
-from llm_mesa.view_controls import initial_values, resolve_endpoint
+from llm_mesa.registry import get_game
+from llm_mesa.views import view_of
+from llm_mesa.views.controls import initial_values, resolve_endpoint
 
 
 def test_loopback_resolves_to_one_running_stand_in():
@@ -19,7 +20,7 @@ def test_loopback_resolves_to_one_running_stand_in():
     ("tinyvote", {"policy": "llm", "n": 6}),
 ])
 def test_llm_agents_with_the_default_endpoint_play(game, changes):
-    view = get_game(game).view()
+    view = view_of(get_game(game))
     model = view.build_from({**initial_values(view.controls()), **changes})
     model.step()
     snapshot = view.snapshot(model)

@@ -6,14 +6,15 @@ from collections import Counter
 
 import pytest
 
-from llm_mesa.games import get_game
 from llm_mesa.loopback.server import LoopbackServer
 from llm_mesa.models.naming.model import NamingModel
 from llm_mesa.models.naming.observation import OUTCOMES
 from llm_mesa.models.naming.view import AGREEMENT_SERIES, CountedNamingModel
-from llm_mesa.view_controls import ControlError, initial_values
+from llm_mesa.registry import get_game
+from llm_mesa.views import view_of
+from llm_mesa.views.controls import ControlError, initial_values
 
-VIEW = get_game("naming").view()
+VIEW = view_of(get_game("naming"))
 
 
 def defaults(**changes):

@@ -18,11 +18,11 @@ import networkx as nx
 import pytest
 
 from llm_mesa.cli import main
-from llm_mesa.games import game_names, get_game
+from llm_mesa.registry import game_names, get_game
 from llm_mesa.sweep import run_sweep
-from llm_mesa.view_controls import ControlError, initial_values
-from llm_mesa.view_sweeps import SweepGames
-from llm_mesa.views import GameView
+from llm_mesa.views import GameView, view_of
+from llm_mesa.views.controls import ControlError, initial_values
+from llm_mesa.views.sweeps import SweepGames
 from llm_mesa.visualization.compare_app import build_pair, compare_controls
 from llm_mesa.visualization.network_chart import chamber_spec, network_spec
 
@@ -32,7 +32,7 @@ EXTRA = "tinyvote"
 
 @pytest.fixture(scope="module")
 def view() -> GameView:
-    return get_game(EXTRA).view()
+    return view_of(get_game(EXTRA))
 
 
 def test_the_generic_view_gives_controls_from_the_parameters_policies_llm_and_seed(view):
@@ -154,9 +154,9 @@ def test_the_checks_can_fail(tmp_path):
 
 
 def test_a_games_view_imports_neither_solara_nor_the_explorer():
-    code = ("import sys\nfrom llm_mesa.games import get_game\n"
-            "for name in ('consensus', 'naming'):\n    get_game(name).view()\n"
-            "import llm_mesa.models.consensus.view_replay, llm_mesa.view_runs, llm_mesa.view_sweeps\n"
+    code = ("import sys\nfrom llm_mesa.registry import get_game\nfrom llm_mesa.views import view_of\n"
+            "for name in ('consensus', 'naming'):\n    view_of(get_game(name))\n"
+            "import llm_mesa.models.consensus.view_replay, llm_mesa.views.runs, llm_mesa.views.sweeps\n"
             "bad = [m for m in sys.modules if m.split('.')[0] in ('solara', 'ipyvuetify', 'altair')"
             " or m.startswith('llm_mesa.visualization')]\n"
             "sys.stderr.write(repr(bad)); sys.exit(1 if bad else 0)\n")

@@ -7,21 +7,21 @@ import argparse
 import networkx as nx
 import pytest
 
-from llm_mesa.games import get_game
 from llm_mesa.loopback.server import LoopbackServer
 from llm_mesa.models.consensus import ConsensusModel
 from llm_mesa.models.consensus.view import MAX_N, consensus_charts
 from llm_mesa.models.consensus.view_policy import failure_line
-from llm_mesa.view_charts import line_spec
-from llm_mesa.view_controls import ControlError, initial_values
-from llm_mesa.view_layout import quick_layout
-from llm_mesa.views import NetworkPicture
+from llm_mesa.registry import get_game
+from llm_mesa.views import NetworkPicture, view_of
+from llm_mesa.views.charts import line_spec
+from llm_mesa.views.controls import ControlError, initial_values
+from llm_mesa.views.layout import quick_layout
 from llm_mesa.visualization import cli as viz_cli
 from llm_mesa.visualization.compare_app import build_pair, compare_controls, compared_rounds
 from llm_mesa.visualization.controls import GameSession
 from llm_mesa.visualization.network_chart import MAX_LINKS, NodeStyle, chamber_spec, chambers, network_spec
 
-VIEW = get_game("consensus").view()
+VIEW = view_of(get_game("consensus"))
 
 
 def defaults(**changes):

@@ -15,13 +15,14 @@ import networkx as nx
 import pytest
 
 from llm_mesa.cli import main
-from llm_mesa.games import get_game
 from llm_mesa.models.consensus import ConsensusModel, measures
-from llm_mesa.view_runs import ReplayError
+from llm_mesa.registry import get_game
+from llm_mesa.views import view_of
+from llm_mesa.views.runs import ReplayError
 from llm_mesa.visualization import cli as viz_cli
 from llm_mesa.visualization.network_chart import chamber_spec, network_spec
 
-VIEW = get_game("consensus").view()
+VIEW = view_of(get_game("consensus"))
 GAME = ["--topology", "caveman", "--n", "36", "--policy", "majority-inertia", "--seed", "3",
         "--max-rounds", "12", "--baseline-permutations", "10"]
 

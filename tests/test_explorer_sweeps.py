@@ -5,10 +5,11 @@ from __future__ import annotations
 import networkx as nx
 import pytest
 
-from llm_mesa.games import get_game
 from llm_mesa.models.consensus import ConsensusModel
+from llm_mesa.registry import get_game
 from llm_mesa.sweep import read_sweep, run_sweep
-from llm_mesa.view_sweeps import SweepGames, SweepViewError
+from llm_mesa.views import view_of
+from llm_mesa.views.sweeps import SweepGames, SweepViewError
 from llm_mesa.visualization.sweep_app import distribution_spec, in_order
 
 
@@ -28,14 +29,14 @@ def test_labels_with_bars_are_never_split_and_counts_are_per_cell(crossed):
     text = sweep.describe()
     assert "24 games in 8 cells (4 conditions × 2 policies), 3 games a cell" in text
     assert "seeds" not in text.split(";")[0]  # no "x N seeds" counted over the whole sweep
-    view = get_game("consensus").view()
+    view = view_of(get_game("consensus"))
     table = in_order(view.sweep_table(sweep.games), sweep)
     assert list(table["condition"][:4]) == sweep.conditions and list(table.columns) == ["condition", "mi-0.2", "voter", "all"]
 
 
 def test_a_crossed_sweeps_game_replays_as_the_game_played_alone(crossed):
     sweep = SweepGames.open(crossed)
-    view = get_game("consensus").view()
+    view = view_of(get_game("consensus"))
     games = read_sweep(crossed)
     row = games[(games.condition == "ws-local|n=24") & (games.policy == "voter")].iloc[1]
     recording = view.sweep_game(sweep, "ws-local|n=24", "voter", int(row["seed"]))
@@ -53,7 +54,7 @@ def test_a_sweep_without_tables_replays_its_rule_games_from_their_seeds(tmp_path
     run_sweep(["ba-local"], "voter", 2, out, model_options={"max_rounds": 6, "baseline_permutations": 0}, game="consensus")
     sweep = SweepGames.open(out)
     seed = int(read_sweep(out).iloc[0]["seed"])
-    recording = get_game("consensus").view().sweep_game(sweep, "ba-local", "voter", seed)
+    recording = view_of(get_game("consensus")).sweep_game(sweep, "ba-local", "voter", seed)
     alone = ConsensusModel(topology="ba", communication="local", policy="voter", max_rounds=6, baseline_permutations=0,
                            rng=seed).run()
     assert "played again from its seed" in recording.note
@@ -72,7 +73,7 @@ def test_a_naming_sweep_of_conditions_and_axes_browses_and_replays(tmp_path):
     run_sweep(["nl", "schema-5"], "echo;minimal", 2, out, game="naming", axes=["n=6,8", "alpha=0.5,0.9"],
               tables=["rounds"], model_options={"max_rounds": 12})
     sweep = SweepGames.open(out)
-    view = get_game("naming").view()
+    view = view_of(get_game("naming"))
     assert "nl|n=6,alpha=0.5" in sweep.conditions and len(sweep.conditions) == 8
     assert view.sweep_measures(sweep.games)[0] == "agreement_final"
     assert "agreement_final (mean)" in view.sweep_table(sweep.games).columns

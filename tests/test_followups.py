@@ -71,9 +71,9 @@ def test_mixed_models_places_the_parts_as_assigned(capsys, tmp_path):
     games = play(capsys, tmp_path, "mixed-models", "majority-inertia:inertia=0.2 + relay", "--tables", "agents")
     assert len(games) == 6 and games["seed"].nunique() == 2  # paired: one graph per condition for every placement
     from llm_mesa.game_types import PlayRequest
-    from llm_mesa.games import get_game
     from llm_mesa.models.consensus import ConsensusModel
     from llm_mesa.models.consensus.mixing import request_policies
+    from llm_mesa.registry import get_game
 
     game = get_game("consensus")
     for assign, relays in (("random:18=part:2", 18), ("hubs:5=part:2", 5), ("all=part:2; hubs:5=part:1", 31)):

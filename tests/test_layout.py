@@ -80,6 +80,25 @@ def test_the_cli_shell_names_no_game_module():
     assert [m for m in imported_modules(ROOT / "llm_mesa/cli.py", "llm_mesa") if m.startswith("llm_mesa.models")] == []
 
 
+#: what the game contract may not import: commands, pages, the sweep engine, analysis, the explorer
+ABOVE_THE_CONTRACT = ("llm_mesa.cli", "llm_mesa.game_cli", "llm_mesa.views", "llm_mesa.sweep", "llm_mesa.analysis",
+                      "llm_mesa.visualization", "llm_mesa.loopback", "llm_mesa.registry", "llm_mesa.local_cli")
+
+
+def test_the_game_contract_sits_at_the_bottom_of_the_house():
+    """``games.py`` and its value types import no command, page, sweep or analysis module (not even lazily):
+    the defaults of a game's extensions live in the modules that use them, as functions of a ``Game``."""
+    for module in ("games.py", "game_types.py"):
+        found = sorted(m for m in imported_modules(ROOT / "llm_mesa" / module, "llm_mesa") if m.startswith(ABOVE_THE_CONTRACT))
+        assert found == [], module
+
+
+def test_the_page_modules_live_together():
+    """What pages draw of a game is one package, ``llm_mesa.views``; no page module lies loose in the core."""
+    assert sorted(p.name for p in (ROOT / "llm_mesa").glob("view*.py")) == []
+    assert (ROOT / "llm_mesa" / "views" / "__init__.py").exists()
+
+
 def test_a_game_imports_no_explorer():
     assert crossings("models", ("llm_mesa.visualization", "visualization")) == []
 
@@ -92,7 +111,7 @@ def test_a_game_imports_no_other_game():
 
 def game_words() -> re.Pattern[str]:
     """The tree's games' names and their parameters' many-word names (``max_rounds``), as whole words."""
-    from llm_mesa.games import get_game
+    from llm_mesa.registry import get_game
 
     words = set(GAMES) | {p.name for g in GAMES for p in get_game(g).parameters if "_" in p.name}
     return re.compile(r"\b(" + "|".join(sorted(words)) + r")\b", re.IGNORECASE)
@@ -114,7 +133,7 @@ def test_the_word_check_sees_a_mention():
 
 def test_every_game_in_the_tree_is_registered_and_whole_in_its_folder():
     """The tree's own games (others may be installed beside them) name only modules of their folder."""
-    from llm_mesa.games import game_names, get_game
+    from llm_mesa.registry import game_names, get_game
 
     assert set(GAMES) <= set(game_names())
     for name in GAMES:

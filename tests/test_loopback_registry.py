@@ -15,9 +15,9 @@ import openai
 import pytest
 from openai import AsyncOpenAI
 
-from llm_mesa.games import game_names, get_game
 from llm_mesa.loopback import LoopbackServer, listed_behaviours, register_behaviour
 from llm_mesa.loopback.behaviours import Behaviour, PromptView, probability_param
+from llm_mesa.registry import game_names, get_game
 
 
 class Shout(Behaviour):
@@ -82,7 +82,7 @@ def test_every_installed_game_registers_its_behaviours_through_the_registry():
 def test_the_games_behaviours_are_imported_lazily():
     """Importing the loopback server imports no game; listing behaviours imports every installed game's."""
     code = ("import sys\n"
-            "from llm_mesa.games import game_names, get_game\n"
+            "from llm_mesa.registry import game_names, get_game\n"
             "from llm_mesa.loopback import LoopbackServer, listed_behaviours\n"
             "before = sorted(m for m in sys.modules if m.startswith('llm_mesa.models'))\n"
             "listed = listed_behaviours()\n"

@@ -19,11 +19,11 @@ import pandas as pd
 import pytest
 
 from llm_mesa.game_types import PlayRequest
-from llm_mesa.games import game_names, get_game
 from llm_mesa.llm.endpoint import Endpoint
 from llm_mesa.llm.store import ResponseStore
 from llm_mesa.loopback.server import LoopbackServer
 from llm_mesa.mesa_versions import MESA_4, network_space
+from llm_mesa.registry import game_names, get_game
 
 SEEDINGS = ("mesa3", "mesa4")
 #: the stand-in's answers for each game's prompts, and the endpoint options its study uses

@@ -18,8 +18,9 @@ import pytest
 from conftest import EXTRA_GAME, install_extra_game
 
 from llm_mesa.cli import main
-from llm_mesa.games import GameError, game_names, get_game, register_game, unregister_game
+from llm_mesa.games import GameError
 from llm_mesa.loopback.server import LoopbackServer
+from llm_mesa.registry import game_names, get_game, register_game, unregister_game
 from llm_mesa.sweep import read_sweep
 
 

@@ -15,10 +15,10 @@ import jsonschema
 import pytest
 
 from llm_mesa.game_types import PlayRequest
-from llm_mesa.games import game_names, get_game
 from llm_mesa.llm.endpoint import Endpoint
 from llm_mesa.llm.store import ResponseStore
 from llm_mesa.loopback import LoopbackServer, behaviours_of
+from llm_mesa.registry import game_names, get_game
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ import pandas as pd
 import pytest
 
 from llm_mesa.cli import main
-from llm_mesa.games import get_game
 from llm_mesa.loopback.server import LoopbackServer
 from llm_mesa.models.consensus import ConsensusModel
 from llm_mesa.models.consensus.conditions import (
@@ -20,6 +19,7 @@ from llm_mesa.models.consensus.conditions import (
 from llm_mesa.models.consensus.observation import ConsensusDecision
 from llm_mesa.models.consensus.tables import consensus_table
 from llm_mesa.policy import Policy, register_policy
+from llm_mesa.registry import get_game
 from llm_mesa.sweep import SweepError, policy_label, read_sweep, resolve_seeds, run_sweep
 
 

@@ -5,7 +5,7 @@ offline), or ``solara run llm_mesa.visualization.app`` once the asset cache is
 filled (the game: ``$LLM_MESA_GAME``, else the only one installed).
 
 Each browser session builds its own game from the controls (two tabs never step
-each other's game). Everything drawn comes from the game's view (``Game.view()``):
+each other's game). Everything drawn comes from the game's view (``view_of(Game)``):
 this module only lays the page out.
 """
 

@@ -22,9 +22,10 @@ import sys
 from pathlib import Path
 
 from llm_mesa.errors import LlmMesaError
-from llm_mesa.games import default_game, game_names, get_game
-from llm_mesa.view_runs import REPLAY_DIR_ENV, run_directory
-from llm_mesa.view_sweeps import SWEEP_DIR_ENV, SweepGames
+from llm_mesa.registry import default_game, game_names, get_game
+from llm_mesa.views import view_of
+from llm_mesa.views.runs import REPLAY_DIR_ENV, run_directory
+from llm_mesa.views.sweeps import SWEEP_DIR_ENV, SweepGames
 
 from . import assets
 from .controls import GAME_ENV
@@ -85,7 +86,7 @@ def chosen_game(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
         name = str(manifest["kind"])
         if args.game and args.game != name:
             raise VizError(f"{path} holds a {name} run; drop --game {args.game}")
-        get_game(name).view().recording(path)  # its tables read, before any server starts
+        view_of(get_game(name)).recording(path)  # its tables read, before any server starts
         env[REPLAY_DIR_ENV] = str(path.resolve())
     elif getattr(args, "sweep", None) is not None:
         sweep = SweepGames.open(args.sweep)
@@ -95,7 +96,7 @@ def chosen_game(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
         get_game(name)  # an uninstalled game is one line here
         env[SWEEP_DIR_ENV] = str(sweep.path.resolve())
     else:
-        view = default_game(args.game).view()
+        view = view_of(default_game(args.game))
         name = view.game.name
         if getattr(args, "compare", False) and not view.policy_choices():
             raise VizError(f"the {name} game offers no policy choice; --compare needs two policies")

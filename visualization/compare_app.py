@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 import solara
 
-from llm_mesa.view_controls import LLM, ControlError
+from llm_mesa.views.controls import LLM, ControlError
 
 from .controls import ControlPanel, ErrorNote, GameButtons, page_view, use_session
 from .network_view import Banners, NetworkPanel
@@ -114,7 +114,7 @@ def ComparePage(view):
 
 
 def _query(view, specs, search):
-    from llm_mesa.view_controls import query_values
+    from llm_mesa.views.controls import query_values
 
     return query_values(specs, search, view.game.parameters)
 

@@ -19,7 +19,7 @@ Mesa model, and takes llm-mesa's pieces::
   message, diary where the game has them).
 
 Each piece is a plain function of the model (Mesa redraws it after every step) and
-draws what the game's view says (``Game.view()``), found from the model's class or
+draws what the game's view says (``view_of(Game)``), found from the model's class or
 named with ``game=``; a model of no installed game gets the generic view (its Mesa
 ``Network``, its ``DataCollector``). These are the very pieces the explorer's own
 pages draw with (``panels``, ``network_view``). The selected agent is a Solara
@@ -38,8 +38,9 @@ from typing import Any
 
 import solara
 
-from llm_mesa.games import Game, game_names, get_game
-from llm_mesa.views import GameView
+from llm_mesa.games import Game
+from llm_mesa.registry import game_names, get_game
+from llm_mesa.views import GameView, view_of
 
 from . import assets
 from .network_view import Banners, NetworkPanel
@@ -82,9 +83,9 @@ def view_for(model: Any, game: str | Game | GameView | None = None) -> GameView:
     if isinstance(game, GameView):
         return game
     if isinstance(game, Game):
-        return game.view()
+        return view_of(game)
     if isinstance(game, str):
-        return get_game(game).view()
+        return view_of(get_game(game))
     kind = type(model)
     if kind not in _views:
         module = kind.__module__
@@ -92,7 +93,7 @@ def view_for(model: Any, game: str | Game | GameView | None = None) -> GameView:
         for name in game_names():
             package = type(get_game(name)).__module__.rpartition(".")[0] or type(get_game(name)).__module__
             if module == package or module.startswith(package + "."):
-                found = get_game(name).view()
+                found = view_of(get_game(name))
                 break
         _views[kind] = found or GameView(_AnyGame())
     return _views[kind]

@@ -24,7 +24,7 @@ from typing import Any
 import solara
 import solara.lab
 
-from llm_mesa.view_controls import GENERAL, ControlError, initial_values
+from llm_mesa.views.controls import GENERAL, ControlError, initial_values
 
 
 def _shown(value: Any) -> str:
@@ -209,9 +209,10 @@ def page_view(name: str | None = None):
     """The view of the game a page shows: ``name``, else ``$LLM_MESA_GAME``, else the only game installed."""
     import os
 
-    from llm_mesa.games import default_game
+    from llm_mesa.registry import default_game
+    from llm_mesa.views import view_of
 
-    return default_game(name or os.environ.get(GAME_ENV) or None).view()
+    return view_of(default_game(name or os.environ.get(GAME_ENV) or None))
 
 
 __all__ = ["Control", "ControlError", "ControlPanel", "ErrorNote", "GAME_ENV", "GENERAL", "GameButtons", "GameSession",

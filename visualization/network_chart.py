@@ -25,8 +25,8 @@ from typing import Any
 
 import networkx as nx
 
-from llm_mesa.view_charts import EMBED, VEGA_LITE
 from llm_mesa.views import NetworkPicture
+from llm_mesa.views.charts import EMBED, VEGA_LITE
 
 #: links drawn at most: a dense graph (ER at N = 1,000 has 100,000) shows an even sample of them
 MAX_LINKS = 4000

@@ -15,8 +15,9 @@ import os
 import solara
 
 from llm_mesa.errors import LlmMesaError
-from llm_mesa.games import get_game
-from llm_mesa.view_runs import REPLAY_DIR_ENV, Recording, run_directory
+from llm_mesa.registry import get_game
+from llm_mesa.views import view_of
+from llm_mesa.views.runs import REPLAY_DIR_ENV, Recording, run_directory
 
 from .panels import RoundLabel, RoundPanel
 
@@ -65,7 +66,7 @@ def open_recording(path: str) -> Recording | LlmMesaError | None:
         return None
     try:
         folder, manifest = run_directory(path)
-        return get_game(str(manifest["kind"])).view().recording(folder)
+        return view_of(get_game(str(manifest["kind"]))).recording(folder)
     except LlmMesaError as exc:
         return exc
 

@@ -19,9 +19,10 @@ import pandas as pd
 import solara
 
 from llm_mesa.errors import LlmMesaError
-from llm_mesa.games import get_game
-from llm_mesa.view_charts import EMBED, KEY, VEGA_LITE
-from llm_mesa.view_sweeps import SWEEP_DIR_ENV, SweepGames, game_label
+from llm_mesa.registry import get_game
+from llm_mesa.views import view_of
+from llm_mesa.views.charts import EMBED, KEY, VEGA_LITE
+from llm_mesa.views.sweeps import SWEEP_DIR_ENV, SweepGames, game_label
 
 from .controls import page_view
 from .replay_app import RecordingView
@@ -113,7 +114,7 @@ def GameReplay(view, sweep: SweepGames, key: tuple[str, str, int]):
 @solara.component
 def SweepBody(sweep: SweepGames):
     """The browser of one sweep; its filters belong to it (another directory starts afresh: keyed by path)."""
-    view = solara.use_memo(lambda: get_game(sweep.game_name).view(), dependencies=[sweep.game_name])
+    view = solara.use_memo(lambda: view_of(get_game(sweep.game_name)), dependencies=[sweep.game_name])
     conditions, set_conditions = solara.use_state(sweep.conditions)
     policies, set_policies = solara.use_state(sweep.policies)
     measures = solara.use_memo(lambda: view.sweep_measures(sweep.games), dependencies=[str(sweep.path)])

@@ -24,6 +24,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from llm_mesa.analysis import game_analysis
 from llm_mesa.analysis.sweep_data import SweepData
 
 __all__ = ["CACHE_DIR", "KEEP", "analysis_key", "cache_folder", "cached_analysis", "default_options"]
@@ -85,7 +86,7 @@ def analysis_key(sweep: SweepData, game: Any, options: Mapping[str, Any]) -> str
 def default_options(game: Any) -> dict[str, Any]:
     """The game's analysis options at their defaults, as ``llm-mesa analyze`` gives them when none is passed."""
     group = argparse.ArgumentParser(add_help=False).add_argument_group(game.name)
-    game.configure_analysis(group)
+    game_analysis.configure(game, group)
     return {action.dest: action.default for action in group._group_actions}
 
 

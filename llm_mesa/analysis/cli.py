@@ -28,13 +28,14 @@ from typing import Any
 
 import numpy as np
 
+from llm_mesa.analysis import game_analysis
 from llm_mesa.analysis.sweep_data import AnalysisError, SweepData, open_sweep, open_sweeps
 
 __all__ = ["AnalysisError", "SweepData", "analyze", "configure", "open_sweep", "open_sweeps", "run",
            "writable_out"]
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from llm_mesa.games import game_names, get_game
+    from llm_mesa.registry import game_names, get_game
 
     parser.add_argument("sweeps", nargs="+", metavar="SWEEP_DIR",
                         help="a sweep's output: the --out DIR (or FILE.parquet) of `llm-mesa sweep`; several are "
@@ -48,7 +49,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     owners: dict[str, dict[str, tuple[str, Any]]] = {}
     for name in game_names():
         group = parser.add_argument_group(f"{name} sweeps")
-        get_game(name).configure_analysis(group)
+        game_analysis.configure(get_game(name), group)
         owners[name] = {a.dest: (a.option_strings[0] if a.option_strings else a.dest, a.default)
                         for a in group._group_actions}
     parser.set_defaults(_analysis_options=owners)
@@ -71,7 +72,7 @@ def analyze(path: str | os.PathLike[str] | list[str | os.PathLike[str]], *, cach
             **options: Any) -> dict[str, Any]:
     """The report of the sweep(s) at ``path`` by their game, as one JSON-ready dict (``options``: the game's;
     ``cache``: read and keep it in the sweep's cache, as the command does)."""
-    from llm_mesa.games import get_game
+    from llm_mesa.registry import get_game
 
     sweep = open_sweeps(path if isinstance(path, (list, tuple)) else [path])
     return _report(sweep, get_game(sweep.game), options, cache=cache)
@@ -82,7 +83,7 @@ def _report(sweep: SweepData, game: Any, options: Mapping[str, Any], *, cache: b
     from llm_mesa.analysis.cache import cached_analysis, default_options
 
     chosen = {**default_options(game), **options}
-    return cached_analysis(sweep, game, chosen, lambda: _json_ready({"game": game.name, **game.analyze(sweep, chosen)}),
+    return cached_analysis(sweep, game, chosen, lambda: _json_ready({"game": game.name, **game_analysis.analyze(game, sweep, chosen)}),
                            use=cache)
 
 
@@ -127,7 +128,7 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from llm_mesa.games import get_game
+    from llm_mesa.registry import get_game
 
     out = writable_out(args.out, args.force) if args.out else None  # refused before any work
     sweep = open_sweeps(args.sweeps)
@@ -136,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
     text = json.dumps(report, indent=2)
     if out is not None:
         write_atomic(out, text + "\n")
-    print(text if args.json else game.format_report(report))
+    print(text if args.json else game_analysis.format_report(game, report))
     return 0
 
 

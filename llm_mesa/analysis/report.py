@@ -115,8 +115,9 @@ def build_report(paths: Sequence[str], title: str = "llm-mesa report", *, cache:
 
     The statistics are those ``llm-mesa analyze`` keeps (``cache``): a report right after an
     analysis of the same sweeps costs the drawing alone."""
+    from llm_mesa.analysis import game_analysis
     from llm_mesa.analysis.cli import _report
-    from llm_mesa.games import get_game
+    from llm_mesa.registry import get_game
 
     by_game: dict[str, list[str]] = {}
     for path in paths:
@@ -126,7 +127,7 @@ def build_report(paths: Sequence[str], title: str = "llm-mesa report", *, cache:
         sweep = open_sweeps(game_paths)
         game = get_game(name)
         report = _report(sweep, game, {}, cache=cache)
-        panels: list[Panel] = game.report_panels(sweep, report)
+        panels: list[Panel] = game_analysis.report_panels(game, sweep, report)
         studies.append(Study(f"{game.summary[:1].upper()}{game.summary[1:]} ({name})",
                              f"{len(sweep.games)} games from {len(sweep.paths)} sweep(s): {sweep.name}; "
                              f"models: {', '.join(report.get('models') or report.get('policies') or [])}", panels))

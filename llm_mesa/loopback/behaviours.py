@@ -296,7 +296,7 @@ def load_game_behaviours() -> None:
     with _load_lock:
         if _games_loaded:
             return
-        from llm_mesa.games import game_names, get_game
+        from llm_mesa.registry import game_names, get_game
 
         for game in game_names():
             module = get_game(game).llm.behaviours

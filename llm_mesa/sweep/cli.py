@@ -32,10 +32,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from llm_mesa.games import Game, default_game, game_names
+from llm_mesa.games import Game
 from llm_mesa.llm.endpoint import ENDPOINT_OPTIONS, add_endpoint_arguments, endpoint_with_options, shared_concurrency
 from llm_mesa.llm.recording import add_recording_arguments, recording_from_args, recording_requested
 from llm_mesa.policy import parse_policy_spec
+from llm_mesa.registry import default_game, game_names
 from llm_mesa.sweep.engine import BudgetReached, play_sweep
 from llm_mesa.sweep.experiment import MAX_REPETITIONS, ExperimentError, load_experiment
 from llm_mesa.sweep.grid import POPULATION_SEPARATOR, population_parts, resolve_policies

@@ -80,7 +80,12 @@ class SweepResult:
     policies: list[str]
 
     def headline(self) -> str:
-        return self.game.headline(self.results, self.conditions, self.policies)
+        own = self.game.headline(self.results, self.conditions, self.policies)
+        if own is not None:
+            return own
+        from llm_mesa.analysis.generic import headline_table
+
+        return headline_table(self.results)
 
 
 Progress = Callable[[int, int, dict[str, Any]], None]

@@ -20,7 +20,8 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, ThreadPoolE
 from dataclasses import dataclass
 from typing import Any
 
-from llm_mesa.games import GameResult, PlayRequest, get_game
+from llm_mesa.games import GameResult, PlayRequest
+from llm_mesa.registry import get_game
 
 #: environment variables of the BLAS libraries numpy and scipy may load
 BLAS_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")

@@ -50,8 +50,9 @@ from typing import Any
 
 from llm_mesa.boundary import read_toml_file
 from llm_mesa.errors import LlmMesaError
-from llm_mesa.games import Game, GameError, game_names, get_game
+from llm_mesa.games import Game, GameError
 from llm_mesa.llm.endpoint import ENDPOINT_OPTIONS, check_endpoint_values
+from llm_mesa.registry import game_names, get_game
 
 from .grid import build_conditions
 from .output import SweepError

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llm_mesa.games import Game, default_game, get_game
+from llm_mesa.games import Game
+from llm_mesa.registry import default_game, get_game
 
 from .columns import SweepError
 from .execution import check_executor

@@ -17,10 +17,10 @@ from typing import Any
 import pandas as pd
 
 from llm_mesa.policy import PolicyError
-from llm_mesa.view_charts import dashed_rows, line_spec, numeric_rounds
-from llm_mesa.view_controls import BUILTIN, ControlError, shorten
-from llm_mesa.view_layout import drawing_layout
 from llm_mesa.views import Banner, GameView, NetworkPicture
+from llm_mesa.views.charts import dashed_rows, line_spec, numeric_rounds
+from llm_mesa.views.controls import BUILTIN, ControlError, shorten
+from llm_mesa.views.layout import drawing_layout
 
 from . import measures
 from .parameters import PARAMETERS

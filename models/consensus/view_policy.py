@@ -16,7 +16,7 @@ from typing import Any
 
 from llm_mesa.llm import Usage
 from llm_mesa.policy import PolicyError, available_policies, make_policy
-from llm_mesa.view_controls import ControlError, page_endpoint
+from llm_mesa.views.controls import ControlError, page_endpoint
 
 #: the stand-in's model the LLM controls start with: it answers as majority-with-inertia would
 LOOPBACK_MODEL = "rule:majority-inertia"

@@ -20,11 +20,11 @@ import networkx as nx
 import pandas as pd
 
 from llm_mesa.graphs import seeded_layout
-from llm_mesa.view_charts import numeric_rounds
-from llm_mesa.view_controls import shorten
-from llm_mesa.view_layout import QUICK_ABOVE, quick_layout
-from llm_mesa.view_runs import Recording, ReplayError, read_manifest, read_table, run_directory
-from llm_mesa.view_sweeps import game_label
+from llm_mesa.views.charts import numeric_rounds
+from llm_mesa.views.controls import shorten
+from llm_mesa.views.layout import QUICK_ABOVE, quick_layout
+from llm_mesa.views.runs import Recording, ReplayError, read_manifest, read_table, run_directory
+from llm_mesa.views.sweeps import game_label
 
 from . import measures
 from .view import chamber_words, consensus_picture
@@ -189,7 +189,7 @@ class ConsensusRun(Recording):
 
 def sweep_game(view, sweep, condition: str, policy: str, seed: int) -> Recording:
     """A sweep's game from its kept tables (``--tables agents,rounds``), else played again from its seed."""
-    from llm_mesa.view_runs import sweep_game as played_again
+    from llm_mesa.views.runs import sweep_game as played_again
 
     rounds = sweep.of_game("rounds", condition, policy, seed)
     agents = sweep.of_game("agents", condition, policy, seed)

@@ -16,9 +16,9 @@ from typing import Any
 
 import pandas as pd
 
-from llm_mesa.view_charts import EMBED, VEGA_LITE, dashed_rows, line_spec, numeric_rounds, round_axis
-from llm_mesa.view_controls import BUILTIN, ControlError
 from llm_mesa.views import Banner, GameView
+from llm_mesa.views.charts import EMBED, VEGA_LITE, dashed_rows, line_spec, numeric_rounds, round_axis
+from llm_mesa.views.controls import BUILTIN, ControlError
 
 from .metrics import THRESHOLDS
 from .model import NamingModel

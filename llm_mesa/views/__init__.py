@@ -1,7 +1,7 @@
 """What a page shows of a game's model, as plain data: the seam between games and the explorer.
 
 The explorer (and Mesa's own ``SolaraViz`` through llm-mesa's components) asks a
-game's ``GameView`` (``Game.view()``) for everything it draws: the controls, a model
+game's ``GameView`` (``view_of(game)``) for everything it draws: the controls, a model
 built from their values, the network picture of a round, the per-round table and
 its charts, one agent's details, banners and the round's messages; and the same of
 a recorded run and of a sweep's games. A game never imports the explorer: it
@@ -19,8 +19,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from llm_mesa import view_charts, view_controls
-from llm_mesa.view_controls import GENERAL, ControlError
+from llm_mesa.views import charts as view_charts
+from llm_mesa.views import controls as view_controls
+from llm_mesa.views.controls import GENERAL, ControlError
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from mesa import Model
 
     from llm_mesa.games import Game
-    from llm_mesa.view_runs import Recording
+    from llm_mesa.views.runs import Recording
 
 #: the category colours of agents' states, in order (matplotlib's tab10)
 #: states that name a colour are drawn in it (the palette's own shade of it)
@@ -216,7 +217,7 @@ class GameView:
         network = find_network(model)
         if network is None:
             return None
-        from llm_mesa.view_layout import drawing_layout
+        from llm_mesa.views.layout import drawing_layout
 
         graph = network.G
         nodes = list(graph.nodes)
@@ -275,13 +276,13 @@ class GameView:
     # --- recorded runs and sweeps ---------------------------------------------------------
     def recording(self, path: Any) -> Recording:
         """A run directory written by the game's ``--out`` (``llm-mesa GAME ... --out DIR``), to replay."""
-        from llm_mesa.view_runs import open_run
+        from llm_mesa.views.runs import open_run
 
         return open_run(self, path)
 
     def sweep_game(self, sweep: Any, condition: str, policy: str, seed: int) -> Recording:
         """One game of a sweep (``view_runs.SweepRun``), replayed from its kept tables or its seed."""
-        from llm_mesa.view_runs import sweep_game
+        from llm_mesa.views.runs import sweep_game
 
         return sweep_game(self, sweep, condition, policy, seed)
 
@@ -294,6 +295,16 @@ class GameView:
         return view_charts.sweep_measures(games)
 
 
+def view_of(game: Game) -> GameView:
+    """What the explorer and Mesa's SolaraViz draw of ``game``'s models: its own ``GameView``
+    subclass (``Game.extensions.view``, ``"module:Class"``), else the generic one."""
+    if game.extensions.view is None:
+        return GameView(game)
+    from llm_mesa.games import load_target
+
+    return load_target(game.extensions.view)(game)
+
+
 def _policy_name(agent: Any) -> str:
     policy = getattr(agent, "policy", None)
     if policy is None:
@@ -303,4 +314,4 @@ def _policy_name(agent: Any) -> str:
 
 
 __all__ = ["Banner", "ControlError", "DETAILS_UP_TO", "GENERAL", "GameView", "NetworkPicture", "PALETTE", "Snapshot",
-           "find_network"]
+           "find_network", "view_of"]

@@ -17,8 +17,8 @@ from typing import Any
 import pandas as pd
 
 from llm_mesa.errors import LlmMesaError
-from llm_mesa.view_charts import KEY, repetitions
-from llm_mesa.view_runs import read_manifest
+from llm_mesa.views.charts import KEY, repetitions
+from llm_mesa.views.runs import read_manifest
 
 #: the environment variable through which ``llm-mesa viz --sweep DIR`` names the sweep
 SWEEP_DIR_ENV = "LLM_MESA_SWEEP_DIR"

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from llm_mesa.errors import LlmMesaError
-from llm_mesa.view_charts import numeric_rounds
+from llm_mesa.views.charts import numeric_rounds
 
 if TYPE_CHECKING:
     from llm_mesa.views import GameView, NetworkPicture, Snapshot
@@ -149,7 +149,7 @@ class ReplayedRun(Recording):
     @classmethod
     def play_again(cls, view: GameView, key: str, recorded: pd.DataFrame | None, parameters: Mapping[str, Any],
                    policy: str, seed: int, summary: Mapping[str, Any]) -> ReplayedRun:
-        from llm_mesa.view_controls import LLM
+        from llm_mesa.views.controls import LLM
 
         rounds = numeric_rounds(recorded) if recorded is not None else None
         if policy.split(":")[0] == LLM:
@@ -239,7 +239,7 @@ def _policy_of(view: GameView, manifest: Mapping[str, Any], summary: Mapping[str
 
 
 def sweep_game(view: GameView, sweep: Any, condition: str, policy: str, seed: int) -> Recording:
-    """One game of a sweep (``view_sweeps.SweepGames``): its kept rounds, its network played again."""
+    """One game of a sweep (``sweeps.SweepGames``): its kept rounds, its network played again."""
     rounds = sweep.of_game("rounds", condition, policy, seed)
     return ReplayedRun.play_again(view, sweep.label(condition, policy, seed), rounds if len(rounds) else None,
                                   sweep.parameters_of(condition), sweep.policy_spec(policy), seed,

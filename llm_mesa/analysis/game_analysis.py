@@ -1,0 +1,55 @@
+"""A game's statistics and figures for ``llm-mesa analyze`` and ``report``: its own, or the generic ones.
+
+A game names its modules in ``Game.extensions`` (``analysis``: ``configure``,
+``analyze``, ``format_report``; ``figures``: ``report_panels``); a game that names
+none gets ``llm_mesa.analysis.generic``. The commands ask here, so the game
+contract (``llm_mesa.games``) imports no analysis module.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from llm_mesa.games import Game, load_target
+
+if TYPE_CHECKING:
+    import argparse
+
+    from llm_mesa.analysis.report_html import Panel
+    from llm_mesa.analysis.sweep_data import SweepData
+
+GENERIC = "llm_mesa.analysis.generic"
+
+
+def analysis_of(game: Game) -> ModuleType:
+    """The module of the game's statistics, or the generic one."""
+    return load_target(game.extensions.analysis or GENERIC)
+
+
+def configure(game: Game, parser: argparse._ArgumentGroup) -> None:
+    """Add the game's ``llm-mesa analyze`` options (a game names them so they do not clash with another's)."""
+    own = getattr(analysis_of(game), "configure", None)
+    if own is not None:
+        own(parser)
+
+
+def analyze(game: Game, sweep: SweepData, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The game's statistics over finished sweeps, JSON-ready."""
+    return analysis_of(game).analyze(sweep, options)
+
+
+def format_report(game: Game, report: Mapping[str, Any]) -> str:
+    """The analysis as text (the game's own words, else indented JSON)."""
+    own = getattr(analysis_of(game), "format_report", None)
+    return own(report) if own is not None else json.dumps(report, indent=2)
+
+
+def report_panels(game: Game, sweep: SweepData, report: Mapping[str, Any]) -> list[Panel]:
+    """The figures of ``llm-mesa report``, each beside its table (``report_html.Panel``)."""
+    return load_target(game.extensions.figures or GENERIC).report_panels(sweep, report)
+
+
+__all__ = ["analysis_of", "analyze", "configure", "format_report", "report_panels"]
