@@ -90,7 +90,7 @@ def run(game: Game, args: argparse.Namespace) -> int:
         check_output_dir(args.out)
     parameters = game.parameters.validate(game.parameters.from_args(args), complete=True)
     policy, store = _policy(game, args)
-    model = game.build(parameters, policy, args.seed)
+    model = game.make_model(parameters, policy, args.seed)
     try:
         rounds = run_model(model)
     finally:
@@ -98,6 +98,8 @@ def run(game: Game, args: argparse.Namespace) -> int:
             store.close()
     summary = {**game.summary_row(model), **usage_fields(policy)}
     summary.setdefault("rounds", rounds)
+    if not isinstance(policy, str):  # LLM agents: the core's verdict, whatever the game's summary holds
+        game.judge(summary, model, parameters, [policy])
     summary = {"game": game.name, **summary, "policy": args.policy, "seed": args.seed}
     if args.out is not None:
         tables = {t.name: game.table(model, t.name) for t in game.tables}
@@ -107,14 +109,21 @@ def run(game: Game, args: argparse.Namespace) -> int:
         print(json.dumps(summary, default=str))
     else:
         print(format_summary(game, summary, args.out))
-    failed = summary.get("invalid")
-    if failed:
+    if summary.get("invalid"):
         from llm_mesa.llm.diagnosis import diagnose
 
         why = diagnose(getattr(policy, "usage", None), [getattr(policy, "endpoint", None)])
-        raise InvalidGame(f"the game is invalid: {summary.get('failures', '?')} decisions failed"
+        raise InvalidGame(f"the game is invalid: {invalid_words(summary, game.failure_share(parameters))}"
                           + (f"; {why}" if why else ""))
     return 0
+
+
+def invalid_words(row: dict[str, Any], failure_share: float) -> str:
+    """How many of a game's LLM decisions failed, against the share allowed."""
+    failed = row.get("failed_decisions", row.get("failures", "?"))
+    decisions = row.get("decisions")
+    return (f"{failed} of {decisions} LLM decisions failed" if decisions else f"{failed} decisions failed") \
+        + f" (above the {failure_share:.0%} allowed)"
 
 
 def format_summary(game: Game, summary: dict[str, Any], out: str | None) -> str:

@@ -8,7 +8,7 @@ extensions). ``llm_mesa.games`` re-exports every one of them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -41,6 +41,103 @@ class Table:
 
 #: the default table: the model's DataCollector, one row per round (round 0 is the start)
 ROUNDS = Table("rounds", ("round",), "the model's DataCollector: one row per round, round 0 the start")
+
+
+SCALE_KINDS = ("categorical", "ordinal", "continuous", "count", "share")
+
+
+@dataclass(frozen=True)
+class Scale:
+    """What a quantity of a game is, so that every generic page, chart and report draws it right.
+
+    ``kind``: ``categorical`` (``values``, unordered, drawn in ``palette``'s colours, else a
+    state named like a colour in that colour, else a palette of distinct ones); ``ordinal``
+    (``values`` in their order, drawn on a sequential scale); ``continuous`` (numbers in
+    ``low``..``high``, in ``unit``, drawn on a continuous scale with a legend bar); ``count``
+    (whole numbers from 0, on an axis of their own); ``share`` (a fraction, on a 0-1 axis).
+    Build one with ``categorical``, ``ordinal``, ``continuous``, ``count`` or ``share``.
+    """
+
+    kind: str
+    values: tuple[Any, ...] = ()
+    palette: Mapping[Any, str] = field(default=_EMPTY, hash=False)
+    low: float | None = None
+    high: float | None = None
+    unit: str = ""
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in SCALE_KINDS:
+            raise ValueError(f"unknown scale kind {self.kind!r}; choose one of: {', '.join(SCALE_KINDS)}")
+        if self.kind == "share":
+            object.__setattr__(self, "low", 0.0 if self.low is None else self.low)
+            object.__setattr__(self, "high", 1.0 if self.high is None else self.high)
+        if self.kind == "count" and self.low is None:
+            object.__setattr__(self, "low", 0.0)
+
+    @property
+    def numeric(self) -> bool:
+        """True for numbers on an axis (continuous, count, share); categories and ranks are not."""
+        return self.kind in ("continuous", "count", "share")
+
+    def clip(self, value: float) -> float:
+        """``value`` within the scale's range (an interval never leaves what the measure can be)."""
+        if self.low is not None:
+            value = max(value, self.low)
+        if self.high is not None:
+            value = min(value, self.high)
+        return value
+
+
+def categorical(*values: Any, palette: Mapping[Any, str] | None = None, label: str = "") -> Scale:
+    """Unordered values (a colour, a type, a move), each drawn in its own colour."""
+    return Scale("categorical", tuple(values), MappingProxyType(dict(palette or {})), label=label)
+
+
+def ordinal(*values: Any, label: str = "") -> Scale:
+    """Values in an order (low, middle, high), drawn light to dark."""
+    return Scale("ordinal", tuple(values), label=label)
+
+
+def continuous(low: float | None = None, high: float | None = None, *, unit: str = "", label: str = "") -> Scale:
+    """Numbers in a range (wealth, a contribution), drawn on a continuous colour scale or axis."""
+    return Scale("continuous", low=low, high=high, unit=unit, label=label)
+
+
+def count(*, high: float | None = None, unit: str = "", label: str = "") -> Scale:
+    """Whole numbers from 0 (agents, conflicts, failed decisions), on an axis of their own."""
+    return Scale("count", high=high, unit=unit, label=label)
+
+
+def share(*, label: str = "") -> Scale:
+    """A fraction of something, 0 to 1, on a 0-1 axis (shares are drawn together)."""
+    return Scale("share", label=label)
+
+
+#: words that say a column is a fraction (``share_a``, ``blue_share``, ``agreement_rate``)
+_SHARE_WORDS = ("share", "fraction", "rate", "proportion")
+
+
+def infer_scale(name: str, values: Iterable[Any] = ()) -> Scale:
+    """What an undeclared column most likely is, from its name and values: yes/no values and fractions
+    in 0..1 are shares, whole numbers from 0 counts, other numbers continuous, anything else categories."""
+    seen = []
+    for value in values:
+        value = value.item() if hasattr(value, "item") else value
+        if value is None or (isinstance(value, float) and value != value):
+            continue
+        seen.append(value)
+    label = name.replace("_", " ")
+    if seen and all(isinstance(v, bool) for v in seen):
+        return share(label=label)
+    if seen and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in seen):
+        within = all(0 <= v <= 1 for v in seen)
+        if within and (any(word in name.lower() for word in _SHARE_WORDS) or not all(float(v).is_integer() for v in seen)):
+            return share(label=label)
+        if all(float(v).is_integer() and v >= 0 for v in seen):
+            return count(label=label)
+        return continuous(label=label)
+    return categorical(*sorted({str(v) for v in seen}), label=label)
 
 
 @dataclass
@@ -118,12 +215,15 @@ class LlmSupport:
     ``policy``: ``"module:factory"``, ``factory(endpoint, store) -> Policy`` (None: the
     game has no LLM policy); ``endpoint_defaults``: sampling the game's study used
     (Endpoint field -> value), applied where the user set none; ``behaviours``: the
-    module that registers the stand-in server's behaviours for the game's prompts.
+    module that registers the stand-in server's behaviours for the game's prompts;
+    ``failure_share``: the share of failed LLM decisions above which a game is invalid,
+    a number or the name of the game's parameter that holds it.
     """
 
     policy: str | None = None
     endpoint_defaults: Mapping[str, Any] = _EMPTY
     behaviours: str | None = None
+    failure_share: float | str = 0.1
 
 
 @dataclass(frozen=True)
@@ -143,5 +243,5 @@ class Extensions:
     view: str | None = None
 
 
-__all__ = ["Extensions", "GameResult", "LlmEstimate", "LlmSupport", "PlayRequest", "PolicyCatalog", "ROUNDS",
-           "StudyDesign", "Table"]
+__all__ = ["Extensions", "GameResult", "LlmEstimate", "LlmSupport", "PlayRequest", "PolicyCatalog", "ROUNDS", "SCALE_KINDS",
+           "Scale", "StudyDesign", "Table", "categorical", "continuous", "count", "infer_scale", "ordinal", "share"]

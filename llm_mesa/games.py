@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -52,8 +52,10 @@ from llm_mesa.game_types import (
     LlmSupport,
     PlayRequest,
     PolicyCatalog,
+    Scale,
     StudyDesign,
     Table,
+    infer_scale,
 )
 from llm_mesa.parameters import ParameterSet
 
@@ -93,6 +95,13 @@ class Game(ABC):
     design: ClassVar[StudyDesign] = StudyDesign()
     llm: ClassVar[LlmSupport] = LlmSupport()
     extensions: ClassVar[Extensions] = Extensions()
+    #: what the agents' ``state`` is (the generic pages colour agents by it); None: read from its values
+    state_scale: ClassVar[Scale | None] = None
+    #: what each measure is, by column (of the ``rounds`` table and the summary row); the rest is read
+    #: from the values (``infer_scale``)
+    measures: ClassVar[Mapping[str, Scale]] = MappingProxyType({})
+    #: the measure reports and sweep tables put first (None: the first declared measure, if any)
+    headline_measure: ClassVar[str | None] = None
 
     # --- required -------------------------------------------------------------------
     @abstractmethod
@@ -122,14 +131,47 @@ class Game(ABC):
         llm = None
         if request.endpoint is not None:
             llm = policy = self.llm_policy(request.endpoint, request.store)
-        model = self.build(self.parameters.validate(request.parameters, complete=True), policy, request.seed)
+        parameters = self.parameters.validate(request.parameters, complete=True)
+        model = self.make_model(parameters, policy, request.seed)
         rounds = run_model(model)
         row = self.summary_row(model)
         row.setdefault("rounds", rounds)
         if llm is not None:
             row.setdefault("model", getattr(request.endpoint, "model", None))
             row.update(usage_fields(llm))
+            self.judge(row, model, parameters, [llm])
         return GameResult(row, {name: self.table(model, name) for name in request.tables})
+
+    def make_model(self, parameters: Mapping[str, Any], policy: Any, seed: int) -> Model:
+        """``build``, with the ledger the game's LLM decisions are keyed and counted in (what the core
+        plays, pages and commands included, always builds through)."""
+        from llm_mesa.decisions import bind_game
+
+        parameters = self.parameters.validate(parameters, complete=True)
+        model = self.build(parameters, policy, seed)
+        bind_game(model, self.key(parameters, seed), self.failure_share(parameters))
+        return model
+
+    def key(self, parameters: Mapping[str, Any], seed: int) -> str:
+        """The key of one game, which every sample key of its LLM calls carries: its name, parameters, seed."""
+        from llm_mesa.decisions import game_key
+
+        return game_key(self.name, parameters, seed)
+
+    def failure_share(self, parameters: Mapping[str, Any]) -> float:
+        """The share of failed LLM decisions above which a game with these parameters is invalid."""
+        limit = self.llm.failure_share
+        return float(parameters.get(limit, self.parameters[limit].default) if isinstance(limit, str) else limit)
+
+    def judge(self, row: dict[str, Any], model: Model, parameters: Mapping[str, Any],
+              policies: Sequence[Any] = ()) -> dict[str, Any]:
+        """Add the game's decisions and failed decisions to ``row`` (where the game counted none itself)
+        and mark it invalid when too many failed (``llm_mesa.decisions.judge``)."""
+        from llm_mesa.decisions import decision_fields, judge
+
+        for name, value in decision_fields(model, policies).items():
+            row.setdefault(name, value)
+        return judge(row, self.failure_share(parameters))
 
     def summary_row(self, model: Model) -> dict[str, Any]:
         """A finished game's summary row. Default: the model's ``summary()`` if it has one,
@@ -180,7 +222,7 @@ class Game(ABC):
 
         Default: ``build`` with the first rule configuration (or the game's first policy).
         """
-        self.build(self.parameters.validate(parameters, complete=True), self.first_policy(), seed)
+        self.make_model(parameters, self.first_policy(), seed)
 
     def first_policy(self) -> str:
         """A rule policy of the game to build a game with when the policy does not matter."""
@@ -247,6 +289,16 @@ class Game(ABC):
         if not chosen:
             raise GameError(f"no {self.name} conditions given")
         return chosen
+
+    def scale_of(self, column: str, values: Iterable[Any] = ()) -> Scale:
+        """What ``column`` is: as the game declares it (``measures``), else read from its name and values."""
+        declared = self.measures.get(column)
+        return declared if declared is not None else infer_scale(column, values)
+
+    @property
+    def first_measure(self) -> str | None:
+        """The headline measure: the one declared, else the first of ``measures``, else None."""
+        return self.headline_measure or next(iter(self.measures), None)
 
     def table_spec(self, name: str) -> Table:
         for table in self.tables:

@@ -53,6 +53,15 @@ class Parameter:
     step: float | None = None  # slider step in the explorer
     label: str = ""  # the explorer's short label (default: the name)
     in_seed: bool = True
+    #: the range a slider offers (within ``low``..``high``, which only validate); None: ``offered_range``
+    control_range: tuple[float, float] | None = None
+
+    def __post_init__(self) -> None:
+        if self.control_range is not None:
+            low, high = self.control_range
+            if not low < high or (self.low is not None and low < self.low) or (self.high is not None and high > self.high):
+                raise ValueError(f"parameter {self.name}: control_range {self.control_range} must lie within its "
+                                 f"bounds {self.low}..{self.high}, low below high")
 
     @property
     def option(self) -> str:
@@ -119,6 +128,20 @@ class Parameter:
         bounds = " and ".join(b for b in bounds if b)
         return kind + (f" {bounds}" if bounds else "")
 
+    def offered_range(self) -> tuple[float, float]:
+        """The range a slider offers: ``control_range`` when declared; else the bounds, unless they are so
+        wide that the default would sit pinned at one end (n 5..10,000 at 36), then a range around the
+        default (a few times it), within the bounds."""
+        if self.control_range is not None:
+            return self.control_range
+        low, high = float(self.low), float(self.high)
+        default = self.default if isinstance(self.default, (int, float)) and not isinstance(self.default, bool) else None
+        if default is None or (default - low) >= 0.1 * (high - low):
+            return (self.low, self.high)
+        top = min(high, max(low + 10 * (self.step or 1), default * 4 if default > 0 else default + 10))
+        top = int(top) if self.kind is int else top
+        return (self.low, top)
+
     def control_spec(self) -> dict[str, Any]:
         """This parameter as an explorer control (Mesa's ``model_params`` format)."""
         label = self.label or self.name.replace("_", " ")
@@ -128,9 +151,9 @@ class Parameter:
             return {"type": "Checkbox", "value": bool(self.default), "label": label}
         if self.kind in (int, float) and self.low is not None and self.high is not None:
             slider = "SliderInt" if self.kind is int else "SliderFloat"
-            step = self.step if self.step is not None else (1 if self.kind is int else (self.high - self.low) / 20)
-            return {"type": slider, "value": self.default, "min": self.low, "max": self.high,
-                    "step": step, "label": label}
+            low, high = self.offered_range()
+            step = self.step if self.step is not None else (1 if self.kind is int else (high - low) / 20)
+            return {"type": slider, "value": self.default, "min": low, "max": high, "step": step, "label": label}
         return {"type": "InputText", "value": "" if self.default is None else str(self.default), "label": label}
 
 

@@ -40,8 +40,13 @@ class PolicyAgent(Agent):
         raise NotImplementedError(f"{type(self).__name__} must say how it applies a decision")
 
 
-def decide_all(requests: Sequence[tuple[Policy, Any]], rng: random.Random) -> list[Any]:
-    """Decisions for ``(policy, observation)`` pairs, in the same order."""
+def decide_all(requests: Sequence[tuple[Policy, Any]], rng: random.Random,
+               agents: Sequence[Agent] | None = None) -> list[Any]:
+    """Decisions for ``(policy, observation)`` pairs, in the same order.
+
+    ``agents`` (one per pair) says whose decision each is, so that an LLM decision is
+    keyed and counted for its agent and game (``llm_mesa.decisions``).
+    """
     decisions: list[Any] = [None] * len(requests)
     waiting: list[int] = []
     for i, (policy, observation) in enumerate(requests):
@@ -52,7 +57,12 @@ def decide_all(requests: Sequence[tuple[Policy, Any]], rng: random.Random) -> li
     if waiting:
         from llm_mesa.llm.runtime import gather_sync
 
-        answers = gather_sync([requests[i][0].adecide(requests[i][1], rng) for i in waiting])
+        pending = [requests[i][0].adecide(requests[i][1], rng) for i in waiting]
+        if agents is not None:
+            from llm_mesa.decisions import Turn, as_turn
+
+            pending = [as_turn(Turn(agents[i]), decision) for i, decision in zip(waiting, pending, strict=True)]
+        answers = gather_sync(pending)
         for i, answer in zip(waiting, answers, strict=True):
             decisions[i] = answer
     return decisions
@@ -63,7 +73,7 @@ def play_round(agents: Sequence[PolicyAgent], rng: random.Random, *, advance: bo
 
     Every agent gets exactly its own decision (``pending``), in agent order.
     """
-    decisions = decide_all([(agent.policy, agent.observe()) for agent in agents], rng)
+    decisions = decide_all([(agent.policy, agent.observe()) for agent in agents], rng, agents)
     for agent, decision in zip(agents, decisions, strict=True):
         agent.pending = decision
     if advance:

@@ -148,6 +148,8 @@ def play_activations(agents: Sequence[PolicyAgent], order: Sequence[int], deps: 
 
 async def _concurrent(agents: Sequence[PolicyAgent], order: Sequence[int], deps: Sequence[Sequence[int]],
                       rngs: Sequence[Any], apply: Apply, observe: Observe) -> list[Any]:
+    from llm_mesa.decisions import Turn, as_turn
+
     done = [asyncio.Event() for _ in order]
     decisions: list[Any] = [None] * len(order)
 
@@ -157,7 +159,7 @@ async def _concurrent(agents: Sequence[PolicyAgent], order: Sequence[int], deps:
         agent = agents[order[k]]
         observation = observe(agent, k)
         policy = agent.policy
-        decisions[k] = await policy.adecide(observation, rngs[k]) if policy.is_async \
+        decisions[k] = await as_turn(Turn(agent, k), policy.adecide(observation, rngs[k])) if policy.is_async \
             else policy.decide(observation, rngs[k])
         apply(agent, decisions[k], k)
         done[k].set()

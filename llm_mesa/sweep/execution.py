@@ -47,9 +47,16 @@ class GameTask:
         return PlayRequest(self.parameters, self.policy_spec, self.seed, tuple(tables), self.endpoint,
                            _process_store(store) if self.endpoint is not None else None)
 
-    def keyed(self, result: GameResult, wall_s: float) -> GameResult:  # row and tables with the key
+    def keyed(self, result: GameResult, wall_s: float) -> GameResult:
+        """The row and tables with the game's key; an LLM game's row judged by the core (``invalid``),
+        whatever the game's own play wrote."""
         key = {"condition": self.condition, "policy": self.policy, "seed": self.seed}
         row = {**key, **{k: v for k, v in result.row.items() if k not in key}, "wall_s": wall_s}
+        if self.endpoint is not None:
+            from llm_mesa.decisions import judge
+
+            game = get_game(self.game)
+            judge(row, game.failure_share(game.parameters.validate(self.parameters, complete=True)))
         return GameResult(row, {name: df.assign(**key) for name, df in result.tables.items()})
 
 

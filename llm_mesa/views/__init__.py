@@ -182,7 +182,7 @@ class GameView:
 
     def build(self, parameters: Mapping[str, Any], policy: Any, seed: int) -> Model:
         """The game's model (its own ``build``, parameters validated with defaults filled in)."""
-        return self.game.build(self.game.parameters.validate(parameters, complete=True), policy, seed)
+        return self.game.make_model(parameters, policy, seed)
 
     def policy_of(self, model: Model) -> Any:
         """The LLM policy this view built ``model`` with, or None."""
@@ -251,11 +251,15 @@ class GameView:
 
     def banners(self, model: Model) -> list[Banner]:
         """The lines above the picture. Default: the end of the game, and failed LLM calls so far."""
+        from llm_mesa.decisions import decision_fields, ledger_of
+
         out = []
         policy = self.policy_of(model)
-        failed = getattr(getattr(policy, "usage", None), "failed_calls", 0) or 0
+        counted = decision_fields(model, [policy] if policy is not None else [])
+        failed, decisions = counted["failed_decisions"], counted["decisions"]
         if failed:
-            out.append(Banner("error", f"{failed} LLM call{'s' if failed != 1 else ''} failed so far", "llm-mesa-failures"))
+            verdict = "; the game is invalid" if failed / decisions > ledger_of(model).failure_share else ""
+            out.append(Banner("error", f"{failed} of {decisions} LLM decisions failed so far{verdict}", "llm-mesa-failures"))
         if not model.running:
             out.append(Banner("done", f"The game ended at round {self.round_number(model)}.", "llm-mesa-ended"))
         return out

@@ -73,7 +73,7 @@ class ConsensusGame(Game):
         populations=True)  # A + B: mixed models; the 'assign' parameter places them (mixing.py)
     design = StudyDesign(ALL_CONDITIONS, CONDITION_GROUPS)
     llm = LlmSupport(policy="llm_mesa.models.consensus.llm_policy:game_policy",
-                     behaviours="llm_mesa.models.consensus.behaviours")
+                     behaviours="llm_mesa.models.consensus.behaviours", failure_share="max_failure_share")
     extensions = Extensions(cli="llm_mesa.models.consensus.cli", analysis="llm_mesa.models.consensus.analysis_report",
                             figures="llm_mesa.models.consensus.figures", view="llm_mesa.models.consensus.view:ConsensusView")
 

@@ -19,8 +19,12 @@ import json
 import sys
 from typing import Any
 
+from llm_mesa.decisions import judge
+from llm_mesa.errors import InvalidGame
+from llm_mesa.game_cli import invalid_words
 from llm_mesa.run_output import build_manifest, check_output_dir, write_run
 
+from .game import GAME
 from .metrics import BASIS_MEANINGS
 from .model import NamingModel, validate
 from .observation import NamingConfigError
@@ -130,6 +134,9 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({**{k: summary[k] for k in JSON_KEYS}, **extra}, default=str))
     else:
         print(format_summary(summary, args.out))
+    share = GAME.failure_share(GAME.parameters.defaults())
+    if judge(dict(summary), share)["invalid"]:  # every call of too many utterances failed
+        raise InvalidGame(f"the game is invalid: {invalid_words(summary, share)}")
     return 0
 
 

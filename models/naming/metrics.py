@@ -51,6 +51,10 @@ class Totals:
 
     calls: int = 0
     failures: int = 0
+    #: utterances an LLM was asked for, and those whose every call failed (no answer at all: the
+    #: game's verdict counts these; an answer that names no name is a result, not a failure)
+    decisions: int = 0
+    failed_decisions: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     outcomes: Counter = field(default_factory=Counter)
@@ -91,6 +95,8 @@ def round_stats(model: "NamingModel", speakers: list["NamingAgent"], pairs: int)
     failures = sum(u.failures for u in utterances)
     totals.calls += calls
     totals.failures += failures
+    totals.decisions += sum(1 for u in utterances if u.calls)
+    totals.failed_decisions += sum(1 for u in utterances if u.calls and u.failures == u.calls)
     totals.prompt_tokens += prompt
     totals.completion_tokens += completion
     totals.outcomes.update(outcomes)
@@ -203,6 +209,8 @@ def summary(model: "NamingModel") -> dict[str, Any]:
     out["utterances"] = int(sum(totals.outcomes.values()))
     out["calls"] = totals.calls
     out["failures"] = totals.failures
+    out["decisions"] = totals.decisions
+    out["failed_decisions"] = totals.failed_decisions
     out["prompt_tokens"] = totals.prompt_tokens
     out["completion_tokens"] = totals.completion_tokens
     out["total_tokens"] = totals.total_tokens

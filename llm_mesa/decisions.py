@@ -1,0 +1,299 @@
+"""LLM decisions: the core's part of every LLM agent's turn, for any game.
+
+A game says what to ask a model for one agent's decision (a ``Question``: its chat
+messages or raw prompt, the answer's JSON schema, how to read an answer) and what a
+failed decision becomes; the core does the rest, the same for every game:
+
+* it **keys** the call by the game, the agent, the round and (under turns) the
+  activation, so no two decisions of a sweep ever share a recorded answer and a
+  replay hands each game its own answers (``sample_key``);
+* it **calls** through the endpoint's client with one reminder on an unreadable
+  answer (``llm_mesa.llm.ask``), recording to or replaying from the store;
+* it **counts** every decision and every failed one in the game's ledger
+  (``ledger_of(model)``), and **judges** the game: one whose failed decisions
+  exceed the game's allowed share is invalid (exit status 3 on the command line, a
+  marked row in a sweep), whatever its own summary holds (``judge``).
+
+Where the core learns the agent, the round and the activation: the round runners
+(``llm_mesa.play_round``, ``decide_all`` given the agents, ``play_activations``) say
+which agent each decision is for (a context variable, so the calls of a round,
+gathered together, each see their own); a game that steps its agents itself says it
+with ``deciding(agent)``. The round is the model's step count (Mesa's
+``model.steps``, 1 in the first step), the agent its ``unique_id``, the game its key
+(``bind_game``: set by the core when it builds a game, from the game's name,
+parameters and seed).
+
+A game written before this API, whose policy calls ``llm_mesa.llm.ask`` with keys
+of its own, keeps working: its keys are honoured, and its decisions are counted
+from the outcomes its usage ledger holds (``fields_from_usage``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import random
+import threading
+import weakref
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from llm_mesa.errors import LlmMesaError
+from llm_mesa.policy import Policy
+from llm_mesa.update import turn_key
+
+if TYPE_CHECKING:
+    from mesa import Agent, Model
+
+    from llm_mesa.llm.answers import Answer
+    from llm_mesa.llm.endpoint import Endpoint
+    from llm_mesa.llm.store import ResponseStore
+    from llm_mesa.llm.usage import Usage
+
+#: the share of failed decisions a game allows when it declares none (``LlmSupport.failure_share``)
+DEFAULT_FAILURE_SHARE = 0.1
+#: the outcomes of ``llm_mesa.llm.ask`` that decide nothing
+FAILED_OUTCOMES = ("call_failure", "parse_failure", "truncated")
+DEFAULT_REMINDER = "Answer only with the JSON object the rules ask for, and nothing else."
+
+
+class DecisionError(LlmMesaError):
+    """A decision asked for in a way the core cannot key (no agent); the message names the fix."""
+
+
+@dataclass(frozen=True)
+class Question[T]:
+    """What a game asks a model for one agent's decision.
+
+    ``decode`` turns an answer's text into the game's decision (None: the answer
+    decides nothing, and gets one ``reminder``); ``messages`` (chat) or ``prompt``
+    (a raw completion) is what is sent, with what is the same for every agent first
+    (the rules) so servers cache it; ``schema`` the answer's JSON schema (structured
+    output where the server has it); ``template_hash`` changes whenever the prompt's
+    wording does, so an edited prompt never replays stale answers.
+    """
+
+    decode: Callable[[str], T | None]
+    messages: Sequence[Mapping[str, str]] | None = None
+    prompt: str | None = None
+    schema: Mapping[str, Any] | None = None
+    reminder: str = DEFAULT_REMINDER
+    template_hash: str = ""
+    schema_name: str = "decision"
+    #: a reply cut off by the token limit gets the reminder too (useful where the schema bounds the text)
+    retry_truncated: bool = False
+
+
+@dataclass(slots=True)
+class Decided[T]:
+    """A decision: the decoded value (None when it failed), how it was obtained, and its calls."""
+
+    value: T | None
+    outcome: str
+    answer: Answer | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome in ("ok", "retry_ok")
+
+
+@dataclass
+class DecisionLedger:
+    """One game's LLM decisions: the key its calls carry, how many decisions, how many failed."""
+
+    game_key: str
+    failure_share: float = DEFAULT_FAILURE_SHARE
+    decisions: int = 0
+    failed: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def record(self, outcome: str) -> None:
+        with self._lock:
+            self.decisions += 1
+            self.failed += outcome in FAILED_OUTCOMES
+            self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
+
+    def fields(self) -> dict[str, int]:
+        """The summary row's columns: decisions asked of a model, and how many failed."""
+        return {"decisions": self.decisions, "failed_decisions": self.failed}
+
+
+@dataclass(frozen=True)
+class Turn:
+    """Whose decision is being made: the agent and, under turns, the activation."""
+
+    agent: Agent
+    activation: int | None = None
+
+
+_turn: ContextVar[Turn | None] = ContextVar("llm_mesa_turn", default=None)
+_ledgers: weakref.WeakKeyDictionary[Any, DecisionLedger] = weakref.WeakKeyDictionary()
+_ledgers_lock = threading.Lock()
+
+
+def game_key(name: str, parameters: Mapping[str, Any], seed: Any) -> str:
+    """The key of one game: its name, parameters and seed (16 hex digits)."""
+    identity = json.dumps({"game": name, "parameters": dict(parameters), "seed": seed}, sort_keys=True, default=str)
+    return hashlib.sha256(identity.encode()).hexdigest()[:16]
+
+
+def bind_game(model: Model, key: str, failure_share: float = DEFAULT_FAILURE_SHARE) -> DecisionLedger:
+    """Give ``model`` the ledger its decisions are keyed and counted in (the core does, when it builds a game)."""
+    ledger = DecisionLedger(key, failure_share)
+    with _ledgers_lock:
+        _ledgers[model] = ledger
+    return ledger
+
+
+def ledger_of(model: Model) -> DecisionLedger:
+    """The model's ledger; a model the core did not build is keyed by its class and seed."""
+    with _ledgers_lock:
+        ledger = _ledgers.get(model)
+        if ledger is None:
+            ledger = _ledgers[model] = DecisionLedger(game_key(type(model).__qualname__, {}, getattr(model, "_seed", None)))
+    return ledger
+
+
+def round_of(model: Model) -> int:
+    """The round a decision is made in: the model's step count (Mesa counts a step before it runs it)."""
+    steps = getattr(model, "steps", None)
+    if isinstance(steps, int) and not isinstance(steps, bool):
+        return steps
+    return int(getattr(model, "time", 0))
+
+
+def sample_key(turn: Turn) -> str:
+    """The decision's sample key: the game, the agent, the round and, under turns, the activation."""
+    model = turn.agent.model
+    return turn_key(ledger_of(model).game_key, turn.agent.unique_id, round_of(model), turn.activation)
+
+
+@contextlib.contextmanager
+def deciding(agent: Agent, activation: int | None = None) -> Iterator[Turn]:
+    """Decisions made inside are ``agent``'s (for a game that steps its agents itself)."""
+    turn = Turn(agent, activation)
+    token = _turn.set(turn)
+    try:
+        yield turn
+    finally:
+        _turn.reset(token)
+
+
+async def as_turn[T](turn: Turn, decision: Any) -> T:
+    """Await ``decision`` (a policy's ``adecide`` coroutine) as ``turn``'s: the round runners wrap each one."""
+    token = _turn.set(turn)
+    try:
+        return await decision
+    finally:
+        _turn.reset(token)
+
+
+def current_turn() -> Turn | None:
+    return _turn.get()
+
+
+async def decide[T](question: Question[T], *, endpoint: Endpoint, store: ResponseStore | None = None,
+                    usage: Usage | None = None, agent: Agent | None = None,
+                    activation: int | None = None) -> Decided[T]:
+    """Ask ``endpoint`` for the current agent's decision: keyed, recorded, counted in its game's ledger."""
+    from llm_mesa.llm.answers import ask
+    from llm_mesa.llm.types import LLMRequest
+
+    turn = Turn(agent, activation) if agent is not None else _turn.get()
+    if turn is None:
+        raise DecisionError("an LLM decision needs its agent: decide from a policy that the round runners call "
+                            "(llm_mesa.play_round, play_activations), or inside `with llm_mesa.deciding(agent):`")
+    request = LLMRequest(messages=[dict(m) for m in question.messages] if question.messages is not None else None,
+                         prompt=question.prompt, schema=dict(question.schema) if question.schema is not None else None,
+                         sample_key=sample_key(turn), template_hash=question.template_hash, purpose="decide",
+                         schema_name=question.schema_name)
+    answer = await ask(endpoint, request, question.decode, question.reminder, store=store, usage=usage,
+                       retry_truncated=question.retry_truncated)
+    ledger_of(turn.agent.model).record(answer.outcome)
+    return Decided(answer.value if answer.ok else None, answer.outcome, answer)
+
+
+class LLMPolicy(Policy):
+    """The base of a game's LLM policy: the game says what to ask and what a failure becomes.
+
+    Subclass it in the game, register it (``register_policy("llm", GAME)``) and give
+    ``question(observation)``; ``failed(observation)`` is the decision a failed one
+    becomes (default None: the game's ``advance`` keeps the agent as it is). One policy
+    object serves every agent of a game: it holds no agent's state.
+
+    Args:
+        endpoint: where and how to call (or ``base_url``/``model`` and endpoint options as
+            keywords, as ``make_policy("llm:base_url=...,model=...", GAME)`` passes them).
+        store: the record/replay store (None: calls are not recorded).
+    """
+
+    name = "llm"
+    is_async = True
+
+    def __init__(self, endpoint: Endpoint | None = None, store: ResponseStore | None = None,
+                 **endpoint_options: Any) -> None:
+        from llm_mesa.llm.endpoint import Endpoint
+        from llm_mesa.llm.usage import Usage
+
+        self.endpoint = endpoint or Endpoint.from_url_and_env(
+            endpoint_options.pop("base_url", None), endpoint_options.pop("model", None), **endpoint_options)
+        self.store = store
+        self.usage = Usage(self.game or "llm")
+
+    def question(self, observation: Any) -> Question:
+        raise NotImplementedError(f"{type(self).__name__} must say what it asks (question)")
+
+    def failed(self, observation: Any) -> Any:
+        """The decision a failed one becomes (the agent keeps what it holds, where ``advance`` reads None so)."""
+        return None
+
+    async def adecide(self, observation: Any, rng: random.Random) -> Any:
+        decided = await decide(self.question(observation), endpoint=self.endpoint, store=self.store, usage=self.usage)
+        return decided.value if decided.ok else self.failed(observation)
+
+    def params(self) -> dict[str, Any]:
+        return {"base_url": self.endpoint.base_url, "model": self.endpoint.model}
+
+    def identity(self) -> str:
+        return f"llm:model={self.endpoint.model}"
+
+
+# --- the verdict ----------------------------------------------------------------------------
+
+
+def fields_from_usage(usage: Usage | None) -> dict[str, int]:
+    """Decisions and failed decisions from a usage ledger's outcomes (a policy that calls ``ask`` itself)."""
+    outcomes = getattr(usage, "outcomes", None) or {}
+    return {"decisions": int(sum(outcomes.values())), "failed_decisions": int(sum(outcomes.get(o, 0) for o in FAILED_OUTCOMES))}
+
+
+def decision_fields(model: Model, policies: Sequence[Any] = ()) -> dict[str, int]:
+    """A finished game's decisions and failed decisions: its ledger's, else its LLM policies' usage."""
+    with _ledgers_lock:
+        ledger = _ledgers.get(model)
+    if ledger is not None and ledger.decisions:
+        return ledger.fields()
+    counted = {"decisions": 0, "failed_decisions": 0}
+    for policy in {id(p): p for p in policies if getattr(p, "usage", None) is not None}.values():
+        for key, value in fields_from_usage(policy.usage).items():
+            counted[key] += value
+    return counted
+
+
+def judge(row: dict[str, Any], failure_share: float) -> dict[str, Any]:
+    """Mark ``row`` invalid when its failed decisions exceed ``failure_share`` of its decisions (or the
+    game said so itself); ``row`` is changed in place and returned."""
+    decisions = row.get("decisions") or 0
+    failed = row.get("failed_decisions") or 0
+    over = bool(decisions) and failed / decisions > failure_share
+    row["invalid"] = bool(row.get("invalid")) or over
+    return row
+
+
+__all__ = ["DEFAULT_FAILURE_SHARE", "Decided", "DecisionError", "DecisionLedger", "LLMPolicy", "Question", "Turn",
+           "as_turn", "bind_game", "decide", "decision_fields", "deciding", "fields_from_usage", "game_key", "judge",
+           "ledger_of", "round_of", "sample_key"]
