@@ -17,7 +17,7 @@ import pytest
 
 from llm_mesa import Game, LLMPolicy, Parameter, ParameterSet, Policy, PolicyAgent, Question, play_round
 from llm_mesa.cli import main
-from llm_mesa.decisions import DecisionError, bind_game, decide, decision_fields, judge, ledger_of, sample_key
+from llm_mesa.decisions import DecisionError, bind_game, decide, decision_fields, judge, ledger_of, round_of, sample_key
 from llm_mesa.llm import Endpoint, LLMRequest, ResponseStore, Usage, ask
 from llm_mesa.loopback.server import LoopbackServer
 from llm_mesa.registry import get_game, register_game, unregister_game
@@ -120,7 +120,7 @@ class Holder(PolicyAgent):
         self.policy, self.value = policy, 0
 
     def observe(self) -> Seen:
-        return Seen(self.unique_id, self.model.steps, self.value)
+        return Seen(self.unique_id, round_of(self.model), self.value)
 
     def advance(self) -> None:
         self.value = self.pending
@@ -144,7 +144,7 @@ class Numbers(mesa.Model):
     def step(self):
         play_round(self.holders, self.random)
         self.datacollector.collect(self)
-        self.running = self.steps < self.rounds
+        self.running = round_of(self) < self.rounds
 
 
 class LegacyCounts(Game):
