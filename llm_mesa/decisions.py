@@ -109,6 +109,8 @@ class DecisionLedger:
     decisions: int = 0
     failed: int = 0
     outcomes: dict[str, int] = field(default_factory=dict)
+    #: True when the core built the game and gave it this key (``bind_game``), not a key made up on demand
+    bound: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def record(self, outcome: str) -> None:
@@ -143,7 +145,7 @@ def game_key(name: str, parameters: Mapping[str, Any], seed: Any) -> str:
 
 def bind_game(model: Model, key: str, failure_share: float = DEFAULT_FAILURE_SHARE) -> DecisionLedger:
     """Give ``model`` the ledger its decisions are keyed and counted in (the core does, when it builds a game)."""
-    ledger = DecisionLedger(key, failure_share)
+    ledger = DecisionLedger(key, failure_share, bound=True)
     with _ledgers_lock:
         _ledgers[model] = ledger
     return ledger
@@ -184,11 +186,20 @@ def deciding(agent: Agent, activation: int | None = None) -> Iterator[Turn]:
 
 
 async def as_turn[T](turn: Turn, decision: Any) -> T:
-    """Await ``decision`` (a policy's ``adecide`` coroutine) as ``turn``'s: the round runners wrap each one."""
+    """Await ``decision`` (a policy's ``adecide`` coroutine) as ``turn``'s: the round runners wrap each one.
+
+    A game the core built also scopes the calls of a policy that keys its own (``GAME_SCOPE``).
+    """
+    from llm_mesa.llm.types import GAME_SCOPE
+
     token = _turn.set(turn)
+    with _ledgers_lock:
+        ledger = _ledgers.get(turn.agent.model)
+    scope = GAME_SCOPE.set(ledger.game_key if ledger is not None and ledger.bound else None)
     try:
         return await decision
     finally:
+        GAME_SCOPE.reset(scope)
         _turn.reset(token)
 
 

@@ -204,7 +204,12 @@ class Game(ABC):
             return frame.assign(round=range(len(frame)))[["round", *frame.columns]]
         if name == "agents":
             frame = collector.get_agent_vars_dataframe().reset_index()
-            return frame.rename(columns={frame.columns[0]: "round", frame.columns[1]: "agent"})
+            frame = frame.rename(columns={frame.columns[0]: "round", frame.columns[1]: "agent"})
+            frame["round"] = frame["round"].astype(int)  # Mesa indexes rows by model.time, a float
+            nodes = network_nodes(model)
+            if nodes:  # agents on a network are named as its nodes are (the edges table's ids)
+                frame["agent"] = frame["agent"].map(nodes)
+            return frame
         if name not in {t.name for t in self.tables}:
             raise GameError(f"the {self.name} game has no table {name!r}")
         return pd.DataFrame()
@@ -313,6 +318,21 @@ class Game(ABC):
         for table in self.tables:
             types.update(table.types)
         return types
+
+
+def network_nodes(model: Model) -> dict[Any, Any]:
+    """``unique_id -> node`` for a model whose agents sit one to a node of a Mesa ``Network``; else empty."""
+    from mesa.discrete_space import Network
+
+    if not any(isinstance(value, Network) for value in vars(model).values()):
+        return {}
+    nodes = {}
+    for agent in model.agents:
+        cell = getattr(agent, "cell", None)
+        if cell is None or getattr(cell, "coordinate", None) is None:
+            return {}
+        nodes[agent.unique_id] = cell.coordinate
+    return nodes if len(set(nodes.values())) == len(nodes) else {}
 
 
 def run_model(model: Model) -> int:

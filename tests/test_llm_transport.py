@@ -518,8 +518,12 @@ def test_the_transport_negotiates_with_the_loopback_endpoint():
         assert ans.outcome == "ok" and ans.value == "blue" and ans.first.dialect == "json_object"
         assert ans.first.system_fingerprint.startswith("llm-mesa-loopback")
         assert usage.failures == {} and negotiated_dialect(ep) == "json_object"
-        with pytest.raises(EndpointError, match="it offers: .*fixed"):
+        with pytest.raises(EndpointError) as refused:
             preflight(Endpoint(stand_in.base_url, "no-such-behaviour"))
+        from llm_mesa.llm.preflight_check import offered
+        from llm_mesa.loopback import listed_behaviours
+
+        assert f"it offers: {offered(list(listed_behaviours()))} (pass one" in str(refused.value)
 
 
 def test_auto_sends_the_first_round_together_under_json_schema():

@@ -170,14 +170,47 @@ def _judge_probe(endpoint: Endpoint, key: str | None, probe, listed: list[str] |
         raise auth_refused(endpoint, status)
     if status == 404:
         if listed and model not in listed:
-            raise EndpointError(f"model {model!r} is not served by {url}; it offers: "
-                                f"{', '.join(map(str, listed[:SHOWN_MODELS]))} (pass one with --model)")
+            raise EndpointError(f"model {model!r} is not served by {url}; it offers: {offered(listed)} "
+                                "(pass one with --model)")
         raise EndpointError(f"{url} does not know model {model!r} (HTTP 404); check --model and --base-url "
-                            "(it usually ends in /v1)")
-    if status in (400, 422, 429):
-        return  # the model answered (it only disliked the 1-token probe), or is busy: the calls back off
+                            "(it usually ends in /v1)" + _said(content, key))
+    if status in (400, 422):
+        message, param = _refusal(content, key)
+        if param == "model":  # the model name itself is refused (a bad parameter of it): every call would be
+            raise EndpointError(f"{url} refused model {model!r} (HTTP {status}): {message}; check --model")
+        return  # the model answered (it only disliked the 1-token probe)
+    if status == 429:
+        return  # busy: the calls back off
     body = wire.redact(content[:4096].decode("utf-8", "replace"), key)[:150]
     raise EndpointError(f"{url} refused a 1-token test call to {model!r} (HTTP {status}): {body}")
+
+
+def offered(listed: list[str]) -> str:
+    """The models a server lists, the first ``SHOWN_MODELS`` of them, saying how many more there are."""
+    shown = ", ".join(map(str, listed[:SHOWN_MODELS]))
+    more = len(listed) - SHOWN_MODELS
+    return shown + (f" and {more} more (GET /models lists them all)" if more > 0 else "")
+
+
+def _refusal(content: bytes, key: str | None) -> tuple[str, str | None]:
+    """An OpenAI-style error body's message and ``param`` (vLLM's top-level form too), redacted."""
+    import json
+
+    try:
+        data = json.loads(content[:16384])
+    except (ValueError, UnicodeDecodeError):
+        data = None
+    error = data.get("error", data) if isinstance(data, dict) else None
+    if not isinstance(error, dict):
+        return wire.redact(content[:150].decode("utf-8", "replace"), key), None
+    message, param = error.get("message"), error.get("param")
+    return (wire.redact(str(message)[:400], key) if message is not None else "",
+            param if isinstance(param, str) else None)
+
+
+def _said(content: bytes, key: str | None) -> str:
+    message = _refusal(content, key)[0]
+    return f"; the server said: {message}" if message else ""
 
 
 def auth_refused(endpoint: Endpoint, status: int) -> EndpointError:

@@ -65,7 +65,7 @@ from llm_mesa.boundary import check_tree
 from llm_mesa.llm.compact import DICT_PREFIX, Packer
 from llm_mesa.llm.dialects import COMPACT_JSON_ID
 from llm_mesa.llm.store_file import StoreError, check_writable, open_for_writing, open_read_only, unreadable
-from llm_mesa.llm.types import LLMRequest, LLMResult, checked_record
+from llm_mesa.llm.types import GAME_SCOPE, LLMRequest, LLMResult, checked_record
 
 if TYPE_CHECKING:
     from llm_mesa.llm.endpoint import Endpoint
@@ -92,6 +92,7 @@ def request_identity(endpoint: Endpoint, request: LLMRequest) -> dict[str, Any]:
         # only where it can be sent (with a schema); absent when off, so older keys hold; which
         # whitespace is banned, when on
         **({"compact_json": COMPACT_JSON_ID} if endpoint.compact_json and request.schema is not None else {}),
+        **({"game_scope": scope} if (scope := GAME_SCOPE.get()) and "g=" not in request.sample_key else {}),
     }
 
 

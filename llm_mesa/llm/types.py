@@ -7,8 +7,15 @@ types without importing one another.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass
 from typing import Any
+
+#: the key of the game a call is made for, where the core built the game and a round runner made the
+#: call (``llm_mesa.decisions``). A call whose sample key names no game (no ``g=``, a game that keys its
+#: own calls by agent and round alone) is recorded under it too, so two games of a sweep never share an
+#: answer; a key that names its game is left as it is, and so are calls made outside a core game.
+GAME_SCOPE: ContextVar[str | None] = ContextVar("llm_mesa_game_scope", default=None)
 
 
 @dataclass(slots=True)
@@ -106,4 +113,4 @@ def checked_record(record: Any) -> dict[str, Any]:
     return record
 
 
-__all__ = ["LLMRequest", "LLMResult", "checked_record"]
+__all__ = ["GAME_SCOPE", "LLMRequest", "LLMResult", "checked_record"]

@@ -71,6 +71,13 @@ class BehaviourNotFound(LoopbackError):
     """The model name names no behaviour (answered as HTTP 404 model_not_found)."""
 
 
+class BadModelName(LoopbackError):
+    """The model name's behaviour cannot be built as given: an unknown or bad parameter (answered as
+    HTTP 400 with ``param`` "model", before any prompt is read, so the pre-flight's 1-token call meets it)."""
+
+    param = "model"
+
+
 class PromptNotUnderstood(LoopbackError):
     """The prompt lacks the lines a behaviour reads (answered as HTTP 400)."""
 
@@ -154,7 +161,7 @@ def last_match(pattern: re.Pattern[str], *texts: str) -> re.Match[str] | None:
 
 def _refuse_leftovers(params: dict[str, str], where: str, known: str) -> None:
     if params:
-        raise LoopbackError(f"unknown parameter(s) {', '.join(sorted(params))} in model {where!r}; "
+        raise BadModelName(f"unknown parameter(s) {', '.join(sorted(params))} in model {where!r}; "
                             f"this behaviour takes: {known or 'no parameters'} "
                             f"(plus fault settings: {', '.join(FaultSettings.names())})")
 
@@ -359,11 +366,13 @@ def build_behaviour(model: str, defaults: FaultSettings,
     fault_names = set(FaultSettings.names())
     fault_params = {k: v for k, v in params.items() if k in fault_names}
     own = {k: v for k, v in params.items() if k not in fault_names}
-    settings = defaults.with_overrides(fault_params, where=f" in model {model!r}")
-    behaviour: Behaviour
+    try:
+        settings = defaults.with_overrides(fault_params, where=f" in model {model!r}")
+    except LoopbackError as exc:
+        raise BadModelName(str(exc)) from None
     if name == "scripted":  # the only behaviour holding server state: the server's scripts
         own.pop("key", None)  # only tells scripts apart: "scripted?key=alice"
-        behaviour = ScriptedBehaviour(book, model)
+        behaviour: Behaviour = ScriptedBehaviour(book, model)
         _refuse_leftovers(own, model, "key")
         return behaviour, settings
     load_game_behaviours()
@@ -372,10 +381,17 @@ def build_behaviour(model: str, defaults: FaultSettings,
         raise BehaviourNotFound(f"the loopback endpoint has no behaviour {name!r}; use one of: "
                                 f"{', '.join(listed_behaviours())} (GET /v1/models lists them)")
     registered_as, entry = found
-    if registered_as.endswith(":"):
-        behaviour = entry.factory(name[len(registered_as):], own, model)
-    else:
-        behaviour = entry.factory(own, model)
+    try:
+        if registered_as.endswith(":"):
+            behaviour = entry.factory(name[len(registered_as):], own, model)
+        else:
+            behaviour = entry.factory(own, model)
+    except (BehaviourNotFound, BadModelName):
+        raise
+    except LoopbackError as exc:
+        raise BadModelName(str(exc)) from None
+    except (ValueError, TypeError, KeyError, ArithmeticError) as exc:  # a behaviour refusing a parameter's value
+        raise BadModelName(f"model {model!r}: {exc}; this behaviour takes: {entry.params or 'no parameters'}") from None
     _refuse_leftovers(own, model, entry.params)
     return behaviour, settings
 

@@ -306,8 +306,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def dry_run(spec: SweepSpec, latency_s: float) -> str:
-    """The grid multiplied out, priced and timed; nothing is contacted."""
+    """The grid multiplied out, priced and timed; nothing is contacted. A grid the sweep would refuse
+    (a condition the game cannot build) is refused here too, in the same line."""
     from llm_mesa.sweep.dry_run import estimate_sweep, format_estimate
+    from llm_mesa.sweep.engine import check_conditions
+
+    check_conditions(spec.game, spec.conditions, spec.seeds)
 
     in_flight = spec.execution.games_in_flight
     estimate = estimate_sweep(spec.game, spec.conditions, spec.seeds, spec.policies, latency_s=latency_s,

@@ -148,7 +148,7 @@ def play_sweep(spec: SweepSpec, progress: Progress | None = None) -> SweepResult
     game, execution, tables = spec.game, spec.execution, spec.tables
     output = SweepOutput(spec.out, types=game.column_types(), keys={t.name: t.key for t in game.tables})
     with limit_blas_threads(execution.blas_threads):
-        _check_conditions(game, spec.conditions, spec.seeds)
+        check_conditions(game, spec.conditions, spec.seeds)
     endpoints = spec.endpoints
     store_options = None
     if endpoints:
@@ -274,7 +274,7 @@ def _check_budget(budget: Mapping[str, float] | None, spent: Mapping[str, float]
                                 "kept: rerun the same command with a larger budget to resume")
 
 
-def _check_conditions(game: Game, condition_parameters: dict[str, dict[str, Any]],
+def check_conditions(game: Game, condition_parameters: dict[str, dict[str, Any]],
                       seeds_of: Mapping[str, Sequence[int]]) -> None:
     """Build each condition's game once with a rule policy: bad input fails before any game."""
     for name, parameters in condition_parameters.items():
