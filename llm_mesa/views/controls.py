@@ -239,7 +239,7 @@ def make_policy(view: GameView, values: Mapping[str, Any], policy: str | None = 
     return game.llm_policy(endpoint, None)
 
 
-# --- one agent's panel ----------------------------------------------------------------------------
+# --- words ----------------------------------------------------------------------------------------
 
 
 def shorten(value: Any, limit: int = 400) -> str:
@@ -249,40 +249,6 @@ def shorten(value: Any, limit: int = 400) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def agent_rows(view: GameView, model: Any, index: int) -> dict[str, str]:
-    """State, policy, neighbours, observation and last decision of agent ``index`` (what it has of them)."""
-    agents = view.agents(model)
-    if not agents:
-        return {}
-    agent = agents[min(max(index, 0), len(agents) - 1)]
-    if agent is None:
-        return {"agent": str(index), "state": "(no agent on this node)"}
-    rows = {"agent": str(index), "state": shorten(getattr(agent, "state", "-"))}
-    policy = getattr(agent, "policy", None)
-    if policy is not None:
-        spec = getattr(policy, "spec", None)
-        rows["policy"] = spec() if callable(spec) else str(policy)
-    cell = getattr(agent, "cell", None)
-    neighbourhood = getattr(cell, "neighborhood", None)
-    if neighbourhood is not None:
-        around = [next(iter(c.agents), None) for c in neighbourhood]
-        states = [shorten(getattr(a, "state", "-"), 40) for a in around if a is not None]
-        rows["neighbours hold"] = ", ".join(states[:40]) + (f" … ({len(states)} in all)" if len(states) > 40 else "") or "-"
-    observe = getattr(agent, "observe", None)
-    if callable(observe):
-        try:
-            rows["observation"] = shorten(observe())
-        except Exception:  # noqa: BLE001 - a panel never breaks a page; an agent may not observe between rounds
-            rows["observation"] = "-"
-    decision = getattr(agent, "pending", None)
-    if decision is not None:
-        for key in ("reason", "message", "diary"):
-            if getattr(decision, key, None):
-                rows[f"last {key}" if key == "reason" else key] = shorten(getattr(decision, key))
-        rows.setdefault("last decision", shorten(decision))
-    return rows
-
-
-__all__ = ["BUILTIN", "ControlError", "GENERAL", "LLM", "agent_rows", "check_endpoint_text", "check_value",
+__all__ = ["BUILTIN", "ControlError", "GENERAL", "LLM", "check_endpoint_text", "check_value",
            "check_values", "controls_of", "initial_values", "loopback_model", "make_policy", "page_endpoint",
            "policy_choices", "query_values", "reported", "resolve_endpoint", "shorten"]
