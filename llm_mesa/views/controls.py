@@ -4,9 +4,11 @@ The controls are the game's parameter definition (``Parameter.control_spec``), t
 the agents' policy, the LLM endpoint and model when the game has an LLM policy (the
 built-in loopback stand-in by default, so LLM agents work offline), and the seed.
 Every value, typed into the page or given in a link (``?n=500``), is checked the same
-way: converted as its control's type, held to the page's own range, then to the
-parameter's own checks; each error is a ``ControlError`` that names the control, with
-the message the control itself shows.
+way: converted as its control's type, held to the page's own range (a slider over the
+range a parameter offers widens to any value within the parameter's bounds instead:
+the offered range is where a slider starts, not a limit), then to the parameter's own
+checks; each error is a ``ControlError`` that names the control, with the message the
+control itself shows.
 """
 
 from __future__ import annotations
@@ -101,13 +103,20 @@ def check_value(name: str, spec: Mapping[str, Any], value: Any, parameters: Para
     if spec.get("type") == "Select" and converted not in spec.get("values", ()):
         raise ControlError(name, f"{label}: unknown value {converted!r}; choose one of: "
                                  + ", ".join(map(str, spec.get("values", ()))))
-    if kind in (int, float):
+    own = parameters[name] if parameters is not None and name in parameters else None
+    if kind in (int, float) and spec.get("widen") and own is not None:
+        # a slider over an offered range widens to any value the game takes: only the game's bounds hold
+        if own.low is not None and converted < own.low:
+            raise ControlError(name, f"{label}: {_number(converted)} is below the game's minimum {_number(own.low)}")
+        if own.high is not None and converted > own.high:
+            raise ControlError(name, f"{label}: {_number(converted)} is above the game's maximum {_number(own.high)}")
+    elif kind in (int, float):
         low, high = spec.get("min"), spec.get("max")
         if low is not None and converted < low:
             raise ControlError(name, f"{label}: {_number(converted)} is below this page's minimum {_number(low)}")
         if high is not None and converted > high:
-            own = parameters[name].high if parameters is not None and name in parameters else None
-            hint = f" (the game takes up to {_number(own)}: play it from the command line)" if own is not None and own > high else ""
+            top = own.high if own is not None else None
+            hint = f" (the game takes up to {_number(top)}: play it from the command line)" if top is not None and top > high else ""
             raise ControlError(name, f"{label}: {_number(converted)} is above this page's maximum {_number(high)}{hint}")
     if parameters is not None and name in parameters:
         try:
