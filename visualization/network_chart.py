@@ -260,7 +260,7 @@ def network_spec(picture: NetworkPicture, *, selected: int | None = None, width:
                                 "strokeWidth": 3, "size": max(style.size * 4, 160), "cursor": "pointer"},
                        "encoding": {**xy, "tooltip": tooltip}})
     if style.labels:  # the number on a node carries the node's tooltip: hovering its centre shows the details
-        layers.append({"data": {"name": "nodes"},
+        layers.append({"name": "labels", "data": {"name": "nodes"},
                        "mark": {"type": "text", "fontSize": 9 if n > 30 else 11, "fontWeight": "bold",
                                 "baseline": "middle", "cursor": "pointer"},
                        "encoding": {**xy, "text": {"field": "agent"}, "tooltip": tooltip,
