@@ -162,3 +162,19 @@ def test_a_model_with_no_space_is_charts_and_an_agent_panel_alone():
     assert snapshot.picture is None and snapshot.agents == 20
     assert snapshot.agent["state"] == str(model.ordered[4].state)
     assert [cls for cls, _ in view.charts(snapshot.rounds)] == ["llm-mesa-chart-richest", "llm-mesa-chart-shares"]
+
+
+def test_a_view_reads_the_state_under_the_name_a_games_agents_keep_it():
+    class Rich(_Wealth):
+        @property
+        def wealth(self):
+            return self.state * 10
+
+    class WealthView(GameView):
+        state_attribute = "wealth"
+
+    model = _Crowded()
+    for agent in list(model.agents):
+        agent.__class__ = Rich
+    picture = WealthView(_CrowdedGame()).picture(model)
+    assert sorted(picture.agent_states) == [10 * v for v in range(1, 12)]

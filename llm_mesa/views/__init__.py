@@ -75,6 +75,9 @@ class GameView:
 
     #: what the controls call the agents' policy
     policy_control = "policy"
+    #: the agent attribute a page fills nodes and cells by (agents of Mesa's own examples keep theirs under
+    #: other names: a game's view subclass says ``state_attribute = "wealth"``)
+    state_attribute = "state"
 
     def __init__(self, game: Game) -> None:
         self.game = game
@@ -155,8 +158,8 @@ class GameView:
                                         first=self.game.first_measure)
 
     def state_of(self, agent: Any) -> Any:
-        """What a page fills an agent's node or cell by: its ``state`` (None: no agent)."""
-        return getattr(agent, "state", None) if agent is not None else None
+        """What a page fills an agent's node or cell by: its ``state_attribute`` (None: no agent)."""
+        return getattr(agent, self.state_attribute, None) if agent is not None else None
 
     def picture(self, model: Model) -> Picture | None:
         """The model's space at this round, each node or cell filled by its agents' ``state`` (as the game's
