@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from space_games import PGOODS, SEGREGATE, registered
+from space_games import PGOODS, SEGREGATE, Dice, registered
 
+from llm_mesa import register_policy
 from llm_mesa.cli import main
 from llm_mesa.loopback.server import LoopbackServer
 from llm_mesa.registry import get_game
@@ -123,3 +124,45 @@ def test_the_sweep_browser_lists_only_tables_and_replays_a_game_from_its_kept_ag
     model = PGOODS.make_model({"r": 3.0}, "dice", 1)
     model.step()
     assert list(recording.snapshot(1).picture.state) == [a.state for a in model.by_node]
+
+
+class Collected(type(PGOODS)):
+    """The public-goods game with the default agents table: Mesa's DataCollector's agent variables (agent ids
+    are Mesa's unique_id, 1..N, beside nodes 0..N-1; rounds may come as floats)."""
+
+    name = "pgoods_collected"
+
+    def table(self, model, name):
+        from llm_mesa import Game
+
+        return Game.table(self, model, name)
+
+    def build(self, parameters, policy, seed):
+        from mesa.datacollection import DataCollector
+
+        model = super().build(parameters, policy, seed)
+        kept = model.datacollector.model_reporters
+        model.datacollector = DataCollector(model_reporters=dict(kept), agent_reporters={"contribution": "state"})
+        model.datacollector.collect(model)
+        return model
+
+
+register_policy("dice", Collected.name, "a contribution from 0 to 10 at random")(type("CollectedDice", (Dice,), {}))
+
+
+def test_the_default_agents_table_of_mesa_ids_replays_on_the_networks_nodes(tmp_path):
+    from llm_mesa.registry import register_game, unregister_game
+
+    game = register_game(Collected())
+    try:
+        out = tmp_path / "run"
+        assert main(["pgoods_collected", "--policy", "dice", "--seed", "2", "--max-rounds", "3", "--out", str(out)]) == 0
+        recording = replay(game, out)
+        assert recording.note == "" and recording.column == "contribution"
+        model = game.make_model({"max_rounds": 3}, "dice", 2)
+        for r in range(recording.last_round + 1):
+            if r:
+                model.step()
+            assert list(recording.snapshot(r).picture.state) == [a.state for a in model.by_node], f"round {r}"
+    finally:
+        unregister_game(game.name)
