@@ -21,6 +21,7 @@ Two views of one round:
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -116,6 +117,7 @@ def _base(title: Any, width: Any, height: int, datasets: dict[str, list]) -> dic
                        "title": {"anchor": "start", "fontSize": 13}}}
 
 
+@functools.lru_cache(maxsize=1024)
 def _field(name: str) -> str:
     """A detail's name as a Vega field name (no quotes, dots or brackets, which Vega reads as paths)."""
     return "".join(c for c in str(name) if c not in "'\".[]\\") or "detail"
@@ -182,7 +184,9 @@ def network_spec(picture: NetworkPicture, *, selected: int | None = None, width:
         value = state[i]
         row = {"agent": i, "x": round(float(x), 5), "y": round(float(y), 5),
                "fill": (None if value is None else float(value)) if fill.numeric else label(value),
-               "ink": fill.ink_of(value), "role": labels[role], "shape": role}
+               "role": labels[role], "shape": role}
+        if style.labels:  # the ink of a node's number (drawn at small N only)
+            row["ink"] = fill.ink_of(value)
         if found is not None:
             row.update({"group": found.of_node[i] + 1, "group size": len(found.members[found.of_node[i]])})
         if picture.ring is not None:

@@ -11,6 +11,7 @@ dark ones), so a node's number can always be read.
 from __future__ import annotations
 
 import colorsys
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -46,6 +47,7 @@ def _hex(rgb: Sequence[float]) -> str:
     return "#" + "".join(f"{round(max(0.0, min(1.0, c)) * 255):02x}" for c in rgb)
 
 
+@functools.lru_cache(maxsize=4096)
 def luminance(colour: str) -> float:
     """WCAG relative luminance of a ``#rrggbb`` colour (0 black .. 1 white)."""
     def linear(c: float) -> float:
@@ -55,6 +57,7 @@ def luminance(colour: str) -> float:
     return 0.2126 * r + 0.7152 * g + 0.0722 * b
 
 
+@functools.lru_cache(maxsize=4096)
 def ink(fill: str) -> str:
     """The text colour readable on ``fill``: the one of dark and white with the higher contrast."""
     light = luminance(fill)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from llm_mesa.game_types import Scale
@@ -113,6 +114,10 @@ class NetworkPicture:
     domain: tuple[float, float] | None = None
 
     def fill(self) -> Fill:
+        return self._fill
+
+    @cached_property
+    def _fill(self) -> Fill:  # computed once per picture (a picture never changes)
         return fill_of(self.state, self.scale, palette=self.palette, extra=self.ring or (), domain=self.domain,
                        title=self.legend.get("fill", "state"))
 
@@ -120,12 +125,12 @@ class NetworkPicture:
         """Every category drawn, with its colour, in legend order (numbers: none)."""
         return dict(self.fill().colours)
 
-    @property
+    @cached_property
     def categorical(self) -> bool:
         """Unordered categories, few of them: same-state groups (echo chambers) mean something."""
         fill = self.fill()
         return (fill.kind == "categories" and fill.scale is not None and fill.scale.kind == "categorical"
-                and len({label(s) for s in self.state}) <= MAX_CATEGORIES)
+                and len(fill.colours) - (EMPTY_LABEL in fill.colours) <= MAX_CATEGORIES)
 
 
 @dataclass(frozen=True)
@@ -158,6 +163,10 @@ class GridPicture:
     agent_states: Sequence[Any] = ()
 
     def fill(self) -> Fill:
+        return self._fill
+
+    @cached_property
+    def _fill(self) -> Fill:
         return fill_of(self.state, self.scale, palette=self.palette, extra=self.agent_states, domain=self.domain,
                        title=self.legend.get("fill", "state"))
 
