@@ -83,31 +83,53 @@ def per_round(rounds: pd.DataFrame | None, games: pd.DataFrame, scales: Mapping[
                        "median_rounds": float(finished.median())})
         own = parameters.get(str(condition), {})
         ends = series[-1].setdefault("ends", {})
-        for column in measures:
-            grid = part.pivot_table(index=keys, columns="round", values=column, aggfunc="last").reindex(columns=horizon)
-            grid = grid.fillna(0.0) if column in events else grid.ffill(axis=1)  # an ended game: its last state
-            values = grid[kept].to_numpy(dtype=float)
-            n = np.sum(~np.isnan(values), axis=0)
-            with warnings.catch_warnings():  # a round with one game has no SD (its band is left out)
-                warnings.simplefilter("ignore", RuntimeWarning)
-                mean, sd = np.nanmean(values, axis=0), np.nanstd(values, axis=0, ddof=1)
-            low, high = _interval(mean, sd, n)
+        cube = _padded(part, keys, measures, horizon, [c in events for c in measures])
+        values = cube[:, [r - horizon[0] for r in kept], :]
+        with warnings.catch_warnings():  # a round with one game has no SD (its band is left out)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            means, sds = np.nanmean(values, axis=0), np.nanstd(values, axis=0, ddof=1)
+        counts = np.sum(~np.isnan(values), axis=0)
+        last = part.loc[part.groupby(keys, sort=False)["round"].idxmax()]
+        for j, column in enumerate(measures):
+            low, high = _interval(means[:, j], sds[:, j], counts[:, j])
             bottom, top = scales[column].bounds(own) if column in scales else (None, None)
             low = np.maximum(low, bottom) if bottom is not None else low
             high = np.minimum(high, top) if top is not None else high
-            for r, m, lo, hi, k in zip(kept, mean, low, high, playing):
+            for r, m, lo, hi, k in zip(kept, means[:, j], low, high, playing):
                 rows.append({"condition": str(condition), "model": str(model), "measure": column, "round": int(r),
                              "n": int(k), "mean": float(m), "low": None if np.isnan(lo) else float(lo),
                              "high": None if np.isnan(hi) else float(hi)})
-            last = part.loc[part.groupby(keys, sort=False)["round"].idxmax(), column].dropna().to_numpy(dtype=float)
-            e_low, e_high = _interval(np.array([last.mean()]), np.array([last.std(ddof=1) if len(last) > 1 else np.nan]),
-                                      np.array([len(last)]))
+            finals = last[column].dropna().to_numpy(dtype=float)
+            e_low, e_high = _interval(np.array([finals.mean()]),
+                                      np.array([finals.std(ddof=1) if len(finals) > 1 else np.nan]),
+                                      np.array([len(finals)]))
             e_low = float(max(e_low[0], bottom)) if bottom is not None and not np.isnan(e_low[0]) else e_low[0]
             e_high = float(min(e_high[0], top)) if top is not None and not np.isnan(e_high[0]) else e_high[0]
-            ends[column] = {"start": float(values[:, 0].mean()), "end": float(last.mean()) if len(last) else None,
+            ends[column] = {"start": float(np.nanmean(cube[:, 0, j])),
+                            "end": float(finals.mean()) if len(finals) else None,
                             "low": None if np.isnan(e_low) else float(e_low),
                             "high": None if np.isnan(e_high) else float(e_high)}
     return {"measures": measures, "constant": constant, "events": events, "series": series, "rows": rows}
+
+
+def _padded(part: pd.DataFrame, keys: Sequence[str], measures: Sequence[str], horizon: Sequence[int],
+            events: Sequence[bool]) -> np.ndarray:
+    """(game, round, measure) values of one cell over ``horizon``; after a game's last round a level holds its
+    last value and an events column is 0."""
+    game = part.groupby(list(keys), sort=False).ngroup().to_numpy()
+    start = horizon[0]
+    at = part["round"].to_numpy(dtype=int) - start
+    cube = np.full((int(game.max()) + 1, len(horizon), len(measures)), np.nan)
+    cube[game, at, :] = part[list(measures)].to_numpy(dtype=float)
+    finished = np.full(cube.shape[0], -1)
+    np.maximum.at(finished, game, at)
+    after = np.arange(len(horizon))[None, :] > finished[:, None]  # (game, round): the game had ended
+    seen = np.where(~np.isnan(cube), np.arange(len(horizon))[None, :, None], 0)
+    np.maximum.accumulate(seen, axis=1, out=seen)  # each round: the latest round with a value
+    held = np.take_along_axis(cube, seen, axis=1)
+    for j, is_events in enumerate(events):
+        cube[:, :, j] = np.where(after, 0.0 if is_events else held[:, :, j], cube[:, :, j])
+    return cube
 
 
 def _fmt(value: Any) -> str:
