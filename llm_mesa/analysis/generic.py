@@ -146,7 +146,7 @@ def scale_of(game: Game | None, column: str, values: pd.Series, boolean: bool = 
     declared = game.measures.get(column) if game is not None else None
     if declared is not None:
         return declared
-    return share(label=column.replace("_", " ")) if boolean else infer_scale(column, values)
+    return share(label=column.replace("_", " ")) if boolean else infer_scale(column, pd.unique(values))
 
 
 def condition_parameters(sweep: Any, game: Game | None) -> dict[str, dict[str, Any]]:
@@ -194,7 +194,8 @@ def analyze(sweep: Any, options: Mapping[str, Any]) -> dict[str, Any]:
     rounds = sweep.table("rounds")
     if rounds is not None:
         flags = [c for c in rounds.columns if pd.api.types.is_bool_dtype(rounds[c])]
-        round_scales = {c: scale_of(game, c, rounds[c].dropna(), c in flags) for c in rounds.columns}
+        round_scales = {c: scale_of(game, c, rounds[c].dropna(), c in flags) for c in rounds.columns
+                        if pd.api.types.is_numeric_dtype(rounds[c]) or c in flags}
     else:
         round_scales = {}
     return {"games": len(games), "conditions": conditions, "models": sweep.ordered("model"),

@@ -77,7 +77,7 @@ def per_round(rounds: pd.DataFrame | None, games: pd.DataFrame, scales: Mapping[
         finished = part.groupby(keys, sort=False)["round"].max()
         horizon = list(range(int(part["round"].min()), int(finished.max()) + 1))
         kept = _sampled(horizon)
-        playing = np.array([int((finished >= r).sum()) for r in kept])
+        playing = (finished.to_numpy()[None, :] >= np.array(kept)[:, None]).sum(axis=1)  # games still playing
         series.append({"condition": str(condition), "model": str(model), "games": int(len(finished)),
                        "last_round": int(finished.max()), "to_the_end": int((finished == finished.max()).sum()),
                        "median_rounds": float(finished.median())})
