@@ -55,16 +55,21 @@ class Scale:
     (``values`` in their order, drawn on a sequential scale); ``continuous`` (numbers in
     ``low``..``high``, in ``unit``, drawn on a continuous scale with a legend bar); ``count``
     (whole numbers from 0, on an axis of their own); ``share`` (a fraction, on a 0-1 axis).
-    Build one with ``categorical``, ``ordinal``, ``continuous``, ``count`` or ``share``.
+    A bound may name one of the game's parameters instead of a number (``count(high="limit")``: rounds
+    never exceed the round limit ``limit`` of their own game); ``bounds(parameters)`` reads it.
+    ``events``: a per-round column counts what happened in that round (moves, failed decisions),
+    so a game that has ended adds 0 to later rounds, where a level (a share, a state) holds its
+    last value. Build one with ``categorical``, ``ordinal``, ``continuous``, ``count`` or ``share``.
     """
 
     kind: str
     values: tuple[Any, ...] = ()
     palette: Mapping[Any, str] = field(default=_EMPTY, hash=False)
-    low: float | None = None
-    high: float | None = None
+    low: float | str | None = None
+    high: float | str | None = None
     unit: str = ""
     label: str = ""
+    events: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in SCALE_KINDS:
@@ -80,12 +85,24 @@ class Scale:
         """True for numbers on an axis (continuous, count, share); categories and ranks are not."""
         return self.kind in ("continuous", "count", "share")
 
-    def clip(self, value: float) -> float:
+    def bounds(self, parameters: Mapping[str, Any] | None = None) -> tuple[float | None, float | None]:
+        """The scale's range as numbers: a bound that names a parameter is that parameter's value in
+        ``parameters`` (unknown, None, without them)."""
+        def number(bound: float | str | None) -> float | None:
+            if isinstance(bound, str):
+                value = (parameters or {}).get(bound)
+                return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+            return None if bound is None else float(bound)
+
+        return number(self.low), number(self.high)
+
+    def clip(self, value: float, parameters: Mapping[str, Any] | None = None) -> float:
         """``value`` within the scale's range (an interval never leaves what the measure can be)."""
-        if self.low is not None:
-            value = max(value, self.low)
-        if self.high is not None:
-            value = min(value, self.high)
+        low, high = self.bounds(parameters)
+        if low is not None:
+            value = max(value, low)
+        if high is not None:
+            value = min(value, high)
         return value
 
 
@@ -99,14 +116,17 @@ def ordinal(*values: Any, label: str = "") -> Scale:
     return Scale("ordinal", tuple(values), label=label)
 
 
-def continuous(low: float | None = None, high: float | None = None, *, unit: str = "", label: str = "") -> Scale:
-    """Numbers in a range (wealth, a contribution), drawn on a continuous colour scale or axis."""
-    return Scale("continuous", low=low, high=high, unit=unit, label=label)
+def continuous(low: float | str | None = None, high: float | str | None = None, *, unit: str = "",
+               label: str = "", events: bool = False) -> Scale:
+    """Numbers in a range (wealth, a contribution), drawn on a continuous colour scale or axis; a bound may
+    name a parameter (``continuous(0, "payoff")``); ``events``: a round's own amount (a cost)."""
+    return Scale("continuous", low=low, high=high, unit=unit, label=label, events=events)
 
 
-def count(*, high: float | None = None, unit: str = "", label: str = "") -> Scale:
-    """Whole numbers from 0 (agents, conflicts, failed decisions), on an axis of their own."""
-    return Scale("count", high=high, unit=unit, label=label)
+def count(*, high: float | str | None = None, unit: str = "", label: str = "", events: bool = False) -> Scale:
+    """Whole numbers from 0 (agents, conflicts, failed decisions), on an axis of their own; ``high`` may name a
+    parameter (``count(high="limit")``); ``events``: what happened in the round (moves, failures), not a level."""
+    return Scale("count", high=high, unit=unit, label=label, events=events)
 
 
 def share(*, label: str = "") -> Scale:

@@ -153,7 +153,9 @@ class Parameter:
             slider = "SliderInt" if self.kind is int else "SliderFloat"
             low, high = self.offered_range()
             step = self.step if self.step is not None else (1 if self.kind is int else (high - low) / 20)
-            return {"type": slider, "value": self.default, "min": low, "max": high, "step": step, "label": label}
+            # widen: a value beyond the offered range but within the bounds (a link's ?n=500) widens the slider
+            return {"type": slider, "value": self.default, "min": low, "max": high, "step": step, "label": label,
+                    "widen": True}
         return {"type": "InputText", "value": "" if self.default is None else str(self.default), "label": label}
 
 
@@ -239,7 +241,10 @@ class ParameterSet:
         out = {}
         for p in chosen:
             spec = p.control_spec()
-            spec.update(overrides.get(p.name, {}))
+            override = overrides.get(p.name, {})
+            spec.update(override)
+            if {"min", "max"} & set(override):  # a page's own range is its limit (unless it says to widen)
+                spec["widen"] = bool(override.get("widen", False))
             out[p.name] = spec
         return out
 

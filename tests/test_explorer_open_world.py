@@ -43,7 +43,9 @@ def test_the_generic_view_gives_controls_from_the_parameters_policies_llm_and_se
     assert controls["llm_endpoint"]["value"] == "loopback" and controls["llm_model"]["value"] == "tinyvote:follow"
     values, errors = view.query_values("n=2&start_share=x&policy=coin")
     assert values == {"policy": "coin"}
-    assert errors == {"n": "n: 2 is below this page's minimum 3", "start_share": "start share: 'x' is not a number"}
+    assert errors == {"n": "n: 2 is below the game's minimum 3", "start_share": "start share: 'x' is not a number"}
+    assert controls["n"]["max"] < 500  # the slider offers a range around the default; a link beyond it widens it
+    assert view.query_values("n=500") == ({"n": 500}, {})
 
 
 def test_the_picture_is_the_models_network_coloured_by_agent_state_and_steps(view):

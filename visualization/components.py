@@ -11,9 +11,11 @@ Mesa model, and takes llm-mesa's pieces::
 
 (``GAME`` a game's name, ``POLICY`` one of its policies; ``examples/solaraviz_consensus.py`` is a whole page.)
 
-* ``network_component()``: the round's banners and the network (fill = state, ring,
-  flagged squares, marked diamonds, same-state bands) with its echo-chamber map; a
-  click selects an agent;
+* ``network_component()``: the round's banners and the model's space: its network
+  (fill = state as the game declares it, ring, flagged squares, marked diamonds,
+  same-state bands for categories) with its echo-chamber map, or its grid (square or
+  hexagonal cells, empty ones grey); a click selects an agent (a model with no space:
+  the round line and banners only);
 * ``charts_component()``: the game's per-round charts;
 * ``agent_component()``: the selected agent's panel (observation, last reason,
   message, diary where the game has them).
@@ -21,7 +23,7 @@ Mesa model, and takes llm-mesa's pieces::
 Each piece is a plain function of the model (Mesa redraws it after every step) and
 draws what the game's view says (``view_of(Game)``), found from the model's class or
 named with ``game=``; a model of no installed game gets the generic view (its Mesa
-``Network``, its ``DataCollector``). These are the very pieces the explorer's own
+``Network`` or grid, its ``DataCollector``). These are the very pieces the explorer's own
 pages draw with (``panels``, ``network_view``). The selected agent is a Solara
 reactive value, so each visitor selects their own.
 
@@ -104,7 +106,8 @@ CELL = {"min-width": "0", "width": "100%", "height": "100%", "overflow": "auto"}
 
 
 def network_component(game: str | Game | GameView | None = None, *, height: int = 300) -> Callable[[Any], Any]:
-    """The round's banners and network picture (and chamber map) of a model, for ``SolaraViz(components=...)``."""
+    """The round's banners and the picture of a model's space, for ``SolaraViz(components=...)``: its network
+    (and chamber map) or its grid; a model with no space gets its round line and banners alone."""
 
     def Network(model):
         view = view_for(model, game)
@@ -112,9 +115,7 @@ def network_component(game: str | Game | GameView | None = None, *, height: int 
         with solara.Column(classes=["llm-mesa-component-network"], style=CELL):
             solara.Text(view.round_label(model), classes=["llm-mesa-round"], style={"font-weight": "bold"})
             Banners(view.banners(model))
-            if picture is None:
-                solara.Info("This model keeps no network to draw.", dense=True)
-            else:
+            if picture is not None:
                 NetworkPanel(picture, selected=selected_agent.value, on_select=selected_agent.set, height=height)
 
     return Network

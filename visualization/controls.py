@@ -46,8 +46,17 @@ def Control(name: str, spec: Mapping[str, Any], value: Any, on_value: Callable[[
             solara.Text(f"{label}: {_shown(value)}", classes=["llm-mesa-slider-label"],
                         style={"font-size": "0.85em", "color": "#555"})
             slider = solara.SliderInt if kind == "SliderInt" else solara.SliderFloat
-            slider("", value=value, min=spec.get("min", 0), max=spec.get("max", 100), step=spec.get("step", 1),
-                   on_value=on_value, thumb_label=True)
+            low, high = spec.get("min", 0), spec.get("max", 100)
+            widen = bool(spec.get("widen")) and isinstance(value, (int, float))
+            if widen:  # a value beyond the offered range (a link's, a typed one) widens the slider, never clamped
+                low, high = min(low, value), max(high, value)
+            with solara.Row(gap="8px", style={"align-items": "center"}):
+                slider("", value=value, min=low, max=high, step=spec.get("step", 1), on_value=on_value,
+                       thumb_label=True)
+                if widen:  # type any value the game takes, beyond the slider's range too
+                    typed = solara.InputInt if kind == "SliderInt" else solara.InputFloat
+                    typed("", value=value, on_value=lambda v: on_value(v) if v is not None else None,
+                          continuous_update=False, classes=["llm-mesa-typed"], style={"max-width": "90px"})
         elif kind == "Select":
             solara.Select(label, values=list(spec.get("values", [])), value=value, on_value=on_value)
         elif kind == "Checkbox":

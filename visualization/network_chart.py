@@ -7,17 +7,21 @@ node (or its number) shows its details, clicking it selects it.
 
 Two views of one round:
 
-* ``network_spec``: every agent (fill = state, ring = the picture's ring, a square
-  when flagged), links between agents of one state drawn as broad translucent bands,
-  so each group of agreeing neighbours (an echo chamber) shows as a shaded region;
-  marked nodes ringed in black, the selected agent in orange;
-* ``chamber_spec``: the contracted map, one bubble per same-state group sized by its
-  members on a scale fixed by the network's size (maps of one N compare at a glance),
-  one line per pair of groups that links cross.
+* ``network_spec``: every agent (fill = state, as its ``Scale`` says: categories in their
+  colours with a sorted legend, ordered values light to dark, numbers on a continuous
+  scale with a legend bar; ring = the picture's ring, a square when flagged; a node's
+  number in the ink readable on its fill); for categorical states, links between agents
+  of one state drawn as broad translucent bands, so each group of agreeing neighbours (an
+  echo chamber) shows as a shaded region; marked nodes ringed in black, the selected
+  agent in orange;
+* ``chamber_spec``: (categorical states only) the contracted map, one bubble per
+  same-state group sized by its members on a scale fixed by the network's size (maps of
+  one N compare at a glance), one line per pair of groups that links cross.
 """
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,11 +31,11 @@ import networkx as nx
 
 from llm_mesa.views import NetworkPicture
 from llm_mesa.views.charts import EMBED, VEGA_LITE
+from llm_mesa.views.colours import CONTINUOUS_SCHEME, EMPTY
+from llm_mesa.views.pictures import Fill, Picture, label
 
 #: links drawn at most: a dense graph (ER at N = 1,000 has 100,000) shows an even sample of them
 MAX_LINKS = 4000
-#: a game with more distinct states than this has no chamber map (its states are not categories)
-MAX_CATEGORIES = 24
 ROLE_SHAPES = {"": "circle", "flagged": "square", "marked": "diamond"}
 
 
@@ -87,9 +91,9 @@ def chambers(graph: nx.Graph, state: Sequence[str]) -> Chambers:
     return Chambers(tuple(tuple(m) for m in found), tuple(state[m[0]] for m in found), tuple(of_node), dict(links))
 
 
-def has_categories(picture: NetworkPicture) -> bool:
-    """Discrete states (few categories): the chamber map means something."""
-    return len(set(picture.state)) <= MAX_CATEGORIES
+def has_categories(picture: Picture) -> bool:
+    """Unordered categories (few of them) on a graph: the chamber map means something."""
+    return bool(picture.categorical)
 
 
 def _scale(values: list[float]) -> dict[str, Any]:
@@ -113,6 +117,7 @@ def _base(title: Any, width: Any, height: int, datasets: dict[str, list]) -> dic
                        "title": {"anchor": "start", "fontSize": 13}}}
 
 
+@functools.lru_cache(maxsize=1024)
 def _field(name: str) -> str:
     """A detail's name as a Vega field name (no quotes, dots or brackets, which Vega reads as paths)."""
     return "".join(c for c in str(name) if c not in "'\".[]\\") or "detail"
@@ -125,17 +130,49 @@ def _short(text: Any, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def fill_encoding(fill: Fill, legend_title: str, *, legend: bool = True) -> dict[str, Any]:
+    """The Vega-Lite encoding of a fill: categories in their colours and order, numbers on a continuous scale
+    with a legend bar."""
+    shown: Any = None
+    if fill.numeric:
+        if legend:
+            shown = {"title": legend_title, "gradientLength": 180, "orient": "right", "format": ".4~g"}
+        return {"field": "fill", "type": "quantitative", "legend": shown,
+                "scale": {"domain": list(fill.domain), "scheme": CONTINUOUS_SCHEME, "clamp": True, "nice": False}}
+    if legend:
+        shown = {"symbolOpacity": 1, "title": legend_title}
+    return {"field": "fill", "type": "nominal", "legend": shown, "sort": list(fill.colours),
+            "scale": {"domain": list(fill.colours), "range": list(fill.colours.values())}}
+
+
+def state_words(fill: Fill, state: Sequence[Any], agents: int, what: str = "agents") -> str:
+    """A round in a few words for a picture's title: numbers' mean and range, ordered values' middle one."""
+    present = [s for s in state if s is not None]
+    if not present:
+        return f"no {what}"
+    if fill.numeric:
+        values = [float(s) for s in present]
+        mean = sum(values) / len(values)
+        return f"mean {mean:.3g} (from {min(values):.3g} to {max(values):.3g}) over {len(values)} of {agents} {what}"
+    counts = Counter(label(s) for s in present)
+    order = {c: i for i, c in enumerate(fill.colours)}
+    top = min(counts, key=lambda c: (-counts[c], order.get(c, len(order))))  # ties: the first in the legend
+    return f"{len(counts)} states held, most often {top} ({counts[top]} of {agents} {what})"
+
+
 def network_spec(picture: NetworkPicture, *, selected: int | None = None, width: Any = "container",
                  height: int = 460) -> dict[str, Any]:
-    """The whole network: fill = state, ring = the picture's ring, shape = flagged/marked, bands = groups."""
+    """The whole network: fill = state, ring = the picture's ring, shape = flagged/marked; for categorical
+    states, bands draw each same-state group."""
     graph, state = picture.graph, list(picture.state)
     nodes_order = list(graph.nodes)
     position = {v: i for i, v in enumerate(nodes_order)}
     n = len(nodes_order)
-    colours = picture.colours()
-    colour_scale = {"domain": list(colours), "range": list(colours.values())}
+    fill = picture.fill()
+    categories = picture.categorical
+    colour_scale = {"domain": list(fill.colours), "range": list(fill.colours.values())}
     style = NodeStyle.for_size(n)
-    found = chambers(graph, state)
+    found = chambers(graph, [label(s) for s in state]) if categories else None
     marked = set(picture.marked)
     legend = picture.legend
     labels = {"": legend.get("plain", "-"), "flagged": legend.get("flagged", "flagged"), "marked": legend.get("marked", "marked")}
@@ -144,15 +181,20 @@ def network_spec(picture: NetworkPicture, *, selected: int | None = None, width:
     for i, v in enumerate(nodes_order):
         x, y = picture.layout[v]
         role = "marked" if i in marked else ("flagged" if picture.flagged is not None and picture.flagged[i] else "")
-        row = {"agent": i, "x": round(float(x), 5), "y": round(float(y), 5), "fill": state[i],
-               "role": labels[role], "shape": role, "group": found.of_node[i] + 1,
-               "group size": len(found.members[found.of_node[i]])}
+        value = state[i]
+        row = {"agent": i, "x": round(float(x), 5), "y": round(float(y), 5),
+               "fill": (None if value is None else float(value)) if fill.numeric else label(value),
+               "role": labels[role], "shape": role}
+        if style.labels:  # the ink of a node's number (drawn at small N only)
+            row["ink"] = fill.ink_of(value)
+        if found is not None:
+            row.update({"group": found.of_node[i] + 1, "group size": len(found.members[found.of_node[i]])})
         if picture.ring is not None:
             row["ring"] = picture.ring[i]
         extra = picture.details[i] if picture.details is not None else {}
-        for key, value in extra.items():
+        for key, detail in extra.items():
             key = _field(key)
-            row[key] = _short(value)
+            row[key] = _short(detail)
             if key not in detail_fields:
                 detail_fields.append(key)
         nodes.append(row)
@@ -161,43 +203,56 @@ def network_spec(picture: NetworkPicture, *, selected: int | None = None, width:
     links = []
     for u, v in shown:
         (x0, y0), (x1, y1) = picture.layout[u], picture.layout[v]
-        same = state[position[u]] == state[position[v]]
+        same = categories and label(state[position[u]]) == label(state[position[v]])
         links.append({"x": round(float(x0), 5), "y": round(float(y0), 5), "x2": round(float(x1), 5),
-                      "y2": round(float(y1), 5), "same": same, "fill": state[position[u]] if same else "mixed"})
+                      "y2": round(float(y1), 5), "same": same or not categories,
+                      "fill": label(state[position[u]]) if same else "mixed"})
     xy = _xy([picture.layout[v] for v in nodes_order])
     ends = {"x2": {"field": "x2"}, "y2": {"field": "y2"}}
-    tooltip = [{"field": "agent"}, {"field": "fill", "title": legend.get("fill", "state")},
+    fill_title = fill.title if fill.numeric else legend.get("fill", fill.title)
+    tooltip = [{"field": "agent"}, {"field": "fill", "title": fill_title, **({"format": ".4~g"} if fill.numeric else {})},
                *([{"field": "ring", "title": legend.get("ring", "ring")}] if picture.ring is not None else []),
-               *({"field": f} for f in dict.fromkeys(["role", "group", "group size", *detail_fields]))]
+               *({"field": f} for f in dict.fromkeys(["role", *(["group", "group size"] if categories else []),
+                                                      *detail_fields]))]
     flagged = sum(r["shape"] == "flagged" for r in nodes)
     sample = "" if len(shown) == len(edges) else f" · {len(shown):,} of {len(edges):,} links drawn"
-    keys = [f"fill: {legend.get('fill', 'state')}"] + ([f"ring: {legend.get('ring', 'ring')}"] if picture.ring else [])
-    subtitle = [" · ".join(keys) + f" · bands: links within a group (echo chambers){sample}"]
+    keys = [f"fill: {fill_title}"] + ([f"ring: {legend.get('ring', 'ring')}"] if picture.ring else [])
+    bands = " · bands: links within a group (echo chambers)" if categories else ""
+    empty = " · grey: no agent" if fill.numeric and any(s is None for s in state) else ""
+    subtitle = [" · ".join(keys) + bands + empty + sample]
     if picture.flagged is not None or marked:
         subtitle.append(f"■ {flagged} {labels['flagged']} · ◆ {len(marked)} {labels['marked']} (black ring)")
-    title = {"text": f"Round {picture.round_number}: {len(found.members)} {legend.get('groups', 'same-state groups')}, largest "
-                     f"{found.largest} of {n}", "subtitle": subtitle}
+    if found is not None:
+        words = f"{len(found.members)} {legend.get('groups', 'same-state groups')}, largest {found.largest} of {n}"
+    else:
+        words = state_words(fill, state, n)
+    title = {"text": f"Round {picture.round_number}: {words}", "subtitle": subtitle}
     present = [s for s in ROLE_SHAPES if any(r["shape"] == s for r in nodes)]
     ring_words = f" (ring: {legend['ring']})" if picture.ring and legend.get("ring") else ""
-    fill_legend = {"symbolOpacity": 1, "title": legend.get("fill", "state") + ring_words}
+    fill_legend = fill_encoding(fill, fill_title + ring_words)
     node_mark = {"type": "point", "filled": True, "size": style.size, "strokeWidth": style.ring if picture.ring else 0.5,
                  "opacity": 1, "cursor": "pointer"}
-    layers: list[dict[str, Any]] = [
-        {"data": {"name": "edges"}, "transform": [{"filter": "datum.same"}],
-         "mark": {"type": "rule", "strokeWidth": style.band, "opacity": 0.22, "strokeCap": "round"},
-         "encoding": {**xy, **ends, "color": {"field": "fill", "type": "nominal", "scale": colour_scale,
-                                              "legend": fill_legend}}},
-        {"data": {"name": "edges"}, "mark": {"type": "rule", "strokeWidth": style.link, "color": "#666666"},
-         "encoding": {**xy, **ends, "strokeDash": {"condition": {"test": "datum.same", "value": [1, 0]}, "value": [3, 3]},
-                      "opacity": {"condition": {"test": "datum.same", "value": 0.8}, "value": 0.45}}},
-        {"name": "nodes", "data": {"name": "nodes"}, "mark": node_mark,
-         "encoding": {**xy,
-                      "fill": {"field": "fill", "type": "nominal", "scale": colour_scale, "legend": fill_legend},
-                      "stroke": ({"field": "ring", "type": "nominal", "scale": colour_scale, "legend": fill_legend}
-                                 if picture.ring is not None else {"value": "white"}),
-                      "shape": {"field": "shape", "type": "nominal", "legend": None,
-                                "scale": {"domain": present, "range": [ROLE_SHAPES[s] for s in present]}},
-                      "tooltip": tooltip}},
+    node_encoding = {**xy, "fill": fill_legend,
+                     "stroke": ({"field": "ring", "type": "nominal", "scale": colour_scale, "legend": None}
+                                if picture.ring is not None and not fill.numeric else {"value": "white"}),
+                     "shape": {"field": "shape", "type": "nominal", "legend": None,
+                               "scale": {"domain": present, "range": [ROLE_SHAPES[s] for s in present]}},
+                     "tooltip": tooltip}
+    layers: list[dict[str, Any]] = []
+    if categories:
+        layers.append({"data": {"name": "edges"}, "transform": [{"filter": "datum.same"}],
+                       "mark": {"type": "rule", "strokeWidth": style.band, "opacity": 0.22, "strokeCap": "round"},
+                       "encoding": {**xy, **ends, "color": {**fill_encoding(fill, "", legend=False)}}})
+    layers.append({"data": {"name": "edges"}, "mark": {"type": "rule", "strokeWidth": style.link, "color": "#666666"},
+                   "encoding": {**xy, **ends,
+                                "strokeDash": {"condition": {"test": "datum.same", "value": [1, 0]}, "value": [3, 3]},
+                                "opacity": {"condition": {"test": "datum.same", "value": 0.8}, "value": 0.45}}})
+    if fill.numeric and any(s is None for s in state):  # nodes without an agent: grey, beneath the scale's nodes
+        layers.append({"data": {"name": "nodes"}, "transform": [{"filter": "datum.fill == null"}],
+                       "mark": {**node_mark, "color": EMPTY},
+                       "encoding": {k: v for k, v in node_encoding.items() if k not in ("fill", "stroke")}})
+    layers += [
+        {"name": "nodes", "data": {"name": "nodes"}, "mark": node_mark, "encoding": node_encoding},
         {"data": {"name": "nodes"}, "transform": [{"filter": "datum.shape == 'marked'"}],
          "mark": {"type": "point", "shape": "diamond", "filled": False, "stroke": "black", "strokeWidth": 1.6,
                   "size": style.size * 2.8, "strokeDash": [3, 2], "cursor": "pointer"},
@@ -209,16 +264,17 @@ def network_spec(picture: NetworkPicture, *, selected: int | None = None, width:
                                 "strokeWidth": 3, "size": max(style.size * 4, 160), "cursor": "pointer"},
                        "encoding": {**xy, "tooltip": tooltip}})
     if style.labels:  # the number on a node carries the node's tooltip: hovering its centre shows the details
-        layers.append({"data": {"name": "nodes"},
-                       "mark": {"type": "text", "fontSize": 9 if n > 30 else 11, "color": "white", "fontWeight": "bold",
+        layers.append({"name": "labels", "data": {"name": "nodes"},
+                       "mark": {"type": "text", "fontSize": 9 if n > 30 else 11, "fontWeight": "bold",
                                 "baseline": "middle", "cursor": "pointer"},
-                       "encoding": {**xy, "text": {"field": "agent"}, "tooltip": tooltip}})
+                       "encoding": {**xy, "text": {"field": "agent"}, "tooltip": tooltip,
+                                    "color": {"field": "ink", "type": "nominal", "scale": None, "legend": None}}})
     return {**_base(title, width, height, {"nodes": nodes, "edges": links}), "layer": layers}
 
 
 def chamber_spec(picture: NetworkPicture, *, width: Any = "container", height: int = 460) -> dict[str, Any]:
     """The contracted map: one bubble per same-state group (area = members, scale 1..N), lines = links across."""
-    graph, state = picture.graph, list(picture.state)
+    graph, state = picture.graph, [label(s) for s in picture.state]
     nodes_order = list(graph.nodes)
     n = len(nodes_order)
     colours = picture.colours()

@@ -1,8 +1,9 @@
-"""The network panel every page shares: a game's ``NetworkPicture`` as the network or its echo-chamber map.
+"""The space panel every page shares: a game's picture as the network (or its echo-chamber map) or the grid.
 
 The panel draws what the game's view describes (``llm_mesa.views``): the whole
 network, or (for a game whose agents' states are categories) the contracted map of
-its same-state groups, with the round's banners above, and reports a clicked agent.
+its same-state groups; or the cells of a Mesa grid; with the round's banners above,
+and reports a clicked agent (a clicked cell: its first agent).
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from collections.abc import Callable, Sequence
 
 import solara
 
-from llm_mesa.views import Banner, NetworkPicture
+from llm_mesa.views import Banner, GridPicture, Picture
 
+from .grid_chart import grid_spec
 from .network_chart import chamber_spec, has_categories, network_spec
 from .vega_widget import VegaChart
 
@@ -20,8 +22,10 @@ VIEWS = ("network", "echo chambers")
 _SHOW = {"done": solara.Success, "warning": solara.Warning, "info": solara.Info, "error": solara.Error}
 
 
-def spec_of(picture: NetworkPicture, view: str = VIEWS[0], selected: int | None = None, height: int = 460) -> dict:
+def spec_of(picture: Picture, view: str = VIEWS[0], selected: int | None = None, height: int = 460) -> dict:
     """The Vega-Lite spec of one view of ``picture``."""
+    if isinstance(picture, GridPicture):
+        return grid_spec(picture, selected=selected, height=height)
     if view == VIEWS[1] and has_categories(picture):
         return chamber_spec(picture, height=height)
     return network_spec(picture, selected=selected, height=height)
@@ -34,11 +38,12 @@ def Banners(banners: Sequence[Banner]):
 
 
 @solara.component
-def NetworkPanel(picture: NetworkPicture, selected: int | None = None,
+def NetworkPanel(picture: Picture, selected: int | None = None,
                  on_select: Callable[[int], None] | None = None, height: int = 460, classes: Sequence[str] = ()):
-    """The picture (network or echo-chamber map) and its view switch; a click selects an agent."""
+    """The picture (network or echo-chamber map, or grid) and its view switch; a click selects an agent."""
     view, set_view = solara.use_state(VIEWS[0])
     views = list(VIEWS) if has_categories(picture) else [VIEWS[0]]
+    grid = isinstance(picture, GridPicture)
 
     def clicked(datum):
         if on_select is not None and isinstance(datum, dict) and datum.get("agent") is not None:
@@ -47,15 +52,19 @@ def NetworkPanel(picture: NetworkPicture, selected: int | None = None,
     shown = view if view in views else VIEWS[0]
     spec = solara.use_memo(lambda: spec_of(picture, shown, selected, height),
                            dependencies=[picture.key, picture.round_number, shown, selected, height,
-                                         tuple(picture.state), picture.details is None])
-    with solara.Column(classes=["llm-mesa-network", *classes], gap="4px", style={"min-width": "0"}):
+                                         tuple(picture.state), picture.details is None, picture.domain,
+                                         tuple(picture.agents) if grid else None])
+    with solara.Column(classes=["llm-mesa-grid" if grid else "llm-mesa-network", *classes], gap="4px",
+                       style={"min-width": "0", "overflow-x": "auto"}):
         with solara.Row(style={"align-items": "center"}):
             if len(views) > 1:
                 solara.ToggleButtonsSingle(value=shown, values=views, on_value=set_view, dense=True,
                                            classes=["llm-mesa-view-switch"])
-            solara.Text("hover a node for its details; click it to select it" if shown == VIEWS[0]
+            solara.Text("hover a cell for its agents; click it to select its agent" if grid
+                        else "hover a node for its details; click it to select it" if shown == VIEWS[0]
                         else "hover a chamber for its members", style={"font-size": "0.8em", "color": "#666"})
-        VegaChart(spec, classes=["llm-mesa-network-chart"], on_click=clicked if on_select else None)
+        VegaChart(spec, classes=["llm-mesa-grid-chart" if grid else "llm-mesa-network-chart"],
+                  on_click=clicked if on_select else None)
 
 
 __all__ = ["Banners", "NetworkPanel", "VIEWS", "spec_of"]

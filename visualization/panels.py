@@ -26,7 +26,7 @@ def AgentPanel(count: int, selected: int, rows: dict[str, str], on_select: Calla
     """The selected agent (type its number, or click its node when there is a picture)."""
     with solara.Card("Agent", classes=["llm-mesa-agent"], margin=0):
         if on_select is not None:
-            solara.InputInt(f"Agent (0..{count - 1}" + ("; or click a node)" if clickable else ")"), value=selected,
+            solara.InputInt(f"Agent (0..{count - 1}" + ("; or click it in the picture)" if clickable else ")"), value=selected,
                             on_value=lambda v: on_select(min(max(int(v or 0), 0), count - 1)),
                             classes=["llm-mesa-agent-select"])
         for key, value in rows.items():

@@ -43,7 +43,9 @@ class Panel:
 
     ``figure`` is an SVG document (see ``llm_mesa.analysis.figures``); ``table``
     the numbers behind it; ``published`` the study's numbers beside ours;
-    ``skipped`` why a test could not run (the panel is drawn all the same).
+    ``skipped`` why a test could not run (the panel is drawn all the same); no
+    figure, nothing skipped and a table: a note (its caption and table alone).
+    ``table_title`` heads the table (what its cells hold).
     """
 
     title: str
@@ -98,11 +100,15 @@ def _image(svg: str, alt: str) -> str:
 def _panel_html(panel: Panel, index: int) -> str:
     from llm_mesa.analysis.figures import skipped_figure
 
-    svg = panel.figure or skipped_figure(panel.title, panel.skipped or "nothing to draw")
     table = panel.table if panel.table is not None else pd.DataFrame({"skipped": [panel.skipped or "no numbers"]})
     tables = _table_html(table, panel.table_title)
     if panel.published is not None:
         tables += _table_html(panel.published, "published (SPEC)")
+    if panel.figure is None and panel.skipped is None and panel.table is not None:  # a note: words and a table
+        return "\n".join([f'<div class="panel note" id="p{index}-{_slug(panel.title)}">',
+                          f"<h3>{html.escape(panel.title)}</h3>", f'<p class="caption">{html.escape(panel.caption)}</p>',
+                          f'<div class="tables">{tables}</div>', "</div>"])
+    svg = panel.figure or skipped_figure(panel.title, panel.skipped or "nothing to draw")
     parts = [f'<div class="panel" id="p{index}-{_slug(panel.title)}">', f"<h3>{html.escape(panel.title)}</h3>"]
     if panel.skipped:
         parts.append(f'<p class="skipped">skipped: {html.escape(panel.skipped)}</p>')

@@ -6,77 +6,38 @@ built from their values, the network picture of a round, the per-round table and
 its charts, one agent's details, banners and the round's messages; and the same of
 a recorded run and of a sweep's games. A game never imports the explorer: it
 describes (dataclasses, data frames, Vega-Lite dicts), the explorer draws. The
-defaults here work for any game whose model keeps its agents on a Mesa ``Network``
-(``mesa.discrete_space.Network``, any attribute of the model) with an ``agent.state``,
-and records its rounds with a ``DataCollector``; a game improves on them by
-subclassing ``GameView`` and giving it in ``Game.extensions.view`` (``"module:Class"``).
+defaults here work for any game whose model keeps its agents in one of Mesa's
+discrete spaces (a ``Network``, an orthogonal or hexagonal grid, any attribute of the
+model; ``llm_mesa.views.spaces``), or in none (charts alone), each agent with a
+``state`` (filled as the game's ``state_scale`` says it is), and records its rounds
+with a ``DataCollector`` (charted as the game's ``measures`` say they are); a game
+improves on them by subclassing ``GameView`` and giving it in
+``Game.extensions.view`` (``"module:Class"``).
 """
 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from llm_mesa.views import charts as view_charts
 from llm_mesa.views import controls as view_controls
+from llm_mesa.views.colours import NAMED_COLOURS, PALETTE
 from llm_mesa.views.controls import GENERAL, ControlError
+from llm_mesa.views.pictures import Fill, GridPicture, NetworkPicture, Picture, fill_of
+from llm_mesa.views.spaces import find_network, find_space, grid_picture, is_grid, space_agents
 
 if TYPE_CHECKING:
-    import networkx as nx
     import pandas as pd
     from mesa import Model
 
     from llm_mesa.games import Game
     from llm_mesa.views.runs import Recording
 
-#: the category colours of agents' states, in order (matplotlib's tab10)
-#: states that name a colour are drawn in it (the palette's own shade of it)
-NAMED_COLOURS = {"blue": "#1f77b4", "orange": "#ff7f0e", "green": "#2ca02c", "red": "#d62728", "purple": "#9467bd",
-                 "brown": "#8c564b", "pink": "#e377c2", "grey": "#7f7f7f", "gray": "#7f7f7f", "yellow": "#bcbd22",
-                 "cyan": "#17becf"}
-PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-           "#bcbd22", "#17becf")
 #: the most agents' rows a tooltip carries details for (beyond it, the picture stays quick)
 DETAILS_UP_TO = 2000
-
-
-@dataclass(frozen=True)
-class NetworkPicture:
-    """One round of a game on a graph, as a page draws it.
-
-    ``state``: each node's category, in ``graph``'s node order (its fill; ``palette``
-    maps categories to colours, the rest come from ``PALETTE``); ``ring``: an optional
-    second category per node (drawn as its ring, e.g. a preference); ``flagged``:
-    nodes drawn as squares (e.g. an agent whose neighbourhood disagrees); ``marked``:
-    nodes drawn as ringed diamonds (e.g. flippers); ``details``: each node's tooltip
-    rows; ``legend`` says what fill, ring, flagged and marked mean.
-    """
-
-    graph: nx.Graph
-    layout: Mapping[Any, Sequence[float]]
-    state: Sequence[str]
-    round_number: int
-    palette: Mapping[str, str] = field(default_factory=dict)
-    ring: Sequence[str] | None = None
-    flagged: Sequence[bool] | None = None
-    marked: tuple[int, ...] = ()
-    details: Sequence[Mapping[str, Any]] | None = field(default=None, compare=False)
-    legend: Mapping[str, str] = field(default_factory=dict)
-    key: Any = None  # tells one game from another (a redraw when it changes)
-
-    def colours(self) -> dict[str, str]:
-        """Every category drawn, with its colour: the game's own first, a state named like a colour in
-        that colour, then the palette."""
-        seen = list(dict.fromkeys([*self.palette, *self.state, *(self.ring or ())]))
-        named = {c: NAMED_COLOURS[str(c).lower()] for c in seen if c not in self.palette and str(c).lower() in NAMED_COLOURS}
-        taken = {*self.palette.values(), *named.values()}
-        free = [c for c in PALETTE if c not in taken]
-        out = {}
-        for category in seen:
-            out[category] = self.palette.get(category) or named.get(category) or (free.pop(0) if free else "#999999")
-        return out
 
 
 @dataclass(frozen=True)
@@ -96,34 +57,13 @@ class Snapshot:
     label: str
     running: bool
     rounds: pd.DataFrame
-    picture: NetworkPicture | None
+    picture: Picture | None
     banners: tuple[Banner, ...] = ()
     agents: int = 0  # how many agents the panel selects among (0: no panel)
     selected: int = 0
     agent: Mapping[str, str] = field(default_factory=dict)
     messages: pd.DataFrame | None = None
     messages_title: str = "Messages"
-
-
-def _point(position: Any) -> tuple[float, float] | None:
-    """A cell's position as (x, y), or None (a network built without a layout keeps none)."""
-    try:
-        x, y = (float(c) for c in position)
-    except (TypeError, ValueError):
-        return None
-    return x, y
-
-
-def find_network(model: Any) -> Any:
-    """The model's ``mesa.discrete_space.Network`` (any attribute that is one), or None."""
-    try:
-        from mesa.discrete_space import Network
-    except ImportError:  # pragma: no cover - every supported Mesa has it
-        return None
-    for value in vars(model).values():
-        if isinstance(value, Network):
-            return value
-    return None
 
 
 class GameView:
@@ -135,6 +75,9 @@ class GameView:
 
     #: what the controls call the agents' policy
     policy_control = "policy"
+    #: the agent attribute a page fills nodes and cells by (agents of Mesa's own examples keep theirs under
+    #: other names: a game's view subclass says ``state_attribute = "wealth"``)
+    state_attribute = "state"
 
     def __init__(self, game: Game) -> None:
         self.game = game
@@ -210,18 +153,35 @@ class GameView:
     def charts(self, rounds: pd.DataFrame, *, current_round: int | None = None, last_round: int | None = None,
                dash: str | None = None) -> list[tuple[str, dict[str, Any]]]:
         """(CSS class, Vega-Lite dict) of each chart, most important first. Default: the table's numeric columns."""
-        return view_charts.round_charts(rounds, current_round=current_round, last_round=last_round, dash=dash)
+        return view_charts.round_charts(rounds, current_round=current_round, last_round=last_round, dash=dash,
+                                        scales=view_charts.column_scales(rounds, self.game),
+                                        first=self.game.first_measure)
 
-    def picture(self, model: Model) -> NetworkPicture | None:
-        """The network at this round: each node filled by its agent's ``state``. None: the game has no graph."""
-        network = find_network(model)
-        if network is None:
+    def state_of(self, agent: Any) -> Any:
+        """What a page fills an agent's node or cell by: its ``state_attribute`` (None: no agent)."""
+        return getattr(agent, self.state_attribute, None) if agent is not None else None
+
+    def picture(self, model: Model) -> Picture | None:
+        """The model's space at this round, each node or cell filled by its agents' ``state`` (as the game's
+        ``state_scale`` says it is). None: the model keeps its agents in no Network or grid."""
+        space = find_space(model)
+        if space is None:
             return None
+        agents = self.agents(model)
+        legend = {"fill": (self.game.state_scale.label if self.game.state_scale is not None else "") or "state"}
+        common = {"round_number": self.round_number(model), "scale": self.game.state_scale, "legend": legend,
+                  "key": id(model)}
+        if is_grid(space):
+            number = {id(a): i for i, a in enumerate(agents)}
+            picture = grid_picture(space, agents, self.state_of, common.pop("round_number"),
+                                   details_of=lambda a: {"agent": number[id(a)], "policy": _policy_name(a)},
+                                   details_up_to=DETAILS_UP_TO, **common)
+            return replace(picture, domain=self._domain(model, picture.fill()))
         from llm_mesa.views.layout import drawing_layout
 
-        graph = network.G
+        graph = space.G
         nodes = list(graph.nodes)
-        cells = [network[v] for v in nodes]
+        cells = [space[v] for v in nodes]
         own = getattr(model, "layout", None)  # a game's own drawing positions, if it keeps them
         positions = [_point(getattr(c, "position", None)) for c in cells]
         if isinstance(own, Mapping) and all(v in own for v in nodes):
@@ -230,24 +190,36 @@ class GameView:
             layout = dict(zip(nodes, positions))
         else:
             layout = drawing_layout(graph, model, seed=getattr(model, "seed", 0) or 0)
-        agents = [next(iter(c.agents), None) for c in cells]
-        states = [str(getattr(a, "state", "agent")) if a is not None else "empty" for a in agents]
-        details = None
-        if len(nodes) <= DETAILS_UP_TO:
-            details = [{"policy": _policy_name(a)} for a in agents]
-        return NetworkPicture(graph=graph, layout=layout, state=states, round_number=self.round_number(model),
-                              details=details, legend={"fill": "the agent's state"}, key=id(model))
+        states = [self.state_of(a) for a in agents]
+        details = [{"policy": _policy_name(a)} for a in agents] if len(nodes) <= DETAILS_UP_TO else None
+        picture = NetworkPicture(graph=graph, layout=layout, state=states, details=details, **common)
+        return replace(picture, domain=self._domain(model, picture.fill()))
+
+    @staticmethod
+    def _domain(model: Model, fill: Fill) -> tuple[float, float] | None:
+        """A continuous fill's range, kept on the model so that it only ever widens: a colour means the same
+        number from round to round (a declared range never moves anyway)."""
+        if not fill.numeric:
+            return None
+        kept = getattr(model, "_llm_mesa_domain", None)
+        domain = fill.domain if kept is None else (min(kept[0], fill.domain[0]), max(kept[1], fill.domain[1]))
+        try:
+            model._llm_mesa_domain = domain
+        except AttributeError:
+            pass
+        return domain
 
     def agents(self, model: Model) -> list[Any]:
-        """The agents a panel selects among, by number (the network's node order when there is one)."""
-        network = find_network(model)
-        if network is not None:
-            return [next(iter(network[v].agents), None) for v in network.G.nodes]
-        return list(model.agents)
+        """The agents a panel selects among, by number (the network's node order when there is one, else
+        the model's agents in the order of their ids)."""
+        return space_agents(model, find_space(model))
 
     def agent_rows(self, model: Model, index: int) -> dict[str, str]:
-        """One agent's panel: its state, policy, neighbours, what it observes and its last decision."""
-        return view_controls.agent_rows(self, model, index)
+        """One agent's panel: its state, policy, place, neighbours, what it observes and its last decision,
+        field by field (``llm_mesa.views.agent_panel``)."""
+        from llm_mesa.views.agent_panel import agent_rows
+
+        return agent_rows(self, model, index)
 
     def banners(self, model: Model) -> list[Banner]:
         """The lines above the picture. Default: the end of the game, and failed LLM calls so far."""
@@ -309,6 +281,15 @@ def view_of(game: Game) -> GameView:
     return load_target(game.extensions.view)(game)
 
 
+def _point(position: Any) -> tuple[float, float] | None:
+    """A cell's position as (x, y), or None (a network built without a layout keeps none)."""
+    try:
+        x, y = (float(c) for c in position)
+    except (TypeError, ValueError):
+        return None
+    return x, y
+
+
 def _policy_name(agent: Any) -> str:
     policy = getattr(agent, "policy", None)
     if policy is None:
@@ -317,5 +298,5 @@ def _policy_name(agent: Any) -> str:
     return spec() if callable(spec) else str(getattr(policy, "name", policy))
 
 
-__all__ = ["Banner", "ControlError", "DETAILS_UP_TO", "GENERAL", "GameView", "NetworkPicture", "PALETTE", "Snapshot",
-           "find_network", "view_of"]
+__all__ = ["Banner", "ControlError", "DETAILS_UP_TO", "Fill", "GENERAL", "GameView", "GridPicture", "NAMED_COLOURS",
+           "NetworkPicture", "PALETTE", "Picture", "Snapshot", "fill_of", "find_network", "find_space", "view_of"]

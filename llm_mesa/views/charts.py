@@ -4,16 +4,23 @@ A game's view returns its charts as Vega-Lite specifications: dicts a browser dr
 which a game can build without any drawing library. ``line_spec`` is the one line
 chart every page uses: it fits its cell, spans every round played (the latest
 included), keeps shares on a fixed 0-1 axis and can mark the round a replay shows.
-``round_charts`` is the default for any game: its shares together, then each other
-numeric column alone.
+``round_charts`` is the default for any game, drawn as its columns are (``column_scales``:
+what the game declares in ``Game.measures``, else what the values look like): its shares
+together on one 0-1 axis, then each count and each continuous measure on an axis of its own
+(a count is never drawn on the shares' axis), the game's headline measure first.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
+
+from llm_mesa.game_types import Scale, infer_scale, share
+
+if TYPE_CHECKING:
+    from llm_mesa.games import Game
 
 VEGA_LITE = "https://vega.github.io/schema/vega-lite/v5.json"  # a schema name only: never fetched
 #: SVG everywhere: every mark is an element a browser test can hover or count
@@ -32,7 +39,29 @@ def numeric_rounds(rounds: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame({"round": pd.Series(dtype=int)})
     keep = ["round"] + [c for c in rounds.columns if c != "round" and c not in KEY
                         and (pd.api.types.is_bool_dtype(rounds[c]) or pd.api.types.is_numeric_dtype(rounds[c]))]
-    return rounds[keep].astype({c: float for c in keep[1:]}).astype({"round": int}).sort_values("round")
+    booleans = [c for c in keep[1:] if pd.api.types.is_bool_dtype(rounds[c])]
+    frame = rounds[keep].astype({c: float for c in keep[1:]}).astype({"round": int}).sort_values("round")
+    frame.attrs = {**rounds.attrs, "booleans": [*rounds.attrs.get("booleans", []), *booleans]}
+    return frame
+
+
+def column_scales(rounds: pd.DataFrame, game: Game | None = None) -> dict[str, Scale]:
+    """What each numeric column of a per-round table is: as the game declares it, else read from its name and
+    values (a yes/no column, kept as 0/1 by ``numeric_rounds``, is a share)."""
+    booleans = set(rounds.attrs.get("booleans", ()))
+    out = {}
+    for column in rounds.columns:
+        if column == "round" or not pd.api.types.is_numeric_dtype(rounds[column]):
+            continue
+        declared = game.measures.get(column) if game is not None else None
+        if declared is not None:
+            out[column] = declared
+        elif column in booleans:
+            out[column] = share(label=_label(column))
+        else:
+            values = rounds[column].dropna()
+            out[column] = game.scale_of(column, values) if game is not None else infer_scale(column, values)
+    return out
 
 
 def long_frame(rounds: pd.DataFrame, columns: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -75,6 +104,8 @@ def line_spec(rows: Sequence[Mapping[str, Any]], title: str, y_title: str, *, la
         if y_domain is None and top <= 8:  # few values: name each whole number (no 0.5 ticks read as 1)
             y["axis"] = {"format": "d", "values": list(range(int(top) + 1)) if top >= 1 else [0, 1],
                          "labelOverlap": False}
+            if top < 1:  # nothing counted yet: an axis 0..1, not two ticks on one spot
+                y_domain = (0, 1)
     if y_domain is not None:
         y["scale"] = {"domain": list(y_domain), "nice": False}
     encoding: dict[str, Any] = {
@@ -123,28 +154,43 @@ def _label(column: str) -> str:
     return column.replace("_", " ")
 
 
+def _title(column: str, scale: Scale) -> str:
+    return (scale.label or _label(column)) + (f" ({scale.unit})" if scale.unit else "")
+
+
 def round_charts(rounds: pd.DataFrame, *, current_round: int | None = None, last_round: int | None = None,
-                 dash: str | None = None) -> list[tuple[str, dict[str, Any]]]:
-    """Any game's per-round charts: its shares (every value in 0..1) together, then each other column."""
+                 dash: str | None = None, scales: Mapping[str, Scale] | None = None,
+                 first: str | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """Any game's per-round charts: its shares together on a 0-1 axis, then each count and continuous column
+    on its own axis (its declared range, whole-number ticks for a count); ``first``'s chart leads."""
     columns = [c for c in rounds.columns if c not in ("round", dash)
                and pd.api.types.is_numeric_dtype(rounds[c]) and rounds[c].notna().any()]
     if not columns:
         return []
+    scales = dict(scales) if scales is not None else column_scales(rounds)
+    for column in columns:
+        scales.setdefault(column, infer_scale(column, rounds[column].dropna()))
     last = int(rounds["round"].max()) if last_round is None else int(last_round)
-    shares = [c for c in columns if rounds[c].dropna().between(0, 1).all()]
+    shares = [c for c in columns if scales[c].kind == "share"]
     common = {"last_round": last, "current_round": current_round, "dash": dash}
     charts = []
     if shares:
-        names = {c: _label(c) for c in shares}
-        charts.append(("llm-mesa-chart-shares", line_spec(dashed_rows(rounds, names, dash), "Shares per round",
-                                                          "share", y_domain=(0, 1), series=list(names.values()),
-                                                          **common)))
-    for column in [c for c in columns if c not in shares][: MAX_CHARTS - len(charts)]:
-        whole = bool((rounds[column].dropna() % 1 == 0).all())
-        charts.append((f"llm-mesa-chart-{column.replace('_', '-')}",
-                       line_spec(dashed_rows(rounds, {column: _label(column)}, dash), f"{_label(column)} per round",
-                                 _label(column), series=[_label(column)], counts=whole, height=120, **common)))
-    return charts
+        names = {c: _title(c, scales[c]) for c in shares}
+        heading = "Shares per round" if len(names) > 1 else f"{next(iter(names.values()))} per round"
+        charts.append((first in shares, "llm-mesa-chart-shares",
+                       line_spec(dashed_rows(rounds, names, dash), heading, "share", y_domain=(0, 1),
+                                 series=list(names.values()), **common)))
+    for column in [c for c in columns if c not in shares]:
+        scale = scales[column]
+        title = _title(column, scale)
+        whole = scale.kind == "count" or (scale.kind != "continuous" and bool((rounds[column].dropna() % 1 == 0).all()))
+        low, high = scale.bounds()
+        domain = (low, high) if low is not None and high is not None else None
+        charts.append((column == first, f"llm-mesa-chart-{column.replace('_', '-')}",
+                       line_spec(dashed_rows(rounds, {column: title}, dash), f"{title} per round", title,
+                                 series=[title], counts=whole, height=120, y_domain=domain, **common)))
+    charts.sort(key=lambda chart: not chart[0])  # the headline first, the rest in the table's order
+    return [(cls, spec) for _, cls, spec in charts][:MAX_CHARTS]
 
 
 # --- a sweep's games ---------------------------------------------------------------------------
@@ -185,5 +231,6 @@ def repetitions(games: pd.DataFrame) -> str:
     return f"{low} game{'s' if low != 1 else ''} a cell" if low == high else f"{low} to {high} games a cell"
 
 
-__all__ = ["EMBED", "KEY", "SERIES_COLOURS", "VEGA_LITE", "dashed_rows", "line_spec", "long_frame", "numeric_rounds",
+__all__ = ["EMBED", "KEY", "SERIES_COLOURS", "VEGA_LITE", "column_scales", "dashed_rows", "line_spec", "long_frame",
+           "numeric_rounds",
            "repetitions", "round_axis", "round_charts", "sweep_measures", "sweep_table"]

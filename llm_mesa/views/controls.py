@@ -4,9 +4,11 @@ The controls are the game's parameter definition (``Parameter.control_spec``), t
 the agents' policy, the LLM endpoint and model when the game has an LLM policy (the
 built-in loopback stand-in by default, so LLM agents work offline), and the seed.
 Every value, typed into the page or given in a link (``?n=500``), is checked the same
-way: converted as its control's type, held to the page's own range, then to the
-parameter's own checks; each error is a ``ControlError`` that names the control, with
-the message the control itself shows.
+way: converted as its control's type, held to the page's own range (a slider over the
+range a parameter offers widens to any value within the parameter's bounds instead:
+the offered range is where a slider starts, not a limit), then to the parameter's own
+checks; each error is a ``ControlError`` that names the control, with the message the
+control itself shows.
 """
 
 from __future__ import annotations
@@ -101,13 +103,20 @@ def check_value(name: str, spec: Mapping[str, Any], value: Any, parameters: Para
     if spec.get("type") == "Select" and converted not in spec.get("values", ()):
         raise ControlError(name, f"{label}: unknown value {converted!r}; choose one of: "
                                  + ", ".join(map(str, spec.get("values", ()))))
-    if kind in (int, float):
+    own = parameters[name] if parameters is not None and name in parameters else None
+    if kind in (int, float) and spec.get("widen") and own is not None:
+        # a slider over an offered range widens to any value the game takes: only the game's bounds hold
+        if own.low is not None and converted < own.low:
+            raise ControlError(name, f"{label}: {_number(converted)} is below the game's minimum {_number(own.low)}")
+        if own.high is not None and converted > own.high:
+            raise ControlError(name, f"{label}: {_number(converted)} is above the game's maximum {_number(own.high)}")
+    elif kind in (int, float):
         low, high = spec.get("min"), spec.get("max")
         if low is not None and converted < low:
             raise ControlError(name, f"{label}: {_number(converted)} is below this page's minimum {_number(low)}")
         if high is not None and converted > high:
-            own = parameters[name].high if parameters is not None and name in parameters else None
-            hint = f" (the game takes up to {_number(own)}: play it from the command line)" if own is not None and own > high else ""
+            top = own.high if own is not None else None
+            hint = f" (the game takes up to {_number(top)}: play it from the command line)" if top is not None and top > high else ""
             raise ControlError(name, f"{label}: {_number(converted)} is above this page's maximum {_number(high)}{hint}")
     if parameters is not None and name in parameters:
         try:
@@ -239,7 +248,7 @@ def make_policy(view: GameView, values: Mapping[str, Any], policy: str | None = 
     return game.llm_policy(endpoint, None)
 
 
-# --- one agent's panel ----------------------------------------------------------------------------
+# --- words ----------------------------------------------------------------------------------------
 
 
 def shorten(value: Any, limit: int = 400) -> str:
@@ -249,40 +258,6 @@ def shorten(value: Any, limit: int = 400) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def agent_rows(view: GameView, model: Any, index: int) -> dict[str, str]:
-    """State, policy, neighbours, observation and last decision of agent ``index`` (what it has of them)."""
-    agents = view.agents(model)
-    if not agents:
-        return {}
-    agent = agents[min(max(index, 0), len(agents) - 1)]
-    if agent is None:
-        return {"agent": str(index), "state": "(no agent on this node)"}
-    rows = {"agent": str(index), "state": shorten(getattr(agent, "state", "-"))}
-    policy = getattr(agent, "policy", None)
-    if policy is not None:
-        spec = getattr(policy, "spec", None)
-        rows["policy"] = spec() if callable(spec) else str(policy)
-    cell = getattr(agent, "cell", None)
-    neighbourhood = getattr(cell, "neighborhood", None)
-    if neighbourhood is not None:
-        around = [next(iter(c.agents), None) for c in neighbourhood]
-        states = [shorten(getattr(a, "state", "-"), 40) for a in around if a is not None]
-        rows["neighbours hold"] = ", ".join(states[:40]) + (f" … ({len(states)} in all)" if len(states) > 40 else "") or "-"
-    observe = getattr(agent, "observe", None)
-    if callable(observe):
-        try:
-            rows["observation"] = shorten(observe())
-        except Exception:  # noqa: BLE001 - a panel never breaks a page; an agent may not observe between rounds
-            rows["observation"] = "-"
-    decision = getattr(agent, "pending", None)
-    if decision is not None:
-        for key in ("reason", "message", "diary"):
-            if getattr(decision, key, None):
-                rows[f"last {key}" if key == "reason" else key] = shorten(getattr(decision, key))
-        rows.setdefault("last decision", shorten(decision))
-    return rows
-
-
-__all__ = ["BUILTIN", "ControlError", "GENERAL", "LLM", "agent_rows", "check_endpoint_text", "check_value",
+__all__ = ["BUILTIN", "ControlError", "GENERAL", "LLM", "check_endpoint_text", "check_value",
            "check_values", "controls_of", "initial_values", "loopback_model", "make_policy", "page_endpoint",
            "policy_choices", "query_values", "reported", "resolve_endpoint", "shorten"]

@@ -2,19 +2,22 @@
 
 A ``Recording`` answers a page's questions round by round, as a live model does
 (``snapshot(round, selected)``), from what was kept. The default, ``ReplayedRun``,
-works for any game: its recorded per-round table draws the charts, and the network
-of each round comes from playing the game again from its parameters, policy and
-seed, which gives the same game bit for bit for rule policies (the project's
-reproducibility rule). The replayed rounds are compared with the recorded ones, and
-a game that does not match shows its charts only, saying why; an LLM game shows its
-network only where its game keeps per-agent tables (its own ``GameView``).
+works for any game: its recorded per-round table draws the charts, and each round's
+picture (network or grid, fills, tooltips and agent panel) comes from the run's
+``agents`` table when it keeps one (LLM games included: the space is built again from
+the parameters and seed, no round is played, no endpoint called;
+``llm_mesa.views.recorded_agents``), else from playing a rule game again from its
+parameters, policy and seed, which gives the same game bit for bit (the project's
+reproducibility rule). Played again, the rounds are compared with the recorded ones,
+and a game that does not match shows its charts only, saying why; so does an LLM game
+that kept no agents table.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,9 +25,10 @@ import pandas as pd
 
 from llm_mesa.errors import LlmMesaError
 from llm_mesa.views.charts import numeric_rounds
+from llm_mesa.views.pictures import GridPicture, Picture
 
 if TYPE_CHECKING:
-    from llm_mesa.views import GameView, NetworkPicture, Snapshot
+    from llm_mesa.views import GameView, Snapshot
 
 #: the environment variable through which ``llm-mesa viz --replay DIR`` names the run
 REPLAY_DIR_ENV = "LLM_MESA_REPLAY_DIR"
@@ -109,7 +113,7 @@ class Recording:
         words = ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in list(shown.items())[:8])
         return words or f"{self.last_round} rounds"
 
-    def picture(self, round_number: int) -> NetworkPicture | None:
+    def picture(self, round_number: int) -> Picture | None:
         return None
 
     def agent_rows(self, round_number: int, index: int) -> dict[str, str]:
@@ -140,23 +144,33 @@ class Recording:
 
 @dataclass
 class ReplayedRun(Recording):
-    """Any game, played again from its parameters, policy and seed to draw its network each round."""
+    """Any game, round by round: each round's picture from the run's ``agents`` table (any policy, LLM games
+    included; ``llm_mesa.views.recorded_agents``), else from playing a rule game again from its seed."""
 
-    states: dict[int, list[str]] = field(default_factory=dict)
-    base: NetworkPicture | None = None
+    pictures: dict[int, Picture] = field(default_factory=dict)
+    fields: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # each agent's recorded row, per round
     policies: list[str] = field(default_factory=list)
+    column: str = ""  # the agents table's column the state came from
+    neighbours: dict[Any, list[Any]] = field(default_factory=dict)  # a grid's cells around each cell
 
     @classmethod
     def play_again(cls, view: GameView, key: str, recorded: pd.DataFrame | None, parameters: Mapping[str, Any],
-                   policy: str, seed: int, summary: Mapping[str, Any]) -> ReplayedRun:
+                   policy: str, seed: int, summary: Mapping[str, Any],
+                   agents: pd.DataFrame | None = None) -> ReplayedRun:
         from llm_mesa.views.controls import LLM
 
         rounds = numeric_rounds(recorded) if recorded is not None else None
+        reason = "the run kept no agents table (one row per agent and round)"
+        if agents is not None and len(agents):
+            made = cls.from_agents(view, key, rounds, agents, parameters, policy, seed, summary)
+            if isinstance(made, ReplayedRun):
+                return made
+            reason = made
         if policy.split(":")[0] == LLM:
-            note = "an LLM game is not played again: its network shows only where the game keeps per-agent tables"
             if rounds is None:
                 raise ReplayError(f"{key} kept no per-round table and is an LLM game; nothing to replay")
-            return cls(view, key, rounds, summary, note)
+            return cls(view, key, rounds, summary, f"an LLM game is not played again, and {reason}: its charts only "
+                                                    "(a game that keeps an agents table replays its pictures)")
         try:
             model = view.build(parameters, policy, int(seed))
         except (LlmMesaError, ValueError, TypeError) as exc:
@@ -169,39 +183,117 @@ class ReplayedRun(Recording):
             pictures[view.round_number(model)] = view.picture(model)
         played = view.rounds(model)
         if rounds is None:
-            rounds, note = played, "played again from its seed (the sweep kept no per-round table)"
+            rounds, note = played, "played again from its seed (the run kept no per-round table)"
         elif not _same(played, rounds):
             return cls(view, key, rounds, summary, "played again from its seed, this game differs from its record "
                                                     "(another version of the game?): its charts only")
         else:
             rounds, note = played, ""  # the same game: its own table may say more than the record kept
-        base = pictures[0]
-        if base is None:
+        if pictures[0] is None:
             return cls(view, key, rounds, summary, note)
-        states = {r: list(p.state) for r, p in pictures.items() if p is not None}
+        base = pictures[0]
         policies = [str((d or {}).get("policy", "-")) for d in (base.details or [{}] * len(base.state))]
-        return cls(view, key, rounds, summary, note, states=states, base=base, policies=policies)
+        if isinstance(base, GridPicture):
+            policies = [policy] * len(view.agents(model))
+        return cls(view, key, rounds, summary, note, pictures=_lighter(pictures), policies=policies,
+                   neighbours=_cells_around(model))
 
-    def picture(self, round_number: int) -> NetworkPicture | None:
-        from dataclasses import replace
+    @classmethod
+    def from_agents(cls, view: GameView, key: str, rounds: pd.DataFrame | None, agents: pd.DataFrame,
+                    parameters: Mapping[str, Any], policy: str, seed: int,
+                    summary: Mapping[str, Any]) -> ReplayedRun | str:
+        """The run's pictures from its agents table, its space from building (not playing) the game again;
+        or why they cannot be drawn (a phrase)."""
+        from llm_mesa.views.recorded_agents import grid_at, network_at, read_agents
 
-        if self.base is None or round_number not in self.states:
-            return None
-        return replace(self.base, state=self.states[round_number], round_number=round_number, key=self.key,
-                       details=[{"policy": p} for p in self.policies])
+        try:
+            model = view.build(parameters, view.game.first_policy(), int(seed))
+        except (LlmMesaError, ValueError, TypeError) as exc:
+            return f"its space could not be built again ({exc})"
+        base = view.picture(model)
+        if base is None:
+            return "the game keeps no network or grid to draw"
+        everyone = view.agents(model)
+        grid = isinstance(base, GridPicture)
+        nodes = None if grid else list(base.graph.nodes)
+        read = read_agents(agents, everyone, view.state_of, nodes=nodes, grid=grid)
+        if isinstance(read, str):
+            return read
+        policies = [policy] * len(everyone)
+        pictures: dict[int, Picture] = {}
+        for r, states in read.states.items():
+            if grid:
+                pictures[r] = grid_at(base, states, read.cells.get(r) or [], read.rows[r], r, key, policies)
+            else:
+                pictures[r] = network_at(base, states, read.rows[r], r, key, policies)
+        if rounds is None:
+            rounds = pd.DataFrame({"round": sorted(pictures)})
+        missing = [r for r in range(int(rounds["round"].min()), int(rounds["round"].max()) + 1) if r not in pictures]
+        note = f"the agents table keeps no row for round(s) {', '.join(map(str, missing[:8]))}" if missing else ""
+        domain = _widest(pictures.values())
+        pictures = {r: replace(p, domain=domain) for r, p in pictures.items()}
+        return cls(view, key, rounds, summary, note, pictures=pictures, fields=read.rows, policies=policies,
+                   column=read.column, neighbours=_cells_around(model))
+
+    def picture(self, round_number: int) -> Picture | None:
+        return self.pictures.get(round_number)
 
     def agent_count(self) -> int:
-        return len(self.base.state) if self.base is not None else 0
+        return len(self.policies) if self.pictures else 0
 
     def agent_rows(self, round_number: int, index: int) -> dict[str, str]:
-        if self.base is None or round_number not in self.states:
+        from llm_mesa.views.agent_panel import words
+
+        picture = self.pictures.get(round_number)
+        if picture is None or not 0 <= index < len(self.policies):
             return {}
-        nodes = list(self.base.graph.nodes)
-        states = self.states[round_number]
-        node = nodes[index]
-        around = [states[nodes.index(v)] if v in nodes else "-" for v in self.base.graph.neighbors(node)]
-        return {"agent": str(index), "state": states[index], "policy": self.policies[index] if self.policies else "-",
-                "neighbours hold": ", ".join(around[:40]) or "-"}
+        recorded = (self.fields.get(round_number) or [{}] * (index + 1))[index]
+        if isinstance(picture, GridPicture):
+            at = next((c for c, members in zip(picture.coordinates, picture.agents) if index in members), None)
+            fill = dict(zip(picture.coordinates, picture.state))
+            own = recorded.get(self.column) if self.column else (fill.get(at) if at is not None else None)
+            rows = {"agent": str(index), "state": words(own), "policy": self.policies[index],
+                    "cell": f"({at[0]}, {at[1]})" if at is not None else "-"}
+            if at is not None:
+                around = [fill.get(c) for c in self.neighbours.get(at, [])]
+                rows["neighbours hold"] = ", ".join(words(s, 40) for s in around if s is not None) or "-"
+        else:
+            nodes = list(picture.graph.nodes)
+            place = {v: i for i, v in enumerate(nodes)}
+            around = [picture.state[place[v]] for v in picture.graph.neighbors(nodes[index]) if v in place]
+            rows = {"agent": str(index), "state": words(picture.state[index]), "policy": self.policies[index],
+                    "neighbours hold": ", ".join(words(s, 40) for s in around[:40]) or "-"}
+        rows.update({k.replace("_", " "): words(v) for k, v in recorded.items() if k != self.column})
+        return rows
+
+
+def _lighter(pictures: dict[int, Picture], budget: int = 400_000) -> dict[int, Picture]:
+    """The pictures of a game played again, their tooltips dropped beyond ``budget`` agent-rounds (a long, large
+    game keeps its states, squares and marks for every round, and its details for the first)."""
+    size = sum(len(p.state) for p in pictures.values() if p is not None)
+    if size <= budget:
+        return {r: p for r, p in pictures.items() if p is not None}
+    first = min(pictures)
+    return {r: (p if r == first else replace(p, details=None)) for r, p in pictures.items() if p is not None}
+
+
+def _widest(pictures: Any) -> tuple[float, float] | None:
+    """One continuous range for every round of a replay (a colour means one number throughout)."""
+    domains = [p.fill().domain for p in pictures if p.fill().numeric]
+    if not domains:
+        return None
+    return min(d[0] for d in domains), max(d[1] for d in domains)
+
+
+def _cells_around(model: Any) -> dict[Any, list[Any]]:
+    """A grid's neighbourhoods by coordinate (for the replay's agent panel); {} for any other space."""
+    from llm_mesa.views.spaces import find_space, is_grid
+
+    space = find_space(model)
+    if not is_grid(space):
+        return {}
+    return {tuple(int(c) for c in cell.coordinate): [tuple(int(c) for c in n.coordinate) for n in cell.neighborhood]
+            for cell in space.all_cells}
 
 
 def _same(played: pd.DataFrame, recorded: pd.DataFrame) -> bool:
@@ -219,11 +311,12 @@ def open_run(view: GameView, path: str | Path) -> Recording:
     if manifest.get("kind") != view.game.name:
         raise ReplayError(f"{path} holds a {manifest.get('kind')} run, not a {view.game.name} one")
     rounds = read_table(path, "rounds")
+    agents = read_table(path, "agents")
     summary = read_manifest(path / "summary.json") if (path / "summary.json").is_file() else {}
     parameters = {k: v for k, v in (manifest.get("parameters") or {}).items() if k in view.game.parameters}
     policy = str(_policy_of(view, manifest, summary))
     seed = int(manifest.get("seed", summary.get("seed", 1)) or 0)
-    return ReplayedRun.play_again(view, str(path), rounds, parameters, policy, seed, summary)
+    return ReplayedRun.play_again(view, str(path), rounds, parameters, policy, seed, summary, agents)
 
 
 def _policy_of(view: GameView, manifest: Mapping[str, Any], summary: Mapping[str, Any]) -> Any:
@@ -239,11 +332,13 @@ def _policy_of(view: GameView, manifest: Mapping[str, Any], summary: Mapping[str
 
 
 def sweep_game(view: GameView, sweep: Any, condition: str, policy: str, seed: int) -> Recording:
-    """One game of a sweep (``sweeps.SweepGames``): its kept rounds, its network played again."""
+    """One game of a sweep (``sweeps.SweepGames``): its kept rounds, its pictures from its kept agents table
+    (else played again from its seed)."""
     rounds = sweep.of_game("rounds", condition, policy, seed)
+    agents = sweep.of_game("agents", condition, policy, seed)
     return ReplayedRun.play_again(view, sweep.label(condition, policy, seed), rounds if len(rounds) else None,
                                   sweep.parameters_of(condition), sweep.policy_spec(policy), seed,
-                                  sweep.row(condition, policy, seed))
+                                  sweep.row(condition, policy, seed), agents if len(agents) else None)
 
 
 __all__ = ["REPLAY_DIR_ENV", "Recording", "ReplayError", "ReplayedRun", "open_run", "read_manifest", "read_table",

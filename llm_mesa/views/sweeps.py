@@ -84,7 +84,10 @@ class SweepGames:
 
     @property
     def kept_tables(self) -> list[str]:
-        folders = [p.name for p in self.path.iterdir() if p.is_dir()] if self.path.is_dir() else []
+        """The per-game tables the sweep kept: its folders of Parquet parts (never another folder, such as the
+        statistics ``llm-mesa analyze`` keeps in ``analysis-cache``)."""
+        folders = [p.name for p in self.path.iterdir() if p.is_dir() and any(p.glob("*.parquet"))] \
+            if self.path.is_dir() else []
         siblings = [p.name.split(".")[-2] for p in self.path.parent.glob(self.path.stem + ".*.parquet")] \
             if self.path.is_file() else []
         return sorted(t for t in set(folders + siblings) if t != "games" and not t.startswith("."))

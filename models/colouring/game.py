@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from llm_mesa import Game, LlmEstimate, LlmSupport, PolicyCatalog, StudyDesign, Table
+from llm_mesa import Game, LlmEstimate, LlmSupport, PolicyCatalog, StudyDesign, Table, categorical, continuous, count, share
 
 from .design import CONDITIONS, GROUPS, RULES, describe
-from .parameters import PARAMETERS
+from .parameters import COLOURS, PARAMETERS
 
 PACKAGE = "llm_mesa.models.colouring"
 TABLES = (
@@ -23,6 +23,27 @@ TABLES = (
     Table("agents", ("round", "agent"), "one row per agent and round: colour, in conflict, changed", needs=("edges",)),
     Table("edges", ("source", "target"), "the network, each edge once"),
 )
+#: what the rounds table's and the summary row's columns are (pages and reports draw them so): counts of
+#: rounds never exceed the game's round limit, of agents its N; the network's size is a count, not an outcome
+MEASURES = {
+    "solved": share(label="solved"),
+    "rounds_to_solution": count(high="max_rounds", label="rounds to a solution"),
+    "rounds": count(high="max_rounds", label="rounds played"),
+    "conflicts": count(label="conflicting edges"),
+    "in_conflict": count(high="n", label="agents in conflict"),
+    "changed": count(high="n", label="colour changes", events=True),
+    "failed": count(high="n", label="failed LLM decisions", events=True),
+    "conflicts_start": count(label="conflicts at the start"),
+    "conflicts_final": count(label="conflicts at the end"),
+    "conflicts_min": count(label="fewest conflicts"),
+    "conflicts_mean": continuous(0, label="mean conflicts over the round limit"),
+    **{f"conflicts_at_{p}": count(label=f"conflicts at {p}% of the round limit") for p in (25, 50, 75)},
+    "changes": count(label="colour changes"),
+    "failed_decisions": count(label="failed LLM decisions"),
+    "payoff_earned": continuous(0, "payoff", unit="$", label="payoff earned"),
+    "depth": count(label="turn depth"),
+    "n": count(label="agents"), "edges": count(label="edges"), "k": count(label="colours"),
+}
 
 
 class ColouringGame(Game):
@@ -39,6 +60,9 @@ class ColouringGame(Game):
         groups={"rules": RULES})
     design = StudyDesign(CONDITIONS, GROUPS)
     llm = LlmSupport(policy=f"{PACKAGE}.llm_policy:game_policy", behaviours=f"{PACKAGE}.behaviours")
+    state_scale = categorical(*COLOURS, label="colour")  # named colours: each drawn in its colour
+    measures = MEASURES
+    headline_measure = "solved"
 
     def build(self, parameters: Mapping[str, Any], policy: Any, seed: int) -> Any:
         from .model import ColouringModel
