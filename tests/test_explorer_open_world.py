@@ -63,7 +63,7 @@ def test_the_picture_is_the_models_network_coloured_by_agent_state_and_steps(vie
     bubbles = chamber_spec(later.picture)["datasets"]["bubbles"]
     assert sum(b["members"] for b in bubbles) == 12
     charts = dict(view.charts(later.rounds))
-    values = [r for r in charts["llm-mesa-chart-shares"]["data"]["values"] if r["series"] == "share a"]
+    values = [r for r in charts["llm-mesa-chart-shares"]["data"]["values"] if r["series"] == get_game(EXTRA).measures["share_a"].label]
     assert [r["value"] for r in values] == pytest.approx(list(model.datacollector.get_model_vars_dataframe()["share_a"]))
 
 
