@@ -11,7 +11,8 @@ from llm_mesa.lab.seat import Seat
 
 
 class Person:
-    """Answers at ``seat``: ``script(round, facts) -> values`` (None: let the deadline pass)."""
+    """Answers at ``seat``: ``script(round, facts) -> values`` (None: let the deadline pass), or
+    ``(values, alternative)`` to answer in another form of the question (a message instead of a move)."""
 
     def __init__(self, seat: Seat, script: Callable[[int, Any], Mapping[str, Any] | None], alternative: int = 0):
         self.seat, self.script, self.alternative = seat, script, alternative
@@ -36,8 +37,11 @@ class Person:
                 answered.add(id(question))
                 self.seen.append(question.asked.facts)
                 values = self.script(question.asked.facts.round, question.asked.facts)
+                alternative = self.alternative
+                if isinstance(values, tuple):
+                    values, alternative = values
                 if values is not None:
-                    self.seat.submit(values, self.alternative)
+                    self.seat.submit(values, alternative)
             time.sleep(0.01)
 
 

@@ -189,3 +189,23 @@ def test_a_seat_shows_its_own_agents_facts_and_no_other_agents_secret(tmp_path):
         text = repr(facts)
         assert mine in text and not any(secret in text for secret in others)
         assert facts.agent == f"agent {seat.agent}" and facts.rounds == 3  # the guide's round limit, found
+
+
+@pytest.mark.parametrize("name, update", [("consensus", "random-sequential"), ("colouring", "random-asynchronous")])
+def test_under_turns_a_seat_is_asked_at_each_of_its_turns_and_replays_turn_by_turn(name, update, tmp_path):
+    parameters, policy = GAMES[name]
+    store = ResponseStore(tmp_path / "calls.sqlite")
+    session = LabSession(get_game(name), {**parameters, "update": update}, policy, 7, 2, deadline=1.0, store=store)
+    play(session, {1: first_choice, 2: first_choice})
+    store.close()
+    turns = [(a.round, a.activation) for a in session.answers]
+    assert all(activation is not None for _, activation in turns) and len(set(turns)) == len(turns)
+    assert session.timeouts == 0
+    game = get_game(name)
+    llm = game.llm_policy(human_endpoint(), ResponseStore(tmp_path / "calls.sqlite", "replay"))
+    again = game.place(session.parameters, policy, 7, {seat.agent: llm for seat in session.seats})
+    while again.running:
+        again.step()
+    recorded, replayed = states(game, session.model), states(game, again)
+    pd.testing.assert_frame_equal(recorded[0], replayed[0])
+    assert recorded[1] == replayed[1] and llm.usage.replayed == len(session.answers)
