@@ -165,8 +165,11 @@ def test_two_seats_and_rule_agents_play_consensus_to_the_end(tmp_path, local):  
         seen = stranger.locator("body").inner_text() + "\n" + frames_stranger.text
         assert not [word for word in ("Round", "node", "colour", "preferred", "Seat") if word in seen]
         thief = local.page(900, 500)  # seat 1's link in another browser: used up
+        frames_thief = Frames(thief)
         thief.goto(lab.urls["seat 1"])
         shows(thief, "This link opens nothing here")
+        seen = thief.locator("body").inner_text() + "\n" + frames_thief.text
+        assert not [word for word in ("Round", "node", "colour", "preferred", "Seat") if word in seen]
         wait_round(one, 2, 3)
         one.reload()  # mid-game: the seat resumes in this browser
         wait_round(one, 2, 3)

@@ -165,12 +165,17 @@ def test_a_lab_replayed_from_the_command_line_writes_a_run_folder_viz_replay_ope
     (["--seats", "1", "--policy", "nosuch"], "unknown consensus policy"),
     (["--seats", "1", "--replay", "x.sqlite", "--replay-fill"], "replays strictly"),
     (["--seats", "1", "--replay", "missing.sqlite"], "does not exist"),
+    (["--seats", "1", "--public-url", "lab.example.org"], "--public-url"),
+    (["--seats", "1", "--policy", "llm", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--timeout", "2",
+      "--max-attempts", "1"], "127.0.0.1:9"),
 ])
 def test_bad_input_is_one_line_that_names_the_fix_and_exit_status_2(argv, words, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     status = main(["lab", "--game", "consensus", "--set", "n=10", *argv])
-    err = capsys.readouterr().err.strip()
+    printed = capsys.readouterr()
+    err = printed.err.strip()
     assert status == 2 and len(err.splitlines()) == 1 and words in err, err
+    assert printed.out == ""  # no seat's link was handed out
     assert list(tmp_path.iterdir()) == []  # nothing written, not even a store
 
 
@@ -186,3 +191,23 @@ def test_an_out_folder_that_exists_is_refused_before_the_lab_starts(tmp_path, ca
     (tmp_path / "taken" / "x").write_text("kept")
     status = main(["lab", "--game", "consensus", "--seats", "1", "--out", str(tmp_path / "taken")])
     assert status == 2 and "already exists" in capsys.readouterr().err
+
+
+def test_two_labs_at_once_share_nothing(tmp_path):
+    """The same game and seed in two labs at once: neither's tokens open the other, neither's answers reach it."""
+    import threading
+
+    labs = {colour: session(seats=1, seat_agents=[3], store=ResponseStore(tmp_path / f"{colour}.sqlite"))
+            for colour in ("red", "blue")}
+    red, blue = labs["red"], labs["blue"]
+    assert red.admit(f"seat={blue.seats[0].token}", "b") is None and blue.admit(f"host={red.host_token}", "b") is None
+    games = [threading.Thread(target=play, args=(lab, {1: lambda r, f, c=colour: {"colour": c}}))
+             for colour, lab in labs.items()]
+    for game in games:
+        game.start()
+    for game in games:
+        game.join(timeout=60)
+    for colour, lab in labs.items():
+        assert {json.loads(a.answer)["colour"] for a in lab.answers} == {colour}
+        rows = ResponseStore(lab.store.path, "replay").rows()
+        assert rows and {json.loads(r["response"]["text"])["colour"] for r in rows} == {colour}

@@ -80,6 +80,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                        help="address to listen on (default 127.0.0.1: this machine only; see the description "
                             "for serving others and TLS)")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port to listen on (default {DEFAULT_PORT})")
+    serve.add_argument("--public-url", metavar="URL", default=None,
+                       help="the address people reach the lab at, printed in the links instead of http://HOST:PORT/ "
+                            "(behind a reverse proxy: e.g. https://lab.example.org/)")
     serve.add_argument("--assets-dir", type=Path, default=None, help="offline front-end cache (as llm-mesa viz)")
     serve.add_argument("--no-fill", action="store_true", help="do not fetch missing front-end packages from npm")
     add_endpoint_arguments(parser, unset=True)
@@ -104,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, game: Any, parameters: dict[str, Any], store: Any) -> int:
     from llm_mesa.lab.session import LabSession
+    from llm_mesa.llm.preflight_check import passed
+    from llm_mesa.llm.runtime import run_sync
 
     spec = args.policy or game.first_policy()
     policy = _policy(game, spec, args, store)
@@ -116,8 +121,10 @@ def _run(args: argparse.Namespace, game: Any, parameters: dict[str, Any], store:
             seat.claim("replay")
         session.play()
         return _finish(args, session, spec, store)
+    for endpoint in {p.endpoint for p in session.llm_policies}:  # a bad endpoint is one line before anyone is seated
+        run_sync(passed(endpoint))
     server = _serve(session, args)
-    base = f"http://{args.host if args.host not in ('0.0.0.0', '::') else '127.0.0.1'}:{args.port}/"
+    base = args.public_url or f"http://{args.host if args.host not in ('0.0.0.0', '::') else '127.0.0.1'}:{args.port}/"
     print(f"llm-mesa lab: the {game.name} game, {len(session.seats)} seat(s) ({agents}), the others on {spec}; "
           f"serving on {base} (deadline {args.deadline:g} s)", file=sys.stderr)
     for name, url in session.urls(base):
@@ -138,6 +145,13 @@ def _run(args: argparse.Namespace, game: Any, parameters: dict[str, Any], store:
 def _check_numbers(args: argparse.Namespace) -> None:
     if not 0 < args.port < 65536:
         raise LabCommandError(f"--port {args.port} is not a TCP port; use e.g. --port {DEFAULT_PORT}")
+    if args.public_url is not None:
+        from urllib.parse import urlparse
+
+        url = urlparse(args.public_url)
+        if url.scheme not in ("http", "https") or not url.hostname or url.query or url.fragment:
+            raise LabCommandError(f"--public-url {args.public_url!r} is not the http(s) address of the lab; give e.g. "
+                                  "--public-url https://lab.example.org/")
     if args.seats < 1:
         raise LabCommandError(f"--seats {args.seats}: seat at least one person (--seats 1)")
     for name in ("deadline", "linger"):
@@ -179,7 +193,7 @@ def _store(args: argparse.Namespace) -> Any:
     if args.out is not None:
         default = f"{str(args.out).rstrip('/')}.calls.sqlite"
     else:
-        default = f"llm-mesa-lab-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}.calls.sqlite"
+        default = f"llm-mesa-lab-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.calls.sqlite"
     path, mode = recording_from_args(args, default=default)
     if path is None:
         return None
@@ -303,7 +317,7 @@ def _replay_command(args: argparse.Namespace, session: Any, store: Any) -> str:
         return ""
     open_seats = session.open_seats()
     words = ["llm-mesa", "lab"] + [w for w in getattr(args, "_argv", [])[1:] if w]
-    skip = {"--seats", "--seat-agents", "--record", "--replay", "--out", "--port", "--host", "--linger"}
+    skip = {"--seats", "--seat-agents", "--record", "--replay", "--out", "--port", "--host", "--linger", "--public-url"}
     kept, i = [], 0
     while i < len(words):
         word = words[i]
