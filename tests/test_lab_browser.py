@@ -183,6 +183,8 @@ def test_two_seats_and_rule_agents_play_consensus_to_the_end(tmp_path, local):  
         shows(one, "The game has ended", timeout=90_000)
         shows(two, "The game has ended", timeout=30_000)
         assert lab.wait() == 0
+        logged = lab.log.read_text() + "\n".join(lab.printed[3:])
+        assert not [url for url in lab.urls.values() if url.rsplit("=", 1)[1] in logged]  # no token in a log
         for page, frames in ((one, frames_one), (two, frames_two)):
             text = page.locator("body").inner_text() + "\n" + frames.text
             # a seat is told its own preferred colour, and no other agent's: not by name, not as a field

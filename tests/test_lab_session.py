@@ -21,7 +21,7 @@ from lab_people import play
 from llm_mesa import register_game
 from llm_mesa.cli import main
 from llm_mesa.lab import LabError, LabSession
-from llm_mesa.lab.run_folder import lab_summary, lab_tables
+from llm_mesa.lab.run_folder import lab_summary, lab_tables, who_decides
 from llm_mesa.lab.session import MAX_TOKEN_CHARS, PLAYING, WAITING, choose_agents
 from llm_mesa.llm.store import ResponseStore
 from llm_mesa.registry import get_game, unregister_game
@@ -211,3 +211,18 @@ def test_two_labs_at_once_share_nothing(tmp_path):
         assert {json.loads(a.answer)["colour"] for a in lab.answers} == {colour}
         rows = ResponseStore(lab.store.path, "replay").rows()
         assert rows and {json.loads(r["response"]["text"])["colour"] for r in rows} == {colour}
+
+
+def test_a_mix_splits_the_other_agents_into_blocks_and_the_seats_take_theirs():
+    lab = LabSession(get_game("consensus"), CONSENSUS, ["majority-inertia", "voter"], 3, 2, seat_agents=[1, 8],
+                     deadline=1.0)
+    who = {row.name: row for row in who_decides(lab).itertuples()}
+    assert [who[v].label for v in (1, 8)] == ["human", "human"]
+    assert all(who[v].policy.startswith("majority-inertia") for v in (0, 2, 3, 4))
+    assert all(who[v].policy == "voter" for v in (5, 6, 7, 9))
+
+
+def test_each_part_of_a_mix_is_checked_before_the_lab_starts(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    status = main(["lab", "--game", "consensus", "--set", "n=10", "--seats", "1", "--policy", "voter + nosuch"])
+    assert status == 2 and "unknown consensus policy 'nosuch'" in capsys.readouterr().err
