@@ -14,7 +14,9 @@ machine. What is checked:
 * a seat's page and every websocket frame it received hold no other agent's preference
   (consensus) and no other agent's secret (``pledge``, a game the test installs: a slider
   and a text box from its schema, no code of its own for seats);
-* the colouring game's k colours are k buttons, and the clicked colour is played;
+* the colouring game's k colours are k buttons, and the clicked colour is played; the host's Start
+  gives a seat nobody opened to ``--policy`` (its link is refused after);
+* a lab stopped (SIGTERM) before its game ends writes no run folder;
 * the recorded game replays exactly (``llm-mesa lab ... --replay``: the same tables).
 
 Screenshots (seat page, host page, refusal) go to ``LLM_MESA_SCREENSHOTS`` or a folder of the run's own.
@@ -258,14 +260,22 @@ def test_a_seat_of_a_game_of_the_tests_own_gets_a_slider_and_sees_no_other_agent
     assert [json.loads(a) for a in answers["answer"]] == [{"pledge": 0, "note": "x" * 40}, {"pledge": 0, "note": ""}]
 
 
-def test_the_colouring_games_colours_are_buttons_and_the_clicked_one_is_played(tmp_path, local):  # noqa: F811
+def test_the_colouring_games_colours_are_buttons_and_the_hosts_start_gives_an_unopened_seat_away(tmp_path, local):  # noqa: F811
     out = tmp_path / "colouring1"
-    with running_lab(tmp_path, "--game", "colouring", "--seats", "1", "--seat-agents", "3", "--policy",
+    with running_lab(tmp_path, "--game", "colouring", "--seats", "2", "--seat-agents", "3,7", "--policy",
                      "best-response", "--deadline", "30", "--set", "n=10", "--set", "topology=cycle", "--set", "k=3",
                      "--set", "inertia=0", "--set", "max_rounds=2", "--out", str(out), "--linger", "1") as lab:
         seat = local.page(1000, 900)
         seat.goto(lab.urls["seat 1"])
+        shows(seat, "Waiting for people: 1 of 2 seats opened.")
+        host = local.page()
+        host.goto(lab.urls["host"])
+        host.get_by_role("button", name="Start now").click(timeout=60_000)  # seat 2 nobody opened: best response
         wait_round(seat, 1, 2)
+        late = local.page(900, 500)
+        late.goto(lab.urls["seat 2"])
+        shows(late, "This link opens nothing here")
+        shows(host, "given to the agents' policy")
         buttons = seat.locator(".llm-mesa-lab-choice")
         assert sorted(b.inner_text().lower() for b in buttons.all()) == sorted(["red", "green", "blue"])
         shoot(seat, "lab-seat-colouring.png")
@@ -277,4 +287,14 @@ def test_the_colouring_games_colours_are_buttons_and_the_clicked_one_is_played(t
         assert lab.wait() == 0
     agents = pd.read_parquet(out / "agents.parquet")
     assert agents.query("round == 1 and agent == 3")["colour"].item() == "green"
-    assert agents.query("agent == 3")["label"].eq("human").all()
+    assert agents.query("agent == 3")["label"].eq("human").all() and agents.query("agent == 7")["label"].eq("rule").all()
+    assert json.loads((out / "summary.json").read_text())["seat_agents"] == [3]
+
+
+def test_a_lab_interrupted_before_its_game_ends_writes_no_run_folder(tmp_path):
+    out = tmp_path / "cut"
+    with running_lab(tmp_path, "--game", "consensus", "--seats", "1", "--set", "n=10", "--out", str(out)) as lab:
+        os.killpg(lab.process.pid, signal.SIGTERM)  # the people are still coming
+        assert lab.wait(timeout=60) == 128 + signal.SIGTERM
+    assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".cut")]
+    assert "terminated" in lab.log.read_text()
