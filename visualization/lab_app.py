@@ -70,7 +70,7 @@ def Refusal():
 
 
 @solara.component
-def Facts(facts: Any):
+def FactRows(facts: Any):
     """The agent's facts: a row a fact, then each section's lines (plain text: nothing a message says is markup)."""
     with solara.Column(gap="2px", classes=["llm-mesa-lab-facts"]):
         for label, value in facts.rows:
@@ -97,7 +97,7 @@ def SeatPage(lab: LabSession, seat: Seat):
             left = question.left()
             solara.Text(f"{left:.0f} s left to answer", classes=["llm-mesa-lab-countdown"])
             solara.ProgressLinear(value=100 * left / lab.deadline, color="primary")
-            Facts(facts)
+            FactRows(facts)
             AnswerForm(question.asked.form, seat.submit).key(f"{facts.round}-{question.opened}")
             return
         if lab.state == WAITING:

@@ -63,7 +63,7 @@ def NumberField(field: Field, value: Any, on_value: Callable[[Any], None]):
 
 
 @solara.component
-def AlternativeForm(alternative: Alternative, send: Callable[[dict[str, Any]], None], disabled: bool = False):
+def AlternativeForm(alternative: Alternative, send: Callable[[dict[str, Any]], None]):
     """One form of answer: its fields, then its buttons (or a Send button)."""
     values, set_values = solara.use_state({}, key=alternative.label)
 
@@ -98,18 +98,18 @@ def AlternativeForm(alternative: Alternative, send: Callable[[dict[str, Any]], N
                             put(name, choice)
 
                     solara.Button(str(choice).lower() if isinstance(choice, bool) else str(choice), on_click=click,
-                                  disabled=disabled, color=_colour(choice) if chosen or alternative.one_click else None,
+                                  color=_colour(choice) if chosen or alternative.one_click else None,
                                   outlined=not (chosen or alternative.one_click),
                                   style={"text-transform": "none", "min-width": "88px", "color": "white"}
                                   if chosen or alternative.one_click else {"text-transform": "none"},
                                   classes=["llm-mesa-lab-choice", f"llm-mesa-lab-choice-{_css(choice)}"])
         if not alternative.one_click:
-            solara.Button("Send", on_click=lambda: send(given()), disabled=disabled, color="primary",
+            solara.Button("Send", on_click=lambda: send(given()), color="primary",
                           classes=["llm-mesa-lab-send"])
 
 
 @solara.component
-def AnswerForm(form: Form, submit: Callable[[Mapping[str, Any], int], str], disabled: bool = False):
+def AnswerForm(form: Form, submit: Callable[[Mapping[str, Any], int], str]):
     """Every form of answer of a question (one tab each), and the reason an answer was not taken."""
     chosen, set_chosen = solara.use_state(0)
     error, set_error = solara.use_state("")
@@ -129,7 +129,7 @@ def AnswerForm(form: Form, submit: Callable[[Mapping[str, Any], int], str], disa
         if len(labels) > 1:
             solara.ToggleButtonsSingle(value=labels[index], values=labels, on_value=lambda v: set_chosen(labels.index(v)),
                                        classes=["llm-mesa-lab-alternatives"])
-        AlternativeForm(form.alternatives[index], send, disabled=disabled)
+        AlternativeForm(form.alternatives[index], send)
         if error:
             solara.Error(error, dense=True, classes=["llm-mesa-lab-form-error"])
 

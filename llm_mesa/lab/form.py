@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from llm_mesa.errors import LlmMesaError
@@ -160,7 +160,7 @@ def _alternative(schema: Mapping[str, Any], labels: Mapping[str, str]) -> Altern
     fields = [f for f in fields if f is not None]
     if fields and not any(f.decision for f in fields):  # free text alone (a message): its first required field
         first = next((f for f in fields if f.required), fields[0])
-        fields = [_replace(f, decision=True) if f is first else f for f in fields]
+        fields = [replace(f, decision=True) if f is first else f for f in fields]
     decided = [f.label for f in fields if f.decision]
     return Alternative(" and ".join(decided) or "answer", tuple(fields))
 
@@ -190,12 +190,6 @@ def _exclusive(bound: Any, kind: str, step: int) -> Any:
     if not isinstance(bound, (int, float)) or isinstance(bound, bool):
         return None
     return bound + step if kind == "integer" else bound
-
-
-def _replace(field: Field, **changes: Any) -> Field:
-    from dataclasses import replace
-
-    return replace(field, **changes)
 
 
 def _shown(value: float | None) -> str:

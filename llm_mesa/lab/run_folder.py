@@ -57,7 +57,7 @@ def seats_table(session: LabSession) -> pd.DataFrame:
 def marked(frame: pd.DataFrame, who: pd.DataFrame, answers: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with who decided for each of its agents, and per round the seats' response times and timeouts."""
     column = next((c for c in ("agent", "node") if c in frame.columns), None)
-    if column is None or frame.empty and column not in frame.columns:
+    if column is None:
         return frame
     out = frame.copy()
     by_name = who.set_index("name")

@@ -195,7 +195,7 @@ class LabSession:
                                               answered=self.answers.append) for seat in self.open_seats()})
         return self.game.place(self.parameters, self.parts[0], self.seed, placed)
 
-    def play(self, started: threading.Event | None = None) -> None:
+    def play(self) -> None:
         """Wait for the start, then play every round to the end (the lab's main thread).
 
         A round is played as the game plays it: the seats' questions open together with the LLM
@@ -204,8 +204,6 @@ class LabSession:
         with self._changes:
             while self.state == WAITING:
                 self._changes.wait(timeout=0.5)  # a timed wait, so Ctrl-C reaches this thread
-        if started is not None:
-            started.set()
         if any(seat.closed for seat in self.seats):
             self.model = self._build()  # before round 1, from the same seed: the empty seats on --policy
             self._take_snapshot()
