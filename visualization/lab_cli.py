@@ -1,9 +1,10 @@
 """People in the game: seat humans beside LLM and rule agents, each in a browser of their own.
 
-  llm-mesa lab --game consensus --seats 2 --policy majority-inertia --set n=10 --set max_rounds=3 --out runs/lab1
-  llm-mesa lab --game consensus --seats 4 --policy llm --base-url http://127.0.0.1:8765/v1 \\
-      --model rule:majority-inertia --set topology=ba --out runs/pilot1
+  llm-mesa lab --game GAME --seats 2 --policy RULE --set NAME=V --out runs/lab1
+  llm-mesa lab --game GAME --seats 4 --policy llm --base-url http://127.0.0.1:8765/v1 --model MODEL --out runs/pilot1
   llm-mesa lab ...the same options... --seat-agents 5,6 --replay runs/lab1.calls.sqlite --out runs/lab1-again
+
+(the README's "People in the game" has a pilot of 4 people and 32 LLM agents, every option at work)
 
 It prints one line a seat, ``seat N: URL``, and ``host: URL``, each link with a token of
 its own: give each person their seat's link, open the host's yourself. The game starts when
@@ -62,7 +63,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                                           else "; required when several are installed"))
     lab.add_argument("--seats", type=int, required=True, help="how many agents are people (each gets a link)")
     lab.add_argument("--seat-agents", metavar="A,B,...", default=None,
-                     help="which agents the seats seat, by the game's tables' names (consensus: node numbers); "
+                     help="which agents the seats seat, by the names the game's tables give them (network nodes: "
+                          "their numbers); "
                           "default: drawn from the seed")
     lab.add_argument("--set", dest="settings", action="append", default=[], metavar="NAME=V",
                      help="a game parameter, e.g. --set n=36 --set topology=ba (repeatable)")
