@@ -63,6 +63,8 @@ _EXPORTS = {
     "decide": "llm_mesa.decisions",
     "deciding": "llm_mesa.decisions",
     "ledger_of": "llm_mesa.decisions",
+    # people in the game (llm-mesa lab): what a seat shows of one decision
+    "Facts": "llm_mesa.lab.facts",
     "seed_streams": "llm_mesa.mesa_versions",
     "network_space": "llm_mesa.mesa_versions",
     "LlmMesaError": "llm_mesa.errors",

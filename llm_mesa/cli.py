@@ -27,6 +27,7 @@ CORE_SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("llm_mesa.loopback.cli", "start the loopback OpenAI-compatible stand-in endpoint"),
     "local": ("llm_mesa.local_cli", "start a real small model (llama-server + Gemma 3 270M) on loopback"),
     "viz": ("llm_mesa.visualization.cli", "open the Solara explorer"),
+    "lab": ("llm_mesa.visualization.lab_cli", "seat people in a game beside LLM and rule agents, a browser each"),
     "analyze": ("llm_mesa.analysis.cli", "the studies' statistics over a sweep's results"),
     "report": ("llm_mesa.analysis.report", "one self-contained HTML report with figures over sweeps' results"),
 }

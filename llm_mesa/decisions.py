@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from llm_mesa.llm.answers import Answer
     from llm_mesa.llm.endpoint import Endpoint
     from llm_mesa.llm.store import ResponseStore
+    from llm_mesa.llm.types import LLMRequest
     from llm_mesa.llm.usage import Usage
 
 #: the share of failed decisions a game allows when it declares none (``LlmSupport.failure_share``)
@@ -85,6 +86,9 @@ class Question[T]:
     schema_name: str = "decision"
     #: a reply cut off by the token limit gets the reminder too (useful where the schema bounds the text)
     retry_truncated: bool = False
+    #: the call's sample key, for a game that keys its calls itself (its own game key and agent names, so
+    #: its recordings keep replaying); None, the default: the core keys it by the turn (``sample_key``)
+    sample_key: str | None = None
 
 
 @dataclass(slots=True)
@@ -207,24 +211,36 @@ def current_turn() -> Turn | None:
     return _turn.get()
 
 
+def request_of(question: Question, turn: Turn | None = None) -> LLMRequest:
+    """The call ``question`` is sent as for ``turn`` (default: the current one): its messages, schema and key.
+
+    What an LLM decision of that agent is recorded under, whoever answers it (the lab
+    records a person's answer under it, so a replay needs neither the person nor a model).
+    """
+    from llm_mesa.llm.types import LLMRequest
+
+    turn = turn if turn is not None else _turn.get()
+    if question.sample_key is None and turn is None:
+        raise DecisionError("an LLM decision needs its agent: decide from a policy that the round runners call "
+                            "(llm_mesa.play_round, play_activations), or inside `with llm_mesa.deciding(agent):`")
+    return LLMRequest(messages=[dict(m) for m in question.messages] if question.messages is not None else None,
+                      prompt=question.prompt, schema=dict(question.schema) if question.schema is not None else None,
+                      sample_key=question.sample_key or sample_key(turn), template_hash=question.template_hash,
+                      purpose="decide", schema_name=question.schema_name)
+
+
 async def decide[T](question: Question[T], *, endpoint: Endpoint, store: ResponseStore | None = None,
                     usage: Usage | None = None, agent: Agent | None = None,
                     activation: int | None = None) -> Decided[T]:
     """Ask ``endpoint`` for the current agent's decision: keyed, recorded, counted in its game's ledger."""
     from llm_mesa.llm.answers import ask
-    from llm_mesa.llm.types import LLMRequest
 
     turn = Turn(agent, activation) if agent is not None else _turn.get()
-    if turn is None:
-        raise DecisionError("an LLM decision needs its agent: decide from a policy that the round runners call "
-                            "(llm_mesa.play_round, play_activations), or inside `with llm_mesa.deciding(agent):`")
-    request = LLMRequest(messages=[dict(m) for m in question.messages] if question.messages is not None else None,
-                         prompt=question.prompt, schema=dict(question.schema) if question.schema is not None else None,
-                         sample_key=sample_key(turn), template_hash=question.template_hash, purpose="decide",
-                         schema_name=question.schema_name)
+    request = request_of(question, turn)
     answer = await ask(endpoint, request, question.decode, question.reminder, store=store, usage=usage,
                        retry_truncated=question.retry_truncated)
-    ledger_of(turn.agent.model).record(answer.outcome)
+    if turn is not None:
+        ledger_of(turn.agent.model).record(answer.outcome)
     return Decided(answer.value if answer.ok else None, answer.outcome, answer)
 
 
@@ -307,4 +323,4 @@ def judge(row: dict[str, Any], failure_share: float) -> dict[str, Any]:
 
 __all__ = ["DEFAULT_FAILURE_SHARE", "Decided", "DecisionError", "DecisionLedger", "LLMPolicy", "Question", "Turn",
            "as_turn", "bind_game", "decide", "decision_fields", "deciding", "fields_from_usage", "game_key", "judge",
-           "ledger_of", "round_of", "sample_key"]
+           "ledger_of", "request_of", "round_of", "sample_key"]

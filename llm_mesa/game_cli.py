@@ -102,7 +102,7 @@ def run(game: Game, args: argparse.Namespace) -> int:
         game.judge(summary, model, parameters, [policy])
     summary = {"game": game.name, **summary, "policy": args.policy, "seed": args.seed}
     if args.out is not None:
-        tables = {t.name: game.table(model, t.name) for t in game.tables}
+        tables = game.run_tables(model)
         manifest = build_manifest(game.name, parameters, summary=summary, policy=args.policy, seed=args.seed)
         write_run(args.out, tables, summary, manifest)
     if args.json:

@@ -152,6 +152,31 @@ class Game(ABC):
         bind_game(model, self.key(parameters, seed), self.failure_share(parameters))
         return model
 
+    def place(self, parameters: Mapping[str, Any], policy: Any, seed: int, placed: Mapping[Any, Policy]) -> Model:
+        """The model of one game in which the agents ``placed`` names (as the game's tables name them: a
+        network's nodes, else the agents' ids) play their own policy and every other agent ``policy``.
+
+        How ``llm-mesa lab`` seats people among rule and LLM agents. Default: ``make_model``, then those
+        agents' ``policy`` replaced, which is right for every game whose agents' policy is read when they
+        decide (as the round runners read it); a game that fixes anything from its policies when it is
+        built (a fast path, its key) overrides it and builds them in.
+        """
+        model = self.make_model(parameters, policy, seed)
+        names = agent_names(model)
+        unknown = [name for name in placed if name not in names.values()]
+        if unknown:
+            raise GameError(f"the {self.name} game has no agent {unknown[0]!r}; its agents are "
+                            f"{_listed(sorted(names.values(), key=str))}")
+        for agent, name in names.items():
+            if name in placed:
+                agent.policy = placed[name]
+        return model
+
+    def run_tables(self, model: Model) -> dict[str, pd.DataFrame]:
+        """The tables a run folder holds (``llm-mesa GAME --out DIR``, ``llm-mesa lab --out DIR``): what a
+        replay of the game reads back. Default: every table of ``tables``."""
+        return {table.name: self.table(model, table.name) for table in self.tables}
+
     def key(self, parameters: Mapping[str, Any], seed: int) -> str:
         """The key of one game, which every sample key of its LLM calls carries: its name, parameters, seed."""
         from llm_mesa.decisions import game_key
@@ -335,6 +360,18 @@ def network_nodes(model: Model) -> dict[Any, Any]:
     return nodes if len(set(nodes.values())) == len(nodes) else {}
 
 
+def agent_names(model: Model) -> dict[Any, Any]:
+    """Each agent of ``model`` with its name in the game's tables: its network node (``network_nodes``),
+    else its ``unique_id``; in the order the model keeps them."""
+    nodes = network_nodes(model)
+    return {agent: nodes.get(agent.unique_id, agent.unique_id) for agent in model.agents}
+
+
+def _listed(names: Sequence[Any], shown: int = 12) -> str:
+    words = ", ".join(map(str, names[:shown]))
+    return words + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
 def run_model(model: Model) -> int:
     """Step ``model`` until it stops; the number of steps it took."""
     steps = 0
@@ -361,4 +398,4 @@ def _scalar(value: Any) -> Any:
 
 
 __all__ = ["Extensions", "Game", "GameError", "GameResult", "LlmEstimate", "LlmSupport", "PlayRequest", "PolicyCatalog",
-           "ROUNDS", "StudyDesign", "Table", "load_target", "run_model", "usage_fields"]
+           "ROUNDS", "StudyDesign", "Table", "agent_names", "load_target", "run_model", "usage_fields"]

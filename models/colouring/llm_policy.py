@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from llm_mesa import Policy, register_policy, turn_key
+from llm_mesa import Facts, Policy, Question, register_policy, turn_key
 from llm_mesa.llm import Endpoint, LLMRequest, ResponseStore, Usage, ask, parse_json_answer
 
 from .policies import NAME, Move, View
@@ -73,6 +73,48 @@ class ColouringLLM(Policy):
         if answer.ok and answer.value is not None:
             return Move(answer.value.colour, answer.value.reason, answer.outcome)
         return Move(observation.colour, outcome=answer.outcome)
+
+
+    # --- a person in this agent's place (llm-mesa lab): the seam of ``llm_mesa.LLMPolicy`` ----------------
+    def question(self, view: View) -> Question:
+        """What the agent is asked (the request ``adecide`` sends, under its key), for a seat to put to a person."""
+        request = self.request(view)
+        return Question(lambda text: decode_answer(text, view), messages=request.messages, prompt=request.prompt,
+                        schema=request.schema, reminder=self.prompt.reminder(view),
+                        template_hash=request.template_hash, schema_name=request.schema_name,
+                        sample_key=request.sample_key)
+
+    def failed(self, view: View) -> Move:
+        """The game's default action: the agent keeps its colour."""
+        return Move(view.colour, outcome="default")
+
+    def facts(self, view: View) -> Facts:
+        """What a person in this agent's place reads: the prompt's facts, as a page."""
+        return seat_facts(view)
+
+
+LABELS = {"colour": "Your colour for the next round", "reason": "Why: what you saw that made you choose it"}
+
+
+def seat_facts(view: View) -> Facts:
+    """The facts of the colouring prompt (``prompt.py``) for one agent, from its view alone."""
+    if view.neighbour_degrees is None:
+        around = [f"agent {v} {c}" for v, c in zip(view.neighbours, view.neighbour_colours)]
+    else:
+        around = [f"agent {v} {c} ({d} neighbours)"
+                  for v, c, d in zip(view.neighbours, view.neighbour_colours, view.neighbour_degrees)]
+    rows = [("You are", f"agent {view.agent}"), ("Your colour now", view.colour),
+            ("Your neighbours' colours", ", ".join(around) or "none"),
+            ("In conflict", "yes: a neighbour holds your colour" if view.in_conflict else "no"),
+            ("Colours", ", ".join(view.colours)),
+            ("The other players", f"{view.n_players - 1}, each on a node of the network"),
+            ("Payoff", f"${view.payoff:.2f} for every player if the network has no conflict by round "
+                       f"{view.max_rounds}; $0 otherwise (the game ends as soon as there is none)")]
+    if view.conflicts is not None:
+        rows.append(("Conflicts in the whole network", str(view.conflicts)))
+    if view.inertia:
+        rows.append(("Sitting out", f"each round every player is asked with probability {1 - view.inertia:.0%}"))
+    return Facts(f"agent {view.agent}", tuple(rows), (), view.round, view.max_rounds, LABELS)
 
 
 def game_policy(endpoint: Any, store: ResponseStore | None = None) -> ColouringLLM:

@@ -60,12 +60,13 @@ class Move:
 
     colour: str
     reason: str = ""
-    #: ``rule`` for a rule policy, else the LLM answer's outcome (``ok``, ``retry_ok``, ``parse_failure``, ...)
+    #: ``rule`` for a rule policy, ``default`` for the game's default action (a person's missed answer), else
+    #: the LLM answer's outcome (``ok``, ``retry_ok``, ``parse_failure``, ...)
     outcome: str = "rule"
 
     @property
     def failed(self) -> bool:
-        return self.outcome not in ("rule", "ok", "retry_ok")
+        return self.outcome not in ("rule", "default", "ok", "retry_ok")
 
 
 def best_response(colour: str, neighbour_colours: Sequence[str], colours: Sequence[str], rng: random.Random) -> str:

@@ -100,9 +100,9 @@ def run(args: argparse.Namespace) -> int:
         llm.close()
         summary.update(llm.summary_fields())
     if args.out is not None:
-        nodes, edges = model.graph_table()
-        tables = {"rounds": model.rounds_table(), "agents": model.agents_table(), "nodes": nodes, "edges": edges,
-                  "messages": model.messages_table()}
+        from .tables import run_tables
+
+        tables = run_tables(model)
         if llm is not None:
             tables.update(llm.tables(model))
         manifest = build_manifest("consensus", model.parameters, summary=summary,

@@ -82,6 +82,28 @@ class ConsensusGame(Game):
 
         return ConsensusModel(policy=policy, rng=seed, **parameters)
 
+    def place(self, parameters: Mapping[str, Any], policy: Any, seed: int, placed: Mapping[Any, Any]) -> Any:
+        """The game with the agents at the nodes ``placed`` names on their own policies, built in (the model
+        fixes its fast paths and its key from its agents' policies): each is one more ``assign`` entry
+        (``nodes:V``), after the game's own ``assign`` parameter's."""
+        from llm_mesa.decisions import bind_game
+
+        from .mixing import assignment_of
+        from .model import ConsensusModel
+
+        parameters = self.parameters.validate(parameters, complete=True)
+        assign = {**(assignment_of(parameters["assign"]) or {}), **{f"nodes:{node}": p for node, p in placed.items()}}
+        model = ConsensusModel(policy=policy, assign=assign or None, rng=seed,
+                               **{k: v for k, v in parameters.items() if k != "assign"})
+        bind_game(model, self.key(parameters, seed), self.failure_share(parameters))
+        return model
+
+    def run_tables(self, model: Any) -> dict[str, Any]:
+        """What ``llm-mesa consensus --out`` writes and the replay viewer reads (``tables.run_tables``)."""
+        from .tables import run_tables
+
+        return run_tables(model)
+
     def outcome(self, row: Mapping[str, Any]) -> str:
         won = f"consensus on {row['winner']}" if row["consensus"] else "no consensus"
         return f"{won} after {row['rounds']} rounds"

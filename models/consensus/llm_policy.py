@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from llm_mesa.decisions import Question
 from llm_mesa.llm.answers import ask, parse_json_answer
 from llm_mesa.llm.client import LLMRequest
 from llm_mesa.llm.endpoint import Endpoint
@@ -196,6 +197,26 @@ class LLMConsensusPolicy(Policy):
         decision.cost, decision.outcome = cost, answer.outcome
         decision.raw = answer.text
         return decision
+
+
+    # --- a person in this agent's place (llm-mesa lab): the seam of ``llm_mesa.LLMPolicy`` ----------------
+    def question(self, obs: ConsensusObservation) -> Question:
+        """What the agent is asked (the request ``adecide`` sends, under its key), for a seat to put to a person."""
+        request = self.request(obs)
+        return Question(lambda text: decode_answer(text, obs), messages=request.messages, prompt=request.prompt,
+                        schema=request.schema, reminder=self.prompt_for(obs.prompt).reminder,
+                        template_hash=request.template_hash, schema_name=request.schema_name,
+                        sample_key=request.sample_key)
+
+    def failed(self, obs: ConsensusObservation) -> ConsensusDecision:
+        """The game's default action: the agent keeps its colour (and its diary), and says nothing."""
+        return ConsensusDecision(obs.colour)
+
+    def facts(self, obs: ConsensusObservation):
+        """What a person in this agent's place reads: the prompt's facts, as a page (``seat_facts``)."""
+        from .seat_facts import consensus_facts
+
+        return consensus_facts(obs, self.prompt_for(obs.prompt))
 
 
 def game_policy(endpoint: Any, store: Any = None) -> LLMConsensusPolicy:

@@ -19,6 +19,17 @@ def game_tables(model, names: Sequence[str]) -> dict[str, pd.DataFrame]:
     return {name: makers[name]() for name in names}
 
 
+def run_tables(model) -> dict[str, pd.DataFrame]:
+    """A run folder's tables (``--out``): rounds, agents, the network with its layout (``nodes``, ``edges``),
+    messages and, when LLM agents decided, the transcript; all a replay reads."""
+    nodes, edges = model.graph_table()
+    tables = {"rounds": model.rounds_table(), "agents": model.agents_table(), "nodes": nodes, "edges": edges,
+              "messages": model.messages_table()}
+    if model.transcript:
+        tables["transcript"] = pd.DataFrame(model.transcript)
+    return tables
+
+
 def edges_table(graph) -> pd.DataFrame:
     """Each undirected edge once, as (source < target), in order."""
     return pd.DataFrame(sorted(tuple(sorted(e)) for e in graph.edges), columns=["source", "target"])
