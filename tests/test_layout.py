@@ -93,6 +93,16 @@ def test_the_game_contract_sits_at_the_bottom_of_the_house():
         assert found == [], module
 
 
+def test_every_package_is_installed():
+    """A package missing from pyproject's list works in an editable install and is absent from a wheel."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {package_of(init) for folder in ("llm_mesa", "models", "visualization")
+             for init in (ROOT / folder).rglob("__init__.py")}
+    assert found - listed == set()
+
+
 def test_the_page_modules_live_together():
     """What pages draw of a game is one package, ``llm_mesa.views``; no page module lies loose in the core."""
     assert sorted(p.name for p in (ROOT / "llm_mesa").glob("view*.py")) == []
