@@ -80,10 +80,12 @@ def request_policies(game: Any, request: Any) -> tuple[Any, Any, list[Any]]:
                                       f"(its LLM models: {known}); add it to the policy, e.g. 'llm:model=A + {spec}'")
             assign[selector] = by_model[model]
         return built[0], assign, llms
-    if len(built) > 1:
-        n = int(request.parameters.get("n") or 0)
+    if len(built) > 1:  # equal blocks in node order, the last block taking what is left
+        from .parameters import PARAMETERS
+
+        n = int(request.parameters.get("n") or PARAMETERS["n"].default)
         block = max(1, n // len(built))
-        return [built[min(v // block, len(built) - 1)] for v in range(n)], None, llms
+        return built[0], (lambda model, v: built[min(v // block, len(built) - 1)]), llms
     return built[0], None, llms
 
 
