@@ -53,7 +53,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="an experiment file (experiments/*.toml): the study's grid, seeds, endpoint and budget; "
                              "the options below then only override its endpoint, policies, repetitions and execution")
     grid = parser.add_argument_group("grid")
-    names = game_names()
+    names = game_names(warn=True)  # the entry points left out, each in one warning line
     grid.add_argument("--game", default=None, choices=names, metavar="{" + ",".join(names) + "}",
                       help="the game to sweep" + (f" (default {names[0]}, the only one installed)" if len(names) == 1
                                                   else "; required: several games are installed"))
