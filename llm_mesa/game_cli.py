@@ -10,13 +10,13 @@ and manifest (all or nothing, checked before the game is played).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
 from llm_mesa.errors import InvalidGame
 from llm_mesa.games import Game, run_model, usage_fields
+from llm_mesa.json_values import checked_row, json_text
 
 
 def command_of(game: Game) -> ModuleType | SimpleNamespace:
@@ -92,19 +92,19 @@ def run(game: Game, args: argparse.Namespace) -> int:
     policy, store = _policy(game, args)
     model = game.build(parameters, policy, args.seed)
     try:
-        rounds = run_model(model)
+        rounds = run_model(model, *game.step_limit(parameters))
     finally:
         if store is not None:
             store.close()
     summary = {**game.summary_row(model), **usage_fields(policy)}
     summary.setdefault("rounds", rounds)
-    summary = {"game": game.name, **summary, "policy": args.policy, "seed": args.seed}
+    summary = checked_row({"game": game.name, **summary, "policy": args.policy, "seed": args.seed})
     if args.out is not None:
         tables = {t.name: game.table(model, t.name) for t in game.tables}
         manifest = build_manifest(game.name, parameters, summary=summary, policy=args.policy, seed=args.seed)
         write_run(args.out, tables, summary, manifest)
     if args.json:
-        print(json.dumps(summary, default=str))
+        print(json_text(summary))
     else:
         print(format_summary(game, summary, args.out))
     failed = summary.get("invalid")

@@ -45,10 +45,19 @@ ROUNDS = Table("rounds", ("round",), "the model's DataCollector: one row per rou
 
 @dataclass
 class GameResult:
-    """One finished game: its summary row and the per-game tables asked for."""
+    """One finished game: its summary row and the per-game tables asked for.
+
+    The row is held to JSON's types here, where it leaves the game (``llm_mesa.json_values``):
+    a value a sweep could not write is refused in one line naming its key, before anything is written.
+    """
 
     row: dict[str, Any]
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        from llm_mesa.json_values import checked_row
+
+        self.row = checked_row(self.row)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ name; they apply to its sweeps only.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -30,6 +29,7 @@ import numpy as np
 
 from llm_mesa.analysis import game_analysis
 from llm_mesa.analysis.sweep_data import AnalysisError, SweepData, open_sweep, open_sweeps
+from llm_mesa.json_values import json_text
 
 __all__ = ["AnalysisError", "SweepData", "analyze", "configure", "open_sweep", "open_sweeps", "run",
            "writable_out"]
@@ -135,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
     sweep = open_sweeps(args.sweeps)
     game = get_game(sweep.game)
     report = _report(sweep, game, _game_options(args, game.name), cache=not args.no_cache)
-    text = json.dumps(report, indent=2)
+    text = json_text(report, indent=2)  # NaN and infinities as null: JSON
     if out is not None:
         write_atomic(out, text + "\n")
     print(text if args.json else game_analysis.format_report(game, report))

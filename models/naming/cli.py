@@ -15,10 +15,10 @@ call goes to the endpoint).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
+from llm_mesa.json_values import json_text
 from llm_mesa.run_output import build_manifest, check_output_dir, write_run
 
 from .metrics import BASIS_MEANINGS
@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         write_run(args.out, {"rounds": model.rounds_frame()}, summary, manifest)
     if args.json:
         extra = {k: v for k, v in summary.items() if k not in JSON_KEYS}
-        print(json.dumps({**{k: summary[k] for k in JSON_KEYS}, **extra}, default=str))
+        print(json_text({**{k: summary[k] for k in JSON_KEYS}, **extra}))  # NaN and infinities as null: JSON
     else:
         print(format_summary(summary, args.out))
     return 0
