@@ -77,9 +77,9 @@ def _policy(game: Game, args: argparse.Namespace) -> tuple[Any, Any]:
 
     endpoint = endpoint_from_spec(options, args, f"--policy {args.policy!r}")
     _, mode = recording_from_args(args)
+    store = store_from_args(args)  # the store is checked before any call, the pre-flight's included
     if mode != "replay":  # a strict replay calls nothing; a fill checks only when a call misses the recording
         schedule(endpoint, lazy=mode == "replay-fill")
-    store = store_from_args(args)
     return game.llm_policy(endpoint, store), store
 
 

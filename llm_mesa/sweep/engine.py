@@ -159,6 +159,10 @@ def play_sweep(spec: SweepSpec, progress: Progress | None = None) -> SweepResult
         if mode == "replay" and not store_path.exists():
             raise SweepError(f"replay store {store_path} does not exist; record the sweep first (store mode record)")
         store_options = StoreOptions(None if mode == "off" else str(store_path), mode)
+        if store_options.path is not None:  # a folder, a device, another schema, read-only: refused before any call
+            from llm_mesa.llm.store import ResponseStore
+
+            ResponseStore(store_options.path, mode).close()
         if spec.check_endpoints and mode != "replay":
             from llm_mesa.llm.preflight_check import preflight, schedule
 

@@ -93,9 +93,9 @@ def _llm_speaker(args: argparse.Namespace):
 
     _, mode = recording_from_args(args)  # contradictory options fail before any call or file
     endpoint = speaker_endpoint(args)
+    store = store_from_args(args)  # records by default (the library only when given a store); checked before any call
     if mode != "replay":  # a strict replay calls nothing; a fill checks only when a call misses the recording
         schedule(endpoint, lazy=mode == "replay-fill")
-    store = store_from_args(args)  # the command line records by default (the library only when given a store)
     return LLMSpeaker(endpoint, store=store)
 
 
