@@ -155,10 +155,7 @@ class Compaction:
         """Finish (journal complete) or undo (not complete) a compaction a kill interrupted."""
         if not self.journal.exists():
             return
-        try:
-            record = json.loads(self.journal.read_text())
-        except (OSError, json.JSONDecodeError):
-            record = {"complete": False, "targets": []}
+        record = self._journal_record()
         for target in map(Path, record.get("targets", [])):
             staged = target.with_name(target.name + ".new")
             if record.get("complete"):
@@ -172,6 +169,25 @@ class Compaction:
                 if part not in targets:
                     Path(part).unlink(missing_ok=True)
         self.journal.unlink(missing_ok=True)
+
+    def _journal_record(self) -> dict[str, Any]:
+        """The journal as written, or an empty undo: it is read back as a list of files to move and delete,
+        so only a record of its own shape naming files inside this sweep's folder is acted on."""
+        from llm_mesa.boundary import OutsideDataError, read_json_file
+
+        nothing: dict[str, Any] = {"complete": False, "targets": []}
+        try:
+            record = read_json_file(self.journal, "a compaction journal", fix="it is ignored")
+        except OutsideDataError:
+            return nothing
+        root = self.root.resolve()
+        lists = [record.get("targets"), record.get("replaced", [])]
+        if not isinstance(record.get("complete"), bool) or not all(isinstance(v, list) for v in lists):
+            return nothing
+        paths = [p for v in lists for p in v]
+        if not all(isinstance(p, str) and Path(p).resolve().is_relative_to(root) for p in paths):
+            return nothing  # a file outside the sweep is never moved or deleted on a journal's word
+        return record
 
 
 class SweepLock:
