@@ -48,7 +48,7 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from llm_mesa.llm import dialects, preflight_check, transport, wire
+from llm_mesa.llm import dialects, preflight_check, stopping, transport, wire
 from llm_mesa.llm.endpoint import Endpoint, EndpointError
 from llm_mesa.llm.limits import ServerLimit, pick_server, server_limit
 from llm_mesa.llm.store import DamagedRow, ResponseStore, request_identity, request_key
@@ -180,7 +180,10 @@ async def _call(endpoint: Endpoint, request: LLMRequest) -> LLMResult:
 
 async def _send(limit: ServerLimit, client: openai.AsyncOpenAI, route: Any, path: str, body: dict[str, Any],
                 payload: bytes, timeout: float, retries: int, max_bytes: int) -> tuple[int, Any, bytes]:
-    """One attempt (``transport.post``), its outcome told to the server's limit: ``auto`` learns from it."""
+    """One attempt (``transport.post``), its outcome told to the server's limit: ``auto`` learns from it.
+    After a stop (``stopping``) no attempt leaves, a retry included."""
+    if stopping.requested():
+        await stopping.hold()
     ticket, sent = limit.sent(), time.perf_counter()
     kind: str | None = "cancelled"  # nothing to learn from an attempt that never came back
     retry_after = None
