@@ -181,11 +181,15 @@ class Compaction:
         except OutsideDataError:
             return nothing
         root = self.root.resolve()
+        single = root.with_name(root.name.removesuffix(".parts")) if root.name.endswith(".parts") else None
+
+        def ours(path: object) -> bool:  # in the sweep's folder, or the one file a single-file sweep compacts to
+            return isinstance(path, str) and (Path(path).resolve().is_relative_to(root) or Path(path).resolve() == single)
+
         lists = [record.get("targets"), record.get("replaced", [])]
         if not isinstance(record.get("complete"), bool) or not all(isinstance(v, list) for v in lists):
             return nothing
-        paths = [p for v in lists for p in v]
-        if not all(isinstance(p, str) and Path(p).resolve().is_relative_to(root) for p in paths):
+        if not all(ours(p) for v in lists for p in v):
             return nothing  # a file outside the sweep is never moved or deleted on a journal's word
         return record
 
