@@ -295,9 +295,11 @@ def usage_fields(policy: Policy) -> dict[str, Any]:
     usage = getattr(policy, "usage", None)
     if usage is None:
         return {}
+    from llm_mesa.llm.diagnosis import commonest_failure
+
     return {"calls": usage.calls, "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
             "cached_tokens": usage.cached_tokens, "cost": usage.cost, "failed_calls": usage.failed_calls,
-            "replayed_calls": usage.replayed}
+            "replayed_calls": usage.replayed, "failure_cause": commonest_failure(usage)}
 
 
 def _scalar(value: Any) -> Any:

@@ -23,7 +23,7 @@ KEY = ("condition", "policy", "seed")
 #: columns the core itself adds to a game's rows that may be all missing in one part (a rule
 #: game has no model): their type is fixed so that every part of a dataset reads back alike.
 #: A game declares its own (``Game.row_types``, ``Table.types``); a sweep's manifest keeps them.
-CORE_TYPES: dict[str, str] = {"model": "string", "prompt_template_hash": "string"}
+CORE_TYPES: dict[str, str] = {"model": "string", "prompt_template_hash": "string", "failure_cause": "string"}
 
 
 _ARROW_TYPES = {"string": "string", "boolean": "bool", "float64": "float64", "Int64": "int64"}

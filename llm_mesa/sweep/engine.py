@@ -40,6 +40,7 @@ from llm_mesa.games import Game, GameResult
 from llm_mesa.llm.limits import limits_in_use
 from llm_mesa.run_output import package_versions
 
+from .breaker import CircuitBreaker
 from .execution import (
     GameTask,
     StoreOptions,
@@ -224,12 +225,14 @@ def play_sweep(spec: SweepSpec, progress: Progress | None = None) -> SweepResult
         output.write_manifest(manifest)
 
         played = 0
+        breaker = CircuitBreaker(execution.games_in_flight, output.out)
 
         def finished(results: Sequence[GameResult]) -> None:
             nonlocal played
             output.append(results)
             for result in results:
                 played += 1
+                breaker.see(result.row)  # after the write: a tripped sweep keeps what it played
                 spent["tokens"] += (result.row.get("prompt_tokens") or 0) + (result.row.get("completion_tokens") or 0)
                 spent["cost"] += result.row.get("cost") or 0.0
                 if progress is not None:
