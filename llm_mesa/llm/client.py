@@ -175,7 +175,7 @@ async def _call(endpoint: Endpoint, request: LLMRequest) -> LLMResult:
                 return LLMResult(latency_s=time.perf_counter() - started, error=kind, error_message=message,
                                  attempts=attempts, dialect=dialect, queue_s=queue_s, server=server.base_url)
             retries += 1
-            await asyncio.sleep(_backoff_s(retries, retry_after))
+            await limit.before_retry(_backoff_s(retries, retry_after))  # its backoff, or in line again, and any pause
 
 
 async def _send(limit: ServerLimit, client: openai.AsyncOpenAI, route: Any, path: str, body: dict[str, Any],
@@ -186,7 +186,7 @@ async def _send(limit: ServerLimit, client: openai.AsyncOpenAI, route: Any, path
         await stopping.hold()
     ticket, sent = limit.sent(), time.perf_counter()
     kind: str | None = "cancelled"  # nothing to learn from an attempt that never came back
-    retry_after = None
+    retry_after = headers = None
     try:
         status, headers, content = await transport.post(client, route, path, body, payload, timeout, retries, max_bytes)
         if status < 300:
@@ -199,7 +199,7 @@ async def _send(limit: ServerLimit, client: openai.AsyncOpenAI, route: Any, path
         raise
     finally:
         limit.answered(ticket, kind, time.perf_counter() - sent,
-                       None if retry_after is None else min(retry_after, RETRY_AFTER_CAP_S))
+                       None if retry_after is None else min(retry_after, RETRY_AFTER_CAP_S), headers)
 
 
 async def complete(endpoint: Endpoint, request: LLMRequest, *, store: ResponseStore | None = None,

@@ -41,7 +41,7 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from llm_mesa.llm import stopping
+from llm_mesa.llm import stopping, wire
 from llm_mesa.llm.adaptive import AUTO_CEILING, AUTO_START, AdaptiveLimit, Ticket
 
 if TYPE_CHECKING:
@@ -51,8 +51,8 @@ class ServerLimit:
     """At most ``limit`` calls in flight: the smallest number given (``lower_to``), or, when every
     endpoint of the server says ``auto``, what ``AdaptiveLimit`` finds."""
 
-    __slots__ = ("_holders", "_wake_at", "_waiters", "active", "adaptive", "in_flight", "limit", "peak_in_flight",
-                 "picked", "used")
+    __slots__ = ("_holders", "_wake_at", "_waiters", "active", "adaptive", "arriving", "in_flight", "limit",
+                 "peak_in_flight", "picked", "used")
 
     def __init__(self, limit: int | str) -> None:
         self.adaptive = AdaptiveLimit() if limit == "auto" else None
@@ -65,6 +65,9 @@ class ServerLimit:
         self.picked = 0
         #: calls sent here in all
         self.used = 0
+        #: calls of this turn of the loop that have asked for a place and not yet got an answer (``auto``: the
+        #: calls ready at once, which it lets in until the server says what it takes)
+        self.arriving = 0
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._wake_at: asyncio.TimerHandle | None = None
         #: the tasks of the calls holding a place (a stop cuts them off after its grace)
@@ -88,12 +91,23 @@ class ServerLimit:
         return 0.0 if self.adaptive is None else max(0.0, self.adaptive.resume_at - time.monotonic())
 
     async def __aenter__(self) -> None:
-        await asyncio.sleep(0)  # the other calls of this turn register their endpoints' limits first
+        self.arriving += 1
+        try:
+            await asyncio.sleep(0)  # the other calls of this turn register their endpoints' limits first
+        finally:
+            self.arriving -= 1
         if self.picked:
             self.picked -= 1
         if stopping.requested():
             await stopping.hold()  # no call is let in after a stop
         self.used += 1
+        if self.adaptive is not None:  # the calls ready at once (this one and those arriving with it) and waiting
+            self.adaptive.wanted(self.in_flight + len(self._waiters) + self.arriving + 1)
+            self.limit = self.adaptive.limit
+        await self._place()
+
+    async def _place(self) -> None:
+        """Take a free place, or wait in line for one."""
         if self.in_flight < self.limit and not self._waiters and not self._paused():
             self._admit()
             self._holders.add(asyncio.current_task())
@@ -112,6 +126,26 @@ class ServerLimit:
                 self._waiters.remove(waiter)
             raise
         self._holders.add(asyncio.current_task())
+
+    async def before_retry(self, backoff_s: float) -> None:
+        """Between a call's attempts: its backoff, then any pause. A call holding a place over the limit, which a
+        refusal lowered, gives it up and waits in line for one again instead of sleeping (the wait is its backoff),
+        so the calls over a server's capacity wait their turn rather than each retrying against it; a group
+        pause (a Retry-After, the group back-off of a run of refusals, a spent rate-limit window) is waited out;
+        after a stop, no retry."""
+        if self.in_flight > self.limit:
+            self._holders.discard(asyncio.current_task())
+            self._release()
+            await self._place()
+        else:
+            await asyncio.sleep(backoff_s)
+        if stopping.requested():
+            await stopping.hold()
+        pause = self._paused()
+        if pause:
+            await asyncio.sleep(pause)
+            if stopping.requested():
+                await stopping.hold()
 
     async def __aexit__(self, exc_type: type[BaseException] | None, *exc_info: object) -> None:
         task = asyncio.current_task()
@@ -160,16 +194,24 @@ class ServerLimit:
     def sent(self) -> Ticket:
         """An attempt leaves for the server (call before each attempt)."""
         self.active += 1
-        return Ticket(self.adaptive.epoch if self.adaptive is not None else 0, self.active)
+        if self.adaptive is None:
+            return Ticket(0, self.active)
+        return Ticket(self.adaptive.epoch, self.active, self.adaptive.attempt(time.monotonic()))
 
-    def answered(self, ticket: Ticket, kind: str | None, latency_s: float, retry_after_s: float | None = None) -> None:
-        """The attempt came back (``kind`` None: an answer); ``auto`` learns from it."""
+    def answered(self, ticket: Ticket, kind: str | None, latency_s: float, retry_after_s: float | None = None,
+                 headers: Any = None) -> None:
+        """The attempt came back (``kind`` None: an answer; ``headers``: its answer's, for rate-limit windows);
+        ``auto`` learns from it."""
         self.active -= 1
         if self.adaptive is not None:
-            before = self.limit
-            self.adaptive.answered(ticket, kind, latency_s, time.monotonic(), retry_after_s, bool(self._waiters))
+            before, paused = self.limit, self.adaptive.resume_at
+            requests = tokens = None
+            if headers is not None:
+                requests, tokens = wire.rate_window(headers, "requests"), wire.rate_window(headers, "tokens")
+            self.adaptive.answered(ticket, kind, latency_s, time.monotonic(), retry_after_s, bool(self._waiters),
+                                   requests, tokens)
             self.limit = self.adaptive.limit
-            if self.limit > before or retry_after_s:
+            if self.limit > before or self.adaptive.resume_at != paused:
                 self._let_in()
 
     def report(self) -> dict[str, Any]:
