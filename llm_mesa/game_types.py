@@ -48,7 +48,7 @@ class GameResult:
     """One finished game: its summary row and the per-game tables asked for.
 
     The row is held to JSON's types here, where it leaves the game (``llm_mesa.json_values``):
-    a value a sweep could not write is refused in one line naming its key, before anything is written.
+    a value a sweep could not write is refused in one line that names its key, before anything is written.
     """
 
     row: dict[str, Any]

@@ -4,7 +4,7 @@ Why one place: a summary row goes to Parquet (a sweep), to ``--json`` and to
 ``summary.json``. A value Arrow cannot take (a set, an object of the game's own)
 crashed a sweep with ``ArrowInvalid`` deep in the writer, after the game was
 played; so a row is checked where it leaves the game (``GameResult``, the game's
-command), and a value outside JSON's types is refused in one line naming its key.
+command), and a value outside JSON's types is refused in one line that names its key.
 
 The types: text, whole and real numbers, true/false, null, and lists and
 mappings (with text keys) of them; numpy scalars count as the numbers they hold
@@ -63,7 +63,7 @@ def _shown(value: Any) -> str:
 
 def checked_row(row: Mapping[str, Any]) -> dict[str, Any]:
     """``row`` with every value in JSON's types (numpy scalars as numbers, tuples as lists), or one
-    ``SummaryValueError`` naming the first key that is not."""
+    ``SummaryValueError`` that names the first key that is not."""
     out = {}
     for key, value in row.items():
         if not isinstance(key, str):

@@ -172,7 +172,7 @@ class Compaction:
 
     def _journal_record(self) -> dict[str, Any]:
         """The journal as written, or an empty undo: it is read back as a list of files to move and delete,
-        so only a record of its own shape naming files inside this sweep's folder is acted on."""
+        so only a record of its own shape that names files inside this sweep's folder is acted on."""
         from llm_mesa.boundary import OutsideDataError, read_json_file
 
         nothing: dict[str, Any] = {"complete": False, "targets": []}
