@@ -355,3 +355,51 @@ def test_a_slower_workload_is_not_taken_for_a_queueing_server():
     assert rule.baseline is None
     window(rule, latency=0.1)  # a 50x slower model, calls now waiting: a baseline of its own, no probe, no cut
     assert rule.limit == 128 and rule.baseline == (128, 0.1) and rule.history["probes"] == 0
+
+
+#: (headers, the window read from them: (remaining, seconds to reset), or None)
+RATE_HEADERS = [
+    ({"x-ratelimit-remaining-requests": "59", "x-ratelimit-reset-requests": "1s"}, (59, 1.0)),
+    ({"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "6m0s"}, (0, 360.0)),
+    ({"x-ratelimit-remaining-requests": "3", "x-ratelimit-reset-requests": "1m30.5s"}, (3, 90.5)),
+    ({"x-ratelimit-remaining-requests": "5", "x-ratelimit-reset-requests": "20ms"}, (5, 0.02)),
+    ({"x-ratelimit-remaining-requests": "5", "x-ratelimit-reset-requests": "2.5"}, (5, 2.5)),
+    ({"x-ratelimit-remaining-requests": "5", "x-ratelimit-reset-requests": "soon"}, None),
+    ({"x-ratelimit-remaining-requests": "nan", "x-ratelimit-reset-requests": "1s"}, None),
+    ({"x-ratelimit-remaining-requests": "1e999", "x-ratelimit-reset-requests": "1s"}, None),
+    ({"x-ratelimit-remaining-requests": "-4", "x-ratelimit-reset-requests": "1s"}, None),
+    ({"x-ratelimit-remaining-requests": "5" * 40, "x-ratelimit-reset-requests": "1s"}, None),
+    ({"x-ratelimit-remaining-requests": "5"}, None),
+    ({}, None),
+]
+
+
+@pytest.mark.parametrize("headers, window", RATE_HEADERS)
+def test_rate_limit_windows_are_read_at_the_edge_finite_or_not_at_all(headers, window):
+    from llm_mesa.llm.wire import rate_window
+
+    assert rate_window(headers) == window
+
+
+def test_a_spent_rate_limit_window_in_an_answers_headers_holds_the_next_calls_until_its_reset():
+    """The server limit reads the window from the headers an answer came with."""
+    async def scenario():
+        limit = ServerLimit("auto")
+        ticket = limit.sent()
+        limit.answered(ticket, None, 0.1, headers={"x-ratelimit-remaining-requests": "0",
+                                                   "x-ratelimit-reset-requests": "30s"})
+        admitted = []
+
+        async def call():
+            async with limit:
+                admitted.append(1)
+
+        task = asyncio.create_task(call())
+        for _ in range(10):
+            await asyncio.sleep(0)
+        held = not admitted
+        task.cancel()
+        return held, limit._paused()
+
+    held, paused = run_sync(scenario())
+    assert held and 25 < paused <= 30
