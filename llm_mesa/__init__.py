@@ -68,6 +68,7 @@ _EXPORTS = {
     "seed_streams": "llm_mesa.mesa_versions",
     "network_space": "llm_mesa.mesa_versions",
     "LlmMesaError": "llm_mesa.errors",
+    "json_text": "llm_mesa.json_values",
     # what pages draw of a game
     "GameView": "llm_mesa.views",
     "view_of": "llm_mesa.views",

@@ -24,6 +24,7 @@ NaN (a summary's missing figure), so ``finite`` is a choice of the reader.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -184,9 +185,38 @@ def read_toml_file(path: str | os.PathLike[str], what: str, *, fix: str,
     return value
 
 
+#: the member of a sealed JSON object that holds the digest of the rest (``seal``)
+DIGEST_KEY = "digest"
+
+
+def content_digest(value: Any) -> str:
+    """SHA-256 of ``value``'s canonical JSON (sorted keys, no spaces; NaN as JSON's reader writes it back)."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def seal(value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` as it reads back from JSON, with the digest of its content (``DIGEST_KEY``), so that a
+    reader can prove it holds what was written (``check_seal``): a file edited or damaged since says so."""
+    plain = json.loads(json.dumps({k: v for k, v in value.items() if k != DIGEST_KEY}, default=str))
+    return {**plain, DIGEST_KEY: content_digest(plain)}
+
+
+def check_seal(value: dict[str, Any], path: str | os.PathLike[str], what: str, *, fix: str) -> dict[str, Any]:
+    """``value`` when its digest matches its content (a file written before seals existed has none and passes);
+    else one ``OutsideDataError`` line."""
+    digest = value.get(DIGEST_KEY)
+    if digest is None:
+        return value
+    if digest != content_digest({k: v for k, v in value.items() if k != DIGEST_KEY}):
+        raise OutsideDataError(f"{path} does not hold what was written as {what}: its content does not match "
+                               f"its digest (edited or damaged since); {fix}")
+    return value
+
+
 def _json_kind(value: Any) -> str:
     return {list: "list", str: "text", bool: "true/false", type(None): "null"}.get(type(value), "number")
 
 
-__all__ = ["MAX_DEPTH", "Malformed", "OutsideDataError", "check_tree", "is_valid_text",
-           "loads_json", "read_json_file", "read_toml_file"]
+__all__ = ["DIGEST_KEY", "MAX_DEPTH", "Malformed", "OutsideDataError", "check_seal", "check_tree", "content_digest",
+           "is_valid_text", "loads_json", "read_json_file", "read_toml_file", "seal"]

@@ -40,13 +40,13 @@ def subcommands(describe: bool = False) -> dict[str, tuple[str, str]]:
     subcommand is built (its own, or the core's generic one). Games are imported only to
     ``describe`` them (the top-level help), so one game's command never loads another's.
     """
-    from llm_mesa.registry import game_names, get_game
+    from llm_mesa.registry import game_names, installed_games
 
-    def help_of(name: str) -> str:
-        summary = get_game(name).summary if describe else ""
-        return f"play {summary or 'one game of ' + name}"
-
-    games = {name: (f"game:{name}", help_of(name)) for name in game_names() if name not in CORE_SUBCOMMANDS}
+    if describe:  # the help lists what loads; a game that does not is one warning line
+        games = {game.name: (f"game:{game.name}", f"play {game.summary or 'one game of ' + game.name}")
+                 for game in installed_games()}
+    else:
+        games = {name: (f"game:{name}", f"play one game of {name}") for name in game_names()}
     return {**games, **CORE_SUBCOMMANDS}
 
 
@@ -145,6 +145,11 @@ def _main(argv: list[str] | None = None) -> int:
     if sys.stdout is None:  # started with stdout closed (>&-): print nowhere rather than fail
         sys.stdout = open(os.devnull, "w")
     try:
+        from llm_mesa.registry import forget_warnings, get_game, refused_games
+
+        forget_warnings()  # each command names the broken games it lists once
+        if argv and argv[0] not in CORE_SUBCOMMANDS and argv[0] in refused_games():
+            get_game(argv[0])  # a game left out by the name rule or a clash: its one line, which names the fix
         command = argv[0] if argv and argv[0] in subcommands() else None
         parser = build_parser(command)
     except LlmMesaError as exc:  # a broken game installation: named, in one line

@@ -10,13 +10,13 @@ and manifest (all or nothing, checked before the game is played).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
 from llm_mesa.errors import InvalidGame
 from llm_mesa.games import Game, run_model, usage_fields
+from llm_mesa.json_values import checked_row, json_text
 
 
 def command_of(game: Game) -> ModuleType | SimpleNamespace:
@@ -77,9 +77,9 @@ def _policy(game: Game, args: argparse.Namespace) -> tuple[Any, Any]:
 
     endpoint = endpoint_from_spec(options, args, f"--policy {args.policy!r}")
     _, mode = recording_from_args(args)
+    store = store_from_args(args)  # the store is checked before any call, the pre-flight's included
     if mode != "replay":  # a strict replay calls nothing; a fill checks only when a call misses the recording
         schedule(endpoint, lazy=mode == "replay-fill")
-    store = store_from_args(args)
     return game.llm_policy(endpoint, store), store
 
 
@@ -92,7 +92,7 @@ def run(game: Game, args: argparse.Namespace) -> int:
     policy, store = _policy(game, args)
     model = game.make_model(parameters, policy, args.seed)
     try:
-        rounds = run_model(model)
+        rounds = run_model(model, *game.step_limit(parameters))
     finally:
         if store is not None:
             store.close()
@@ -100,13 +100,13 @@ def run(game: Game, args: argparse.Namespace) -> int:
     summary.setdefault("rounds", rounds)
     if not isinstance(policy, str):  # LLM agents: the core's verdict, whatever the game's summary holds
         game.judge(summary, model, parameters, [policy])
-    summary = {"game": game.name, **summary, "policy": args.policy, "seed": args.seed}
+    summary = checked_row({"game": game.name, **summary, "policy": args.policy, "seed": args.seed})
     if args.out is not None:
         tables = game.run_tables(model)
         manifest = build_manifest(game.name, parameters, summary=summary, policy=args.policy, seed=args.seed)
         write_run(args.out, tables, summary, manifest)
     if args.json:
-        print(json.dumps(summary, default=str))
+        print(json_text(summary))
     else:
         print(format_summary(game, summary, args.out))
     if summary.get("invalid"):

@@ -162,10 +162,19 @@ def infer_scale(name: str, values: Iterable[Any] = ()) -> Scale:
 
 @dataclass
 class GameResult:
-    """One finished game: its summary row and the per-game tables asked for."""
+    """One finished game: its summary row and the per-game tables asked for.
+
+    The row is held to JSON's types here, where it leaves the game (``llm_mesa.json_values``):
+    a value a sweep could not write is refused in one line that names its key, before anything is written.
+    """
 
     row: dict[str, Any]
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        from llm_mesa.json_values import checked_row
+
+        self.row = checked_row(self.row)
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from llm_mesa.errors import LlmMesaError
+from llm_mesa.errors import InvalidGame, LlmMesaError
 from llm_mesa.game_types import (
     ROUNDS,
     Extensions,
@@ -67,12 +67,16 @@ if TYPE_CHECKING:
     from llm_mesa.llm.store import ResponseStore
     from llm_mesa.policy import Policy
 
-#: a model that is still running after this many steps is stopped (its ``running`` flag never fell)
-STEP_LIMIT = 10_000_000
+#: the most steps a model of a game that declares no round limit may take (``Game.step_limit``)
+STEP_LIMIT = 100_000
 
 
 class GameError(LlmMesaError):
     """An unknown game or a game that cannot be played as asked; the message names the fix."""
+
+
+class RunawayGame(InvalidGame):
+    """A model still running past its game's step limit: it never stops (exit status 3)."""
 
 
 def load_target(target: str) -> Any:
@@ -133,7 +137,7 @@ class Game(ABC):
             llm = policy = self.llm_policy(request.endpoint, request.store)
         parameters = self.parameters.validate(request.parameters, complete=True)
         model = self.make_model(parameters, policy, request.seed)
-        rounds = run_model(model)
+        rounds = run_model(model, *self.step_limit(parameters))
         row = self.summary_row(model)
         row.setdefault("rounds", rounds)
         if llm is not None:
@@ -238,6 +242,16 @@ class Game(ABC):
         if name not in {t.name for t in self.tables}:
             raise GameError(f"the {self.name} game has no table {name!r}")
         return pd.DataFrame()
+
+    def step_limit(self, parameters: Mapping[str, Any]) -> tuple[int, str]:
+        """The most steps one game's model may take, and why: its round limit parameter's value and one
+        step more (a model may notice its end in the step after its last round), else ``STEP_LIMIT``."""
+        for parameter in self.parameters:
+            if parameter.round_limit:
+                rounds = parameters.get(parameter.name, parameter.default)
+                return int(rounds) + 1, f"its round limit {parameter.name}={rounds}, and one step more"
+        return STEP_LIMIT, ("llm-mesa's limit for a game that declares no round limit (mark one parameter "
+                            "round_limit=True to set it)")
 
     def play_batch(self, requests: Sequence[PlayRequest]) -> list[GameResult]:
         """Several games to their ends, in order. Default: one by one."""
@@ -372,10 +386,14 @@ def _listed(names: Sequence[Any], shown: int = 12) -> str:
     return words + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
-def run_model(model: Model) -> int:
-    """Step ``model`` until it stops; the number of steps it took."""
+def run_model(model: Model, limit: int = STEP_LIMIT, why: str = "llm-mesa's STEP_LIMIT") -> int:
+    """Step ``model`` until it stops; the number of steps it took. A model still running after ``limit``
+    steps never stops: ``RunawayGame`` (exit 3), before it grows without bound."""
     steps = 0
-    while model.running and steps < STEP_LIMIT:
+    while model.running:
+        if steps >= limit:
+            raise RunawayGame(f"the game's model was still running after {steps:,} steps ({why}): it never stops; "
+                              "make its step() set running = False when the game ends")
         model.step()
         steps += 1
     return steps
@@ -386,9 +404,11 @@ def usage_fields(policy: Policy) -> dict[str, Any]:
     usage = getattr(policy, "usage", None)
     if usage is None:
         return {}
+    from llm_mesa.llm.diagnosis import commonest_failure
+
     return {"calls": usage.calls, "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
             "cached_tokens": usage.cached_tokens, "cost": usage.cost, "failed_calls": usage.failed_calls,
-            "replayed_calls": usage.replayed}
+            "replayed_calls": usage.replayed, "failure_cause": commonest_failure(usage)}
 
 
 def _scalar(value: Any) -> Any:
@@ -398,4 +418,5 @@ def _scalar(value: Any) -> Any:
 
 
 __all__ = ["Extensions", "Game", "GameError", "GameResult", "LlmEstimate", "LlmSupport", "PlayRequest", "PolicyCatalog",
-           "ROUNDS", "StudyDesign", "Table", "agent_names", "load_target", "run_model", "usage_fields"]
+           "ROUNDS", "RunawayGame", "StudyDesign", "Table", "agent_names", "load_target", "run_model",
+           "usage_fields"]

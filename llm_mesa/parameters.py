@@ -37,6 +37,8 @@ class Parameter:
     ``in_seed`` whether it enters the seeds an experiment derives for its games
     (False for one that says who plays, not what is played, e.g. which agents an
     LLM plays: designs differing only in it then play the same graphs and draws).
+    ``round_limit`` marks the one whole-number parameter that bounds the game's rounds:
+    a model still running past it is stopped as runaway (``llm_mesa.games.Game.step_limit``).
     """
 
     name: str
@@ -53,6 +55,7 @@ class Parameter:
     step: float | None = None  # slider step in the explorer
     label: str = ""  # the explorer's short label (default: the name)
     in_seed: bool = True
+    round_limit: bool = False
     #: the range a slider offers (within ``low``..``high``, which only validate); None: ``offered_range``
     control_range: tuple[float, float] | None = None
 
@@ -170,6 +173,9 @@ class ParameterSet:
         object.__setattr__(self, "_index", {p.name: p for p in self.parameters})
         if len(self._index) != len(self.parameters):
             raise ValueError("parameter names must be unique")
+        limits = [p.name for p in self.parameters if p.round_limit]
+        if len(limits) > 1 or any(self._index[name].kind is not int for name in limits):
+            raise ValueError(f"at most one whole-number parameter may be the round limit, not {limits}")
 
     @classmethod
     def of(cls, *parameters: Parameter) -> "ParameterSet":

@@ -101,9 +101,9 @@ def register_policy(name: str, game: str, summary: str = ""):
 
 def available_policies(game: str | None = None) -> dict[str, str]:
     """Registered policy names (for one game, or all) with their one-line summary."""
-    from llm_mesa.registry import game_names, get_game
+    from llm_mesa.registry import game_names, get_game, installed_games
 
-    games = [game] if game else game_names()
+    games = [game] if game else [g.name for g in installed_games()]  # a broken plugin is a warning, not a crash
     names: dict[str, str] = {}
     for g in games:
         _load_game(g)

@@ -19,6 +19,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from llm_mesa.boundary import content_digest, seal
 from llm_mesa.errors import LlmMesaError
 
 if TYPE_CHECKING:
@@ -158,7 +159,9 @@ def _stage(tables: dict[str, pd.DataFrame], summary: dict[str, Any], manifest: d
         for table, df in tables.items():
             parquet_ready(df).to_parquet(staging / f"{table}.parquet", index=False)
         (staging / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
-        (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n")
+        # sealed: a reader proves it holds what was written (llm_mesa.boundary.check_seal), and the summary beside it
+        held = seal({**manifest, "summary_digest": content_digest(json.loads(json.dumps(summary, default=str)))})
+        (staging / "manifest.json").write_text(json.dumps(held, indent=2) + "\n")
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -22,12 +22,16 @@ def consensus_dir(tmp_path_factory):
 
 
 def _set_game(sweep, game):
-    """The sweep's manifest, saying ``game`` (None: no "game" key, as sweeps written before games were plugins)."""
+    """The sweep's manifest, saying ``game`` (None: no "game" key, as sweeps written before games were plugins,
+    and before manifests carried their digest); one naming a game is sealed as a sweep of that game would be."""
+    from llm_mesa.boundary import seal
+
     path = sweep / "manifest.json"
     manifest = json.loads(path.read_text())
     manifest.pop("game", None)
+    manifest.pop("digest", None)
     if game is not None:
-        manifest["game"] = game
+        manifest = seal({**manifest, "game": game})
     path.write_text(json.dumps(manifest))
 
 

@@ -91,7 +91,7 @@ def test_the_history_is_bounded_and_cuts_the_oldest_messages_first():
                                neighbour_colours=("blue", "red"), communication="global", history=history)
     prompt = ConsensusPrompt(history_chars=4000)
     block = prompt.history(obs)
-    assert len(block) <= 4000 + 2000  # the bound, and one short line per round that says what was cut
+    assert len(block) <= 4000  # the bound, with the heading and the lines that say what was cut
     kept = [m for m in words if prompt.quote(m) in block]
     assert kept and max(m.round for m in words) == max(m.round for m in kept)  # the newest round is shown
     cut_round = min(m.round for m in kept)  # the one round cut part-way: all newer whole, all older gone
@@ -101,6 +101,58 @@ def test_the_history_is_bounded_and_cuts_the_oldest_messages_first():
     assert "more messages not shown (the history keeps at most 4000 characters; older ones go first)" in block
     unbounded = ConsensusPrompt(history_chars=10**7).history(obs)
     assert all(prompt.quote(m) in unbounded for m in words)
+
+
+def _observation(rounds: int, senders: int, text: str, neighbours: int = 2, communication: str = "global"):
+    words = [Message(v, r, text) for r in range(1, rounds + 1) for v in range(1, senders + 1)]
+    colours = {i: "blue" if i % 2 else "red" for i in range(1, neighbours + 1)}
+    history = [RoundRecord(r, "red", colours, [m for m in words if m.round == r]) for r in range(1, rounds + 1)]
+    return ConsensusObservation(agent_id=0, round=rounds + 1, preference="red", colour="red",
+                                neighbour_ids=tuple(colours), neighbour_colours=tuple(colours.values()),
+                                communication=communication, history=history), words
+
+
+#: (id, rounds in the window, senders a round, message text, neighbours, communication, bound)
+HISTORY_BOUNDS = [
+    ("the study's worst: 35 senders x 280 chars, 10 rounds", 10, 35, "x" * 280, 2, "global", 16_000),
+    ("the issue's case: the heading and cut lines pushed it to 16,921", 10, 35, "y" * 300, 35, "global", 16_000),
+    ("silent rounds: one 'no messages' line each", 10, 0, "", 300, "local", 4_000),
+    ("quotes that double under JSON quoting", 10, 35, '"\\' * 140, 2, "global", 6_000),
+    ("a window of 1,000 rounds: long counts in the cut lines", 1_000, 3, "z" * 50, 2, "global", 16_000),
+    ("a hub whose colour rows alone overflow: the oldest rows go", 10, 1, "m", 4_000, "local", 16_000),
+    ("a hub whose one row overflows: every row goes, counted", 3, 1, "m", 20_000, "local", 16_000),
+    ("the smallest bound", 10, 35, "w" * 280, 3, "global", 500),
+    ("one message per round, no cut needed", 10, 1, "short", 2, "local", 16_000),
+]
+
+
+@pytest.mark.parametrize("rounds, senders, text, neighbours, communication, bound",
+                         [row[1:] for row in HISTORY_BOUNDS], ids=[row[0] for row in HISTORY_BOUNDS])
+def test_the_history_bound_counts_everything_it_adds(rounds, senders, text, neighbours, communication, bound):
+    import re
+
+    obs, words = _observation(rounds, senders, text, neighbours, communication)
+    prompt = ConsensusPrompt(history_chars=bound)
+    block = prompt.history(obs)
+    assert len(block) <= bound, len(block)
+    lines = block.split("\n")
+    shown_rows = [r for r in range(1, rounds + 1) if any(x.startswith(f"- round {r}: you red") for x in lines)]
+    left_out = re.search(r"^- (\d+) earlier rounds? not shown", block, re.M)
+    assert len(shown_rows) + (int(left_out.group(1)) if left_out else 0) == rounds  # every round shown or counted
+    assert shown_rows == list(range(rounds - len(shown_rows) + 1, rounds + 1))  # the newest kept
+    shown_messages = sum(line.startswith("  - node ") for line in lines)
+    counted = sum(int(n) for n in re.findall(r"^  - (\d+) more messages? not shown", block, re.M))
+    received = sum(len(obs.history[r - 1].messages) for r in shown_rows)
+    assert shown_messages + counted == received  # every message of a kept round shown or counted
+    # and it is no stingier than it must be: with room for everything, everything is shown
+    whole = ConsensusPrompt(history_chars=10**8).history(obs)
+    if len(whole) <= bound - 200 * rounds:
+        assert block == whole
+
+
+def test_a_history_bound_below_the_heading_is_refused():
+    with pytest.raises(ValueError, match="at least 500"):
+        ConsensusPrompt(history_chars=120)
 
 
 def test_history_is_a_parameter_and_a_sweep_axis_and_keys_games_only_when_set(tmp_path):

@@ -171,16 +171,21 @@ def test_help_lists_the_outside_game(capsys):
     assert EXTRA_GAME in capsys.readouterr().out
 
 
-def test_two_games_registered_with_one_name_is_one_line(tmp_path):
+def test_two_games_registered_with_one_name_disable_that_name_alone(tmp_path):
     site = install_extra_game(tmp_path / "site")
     clash = site / "clash-0.1.dist-info"
     clash.mkdir()
     (clash / "METADATA").write_text("Metadata-Version: 2.1\nName: clash\nVersion: 0.1\n")
     (clash / "entry_points.txt").write_text(f"[llm_mesa.games]\n{EXTRA_GAME} = os:path\n")
+    env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}
     result = subprocess.run([sys.executable, "-m", "llm_mesa.cli", "sweep", "--help"], capture_output=True,
-                            text=True, env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"})
-    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
-    assert f"two games are registered as '{EXTRA_GAME}'" in result.stderr
+                            text=True, env=env)
+    assert result.returncode == 0 and len(result.stderr.strip().splitlines()) == 1  # one warning; the rest works
+    assert f"the game name '{EXTRA_GAME}' is claimed by 2 entry points" in result.stderr
+    assert "consensus" in result.stdout
+    asked = subprocess.run([sys.executable, "-m", "llm_mesa.cli", EXTRA_GAME, "--help"], capture_output=True,
+                           text=True, env=env)
+    assert asked.returncode == 2 and len(asked.stderr.strip().splitlines()) == 1 and "clash 0.1" in asked.stderr
     with pytest.raises(GameError, match="registered already"):
         register_game(get_game(EXTRA_GAME))
 

@@ -10,6 +10,13 @@ version. Any change to any of them is another key, so a stale result is never re
 is nothing to invalidate by hand. Entries live beside the first sweep
 (``DIR/analysis-cache/KEY.json``, or ``FILE.analysis-cache/`` for a single-file sweep); the
 newest ``KEEP`` are kept. A sweep on a read-only disk is analysed every time.
+
+An entry proves what it holds (``ENTRY_FORMAT``): it carries the whole digest of what it was
+computed from (``inputs``; its file name is a prefix of it) and a digest of its report's content
+(``boundary.seal``), and it is read within the boundary's bounds (size, nesting). An entry that
+is not one (not JSON, nested too deep, of another shape, another format), that was computed
+from other inputs, or whose report no longer matches its digest (edited, damaged, false
+numbers under the right name) is computed again and replaced, never shown.
 """
 
 from __future__ import annotations
@@ -26,10 +33,13 @@ from typing import Any
 
 from llm_mesa.analysis import game_analysis
 from llm_mesa.analysis.sweep_data import SweepData
+from llm_mesa.boundary import OutsideDataError, check_seal, read_json_file, seal
 
 __all__ = ["CACHE_DIR", "KEEP", "analysis_key", "cache_folder", "cached_analysis", "default_options"]
 
 CACHE_DIR = "analysis-cache"
+#: what an entry is: {"format": ENTRY_FORMAT, "inputs": the key's whole digest, "report": {...}, "digest": ...}
+ENTRY_FORMAT = "llm-mesa-analysis-2"
 #: cached reports kept per sweep (the newest)
 KEEP = 8
 #: files of a sweep that no statistic reads: the LLM call store and the sweep's lock
@@ -71,7 +81,8 @@ def _code_fingerprint(game: Any) -> str:
 
 
 def analysis_key(sweep: SweepData, game: Any, options: Mapping[str, Any]) -> str:
-    """The content address of the report of ``sweep`` by ``game`` with ``options`` (see the module doc)."""
+    """The content address of the report of ``sweep`` by ``game`` with ``options`` (see the module doc):
+    the whole SHA-256 of its inputs (an entry's file is named by its first 32 digits)."""
     digest = hashlib.sha256(json.dumps({"game": game.name, "options": dict(options), "labels": sweep.labels,
                                         "code": _code_fingerprint(game)}, sort_keys=True, default=str).encode())
     for path in sweep.paths:
@@ -80,7 +91,7 @@ def analysis_key(sweep: SweepData, game: Any, options: Mapping[str, Any]) -> str
             with open(file, "rb") as fh:
                 for block in iter(lambda: fh.read(1 << 20), b""):
                     digest.update(block)
-    return digest.hexdigest()[:32]
+    return digest.hexdigest()
 
 
 def default_options(game: Any) -> dict[str, Any]:
@@ -94,21 +105,36 @@ def cached_analysis(sweep: SweepData, game: Any, options: Mapping[str, Any], com
     """The report of ``sweep``: read from the cache when its key is there, else ``compute()``d and kept."""
     if not use:
         return compute()
-    key = analysis_key(sweep, game, options)
+    inputs = analysis_key(sweep, game, options)
     folder = cache_folder(Path(sweep.paths[0]))
-    entry = folder / f"{key}.json"
-    try:
-        return json.loads(entry.read_text())
-    except (OSError, ValueError):
-        pass
+    entry = folder / f"{inputs[:32]}.json"
+    held = _proven(entry, inputs)
+    if held is not None:
+        return held
     report = compute()
     try:
         from llm_mesa.analysis.cli import write_atomic
 
         folder.mkdir(exist_ok=True)
-        write_atomic(entry, json.dumps(report))
+        write_atomic(entry, json.dumps(seal({"format": ENTRY_FORMAT, "inputs": inputs, "report": report})))
         for old in sorted(folder.glob("*.json"), key=os.path.getmtime, reverse=True)[KEEP:]:
             old.unlink(missing_ok=True)
     except OSError:
         pass  # a read-only sweep: analysed every time
     return report
+
+
+def _proven(entry: Path, inputs: str) -> dict | None:
+    """The report ``entry`` holds when it proves it: the format, these inputs, a report whose content
+    matches its digest; None (compute it again) for anything else, whatever the file holds."""
+    if not entry.is_file():
+        return None
+    try:
+        held = read_json_file(entry, "an analysis cache entry", fix="it is computed again")
+        check_seal(held, entry, "an analysis cache entry", fix="it is computed again")
+    except OutsideDataError:
+        return None
+    if held.get("format") != ENTRY_FORMAT or held.get("inputs") != inputs or "digest" not in held:
+        return None
+    report = held.get("report")
+    return report if isinstance(report, dict) else None

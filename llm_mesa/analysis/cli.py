@@ -17,7 +17,6 @@ name; they apply to its sweeps only.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -30,12 +29,13 @@ import numpy as np
 
 from llm_mesa.analysis import game_analysis
 from llm_mesa.analysis.sweep_data import AnalysisError, SweepData, open_sweep, open_sweeps
+from llm_mesa.json_values import json_text
 
 __all__ = ["AnalysisError", "SweepData", "analyze", "configure", "open_sweep", "open_sweeps", "run",
            "writable_out"]
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from llm_mesa.registry import game_names, get_game
+    from llm_mesa.registry import installed_games
 
     parser.add_argument("sweeps", nargs="+", metavar="SWEEP_DIR",
                         help="a sweep's output: the --out DIR (or FILE.parquet) of `llm-mesa sweep`; several are "
@@ -47,9 +47,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="compute everything again instead of reading (and keeping) the result in the sweep's "
                              "analysis-cache folder, which is addressed by the sweeps' content, the options and the code")
     owners: dict[str, dict[str, tuple[str, Any]]] = {}
-    for name in game_names():
+    for game in installed_games():  # a game that fails to load is one warning line; the others work
+        name = game.name
         group = parser.add_argument_group(f"{name} sweeps")
-        game_analysis.configure(get_game(name), group)
+        game_analysis.configure(game, group)
         owners[name] = {a.dest: (a.option_strings[0] if a.option_strings else a.dest, a.default)
                         for a in group._group_actions}
     parser.set_defaults(_analysis_options=owners)
@@ -134,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
     sweep = open_sweeps(args.sweeps)
     game = get_game(sweep.game)
     report = _report(sweep, game, _game_options(args, game.name), cache=not args.no_cache)
-    text = json.dumps(report, indent=2)
+    text = json_text(report, indent=2)  # NaN and infinities as null: JSON
     if out is not None:
         write_atomic(out, text + "\n")
     print(text if args.json else game_analysis.format_report(game, report))

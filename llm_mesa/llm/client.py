@@ -48,7 +48,7 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from llm_mesa.llm import dialects, preflight_check, transport, wire
+from llm_mesa.llm import dialects, preflight_check, stopping, transport, wire
 from llm_mesa.llm.endpoint import Endpoint, EndpointError
 from llm_mesa.llm.limits import ServerLimit, pick_server, server_limit
 from llm_mesa.llm.store import DamagedRow, ResponseStore, request_identity, request_key
@@ -175,15 +175,18 @@ async def _call(endpoint: Endpoint, request: LLMRequest) -> LLMResult:
                 return LLMResult(latency_s=time.perf_counter() - started, error=kind, error_message=message,
                                  attempts=attempts, dialect=dialect, queue_s=queue_s, server=server.base_url)
             retries += 1
-            await asyncio.sleep(_backoff_s(retries, retry_after))
+            await limit.before_retry(_backoff_s(retries, retry_after))  # its backoff, or in line again, and any pause
 
 
 async def _send(limit: ServerLimit, client: openai.AsyncOpenAI, route: Any, path: str, body: dict[str, Any],
                 payload: bytes, timeout: float, retries: int, max_bytes: int) -> tuple[int, Any, bytes]:
-    """One attempt (``transport.post``), its outcome told to the server's limit: ``auto`` learns from it."""
+    """One attempt (``transport.post``), its outcome told to the server's limit: ``auto`` learns from it.
+    After a stop (``stopping``) no attempt leaves, a retry included."""
+    if stopping.requested():
+        await stopping.hold()
     ticket, sent = limit.sent(), time.perf_counter()
     kind: str | None = "cancelled"  # nothing to learn from an attempt that never came back
-    retry_after = None
+    retry_after = headers = None
     try:
         status, headers, content = await transport.post(client, route, path, body, payload, timeout, retries, max_bytes)
         if status < 300:
@@ -196,7 +199,7 @@ async def _send(limit: ServerLimit, client: openai.AsyncOpenAI, route: Any, path
         raise
     finally:
         limit.answered(ticket, kind, time.perf_counter() - sent,
-                       None if retry_after is None else min(retry_after, RETRY_AFTER_CAP_S))
+                       None if retry_after is None else min(retry_after, RETRY_AFTER_CAP_S), headers)
 
 
 async def complete(endpoint: Endpoint, request: LLMRequest, *, store: ResponseStore | None = None,

@@ -38,15 +38,30 @@ CAUSES: dict[str, str] = {
 }
 
 
+def _counts(usages: Iterable[Usage]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for usage in usages:
+        for kind, n in usage.failures.items():
+            counts[kind] = counts.get(kind, 0) + n
+        for outcome in ("truncated", "parse_failure"):
+            counts[outcome] = counts.get(outcome, 0) + int(usage.outcomes.get(outcome) or 0)
+    return {kind: n for kind, n in counts.items() if n and kind in CAUSES}
+
+
+def commonest_failure(usages: Usage | Iterable[Usage] | None) -> str | None:
+    """The kind (a key of ``CAUSES``) of the ledgers' commonest failure, or None when nothing failed: a game's
+    row keeps it as ``failure_cause``, so that a sweep can tell one cause from many (its circuit breaker)."""
+    if usages is None:
+        return None
+    counts = _counts([usages] if isinstance(usages, Usage) else list(usages))
+    return max(counts.items(), key=lambda item: item[1])[0] if counts else None
+
+
 def diagnose(usage: Usage | None, endpoints: Iterable[Any] = ()) -> str | None:
     """The commonest cause of the ledger's failures and its fix, or None when nothing failed."""
     if usage is None:
         return None
-    counts = dict(usage.failures)
-    for outcome in ("truncated", "parse_failure"):
-        if usage.outcomes.get(outcome):
-            counts[outcome] = counts.get(outcome, 0) + usage.outcomes[outcome]
-    counts = {kind: n for kind, n in counts.items() if n and kind in CAUSES}
+    counts = _counts([usage])
     if not counts:
         return None
     kind, count = max(counts.items(), key=lambda item: item[1])
@@ -57,4 +72,4 @@ def diagnose(usage: Usage | None, endpoints: Iterable[Any] = ()) -> str | None:
     return f"{every}: {CAUSES[kind].format(env=env)}"
 
 
-__all__ = ["CAUSES", "diagnose"]
+__all__ = ["CAUSES", "commonest_failure", "diagnose"]

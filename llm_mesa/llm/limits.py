@@ -27,162 +27,32 @@ An endpoint with several servers (``--base-url URL1,URL2``) has one limit per
 server; ``pick_server`` sends each call to the server with the most free places
 (its limit less the calls in flight, waiting, or picked and not yet arrived),
 the least used one on a tie.
+
+A stop (``llm_mesa.llm.stopping``: an interrupt, the sweep's circuit breaker) is kept here, where
+every call asks for its place: after it no call is let in, the attempts at the servers get their
+grace, then every call holding or waiting for a place raises ``SpendingStopped``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
-import statistics
 import time
 import weakref
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from llm_mesa.llm import stopping, wire
+from llm_mesa.llm.adaptive import AUTO_CEILING, AUTO_START, AdaptiveLimit, Ticket
 
 if TYPE_CHECKING:
     from llm_mesa.llm.endpoint import Endpoint
-
-#: ``--concurrency auto`` starts where the fixed default starts (nothing gets slower)
-AUTO_START = 64
-#: and never goes above this (a guard against a runaway, not a target)
-AUTO_CEILING = 8192
-
-
-@dataclass(frozen=True)
-class Ticket:
-    """What one attempt was sent under: the limit's epoch and the attempts then at the server (itself included)."""
-
-    epoch: int
-    active: int
-
-
-class AdaptiveLimit:
-    """The rule of ``--concurrency auto`` for one server: how many calls it lets in flight.
-
-    It is bookkeeping alone: each attempt reports its outcome, its service time and
-    the time (``now``), so tests drive it with made-up events and no clock.
-
-    * It starts at ``AUTO_START``, where the fixed default starts.
-    * A *window* is one limit's worth of answers after the last change. At its end it is
-      judged: when calls waited for a place in it (more would have been sent), none came
-      back refused (429) or timed out, and its median service time stayed within
-      ``LATENCY_RISE`` times the best window median seen since calls began to wait
-      (a window in which none waited starts that baseline afresh: its latency is the
-      workload's, another model or prompt, not the limit's), the limit grows: doubled
-      until its first cut (slow start), then by ``GROWTH`` (at least 1) a window. A
-      window whose median rose above that is cut by ``CUT``: the server is queueing.
-    * A 429 cuts at once, to the attempts that were at the server when the refused one
-      was sent, less one (what the server took; a server that limits by rate is cut to
-      what it took too). A refusal of an attempt sent over the limit (a retry of a call
-      that kept its place while the limit was cut) says nothing new. A timeout of an
-      attempt sent under the current limit halves it; the other attempts of that limit
-      that time out do not halve it again.
-    * Near the limit of the last cut (within ``1 - CUT`` of it) it grows by 1 every
-      ``PATIENCE`` clean windows, so a probe above the server's capacity costs one refused
-      call (and its Retry-After) now and then, not a twentieth of the calls each window.
-    * Any 429 or timeout in a window, cutting or not, keeps it from growing: a refused
-      call still backing off in its place is served before the limit probes again.
-    * ``Retry-After`` (capped by the client at ``RETRY_AFTER_CAP_S``): no call is let in
-      before it has passed.
-
-    Why it never holds more than twice the capacity in flight: it only doubles from a
-    limit whose window was full with no 429 (so the server took that many), and after
-    its first cut it grows by a twentieth a window.
-    """
-
-    LATENCY_RISE = 1.5
-    GROWTH = 0.05
-    CUT = 0.9
-    PATIENCE = 4
-
-    def __init__(self, start: int = AUTO_START, ceiling: int = AUTO_CEILING) -> None:
-        self.limit = start
-        self.ceiling = ceiling
-        self.epoch = 0
-        self.slow_start = True
-        self.resume_at = 0.0  # Retry-After: no call is let in before this (time.monotonic())
-        self.best_latency: float | None = None
-        self.last_cut: int | None = None  # the limit the last cut set
-        self._latencies: list[float] = []
-        self._saturated = False
-        self._refused = False  # a 429 or timeout came back in this window
-        self._clean = 0  # clean windows in a row near the last cut
-        self.history = {"start": start, "low": start, "high": start, "grows": 0, "cuts": 0, "rate_limited": 0,
-                        "timeouts": 0}
-
-    # -- what the server limit tells it ----------------------------------------------------
-    def waited(self) -> None:
-        """A call found no free place: the limit binds (more calls would be sent)."""
-        self._saturated = True
-
-    def answered(self, ticket: Ticket, kind: str | None, latency_s: float, now: float,
-                 retry_after_s: float | None = None, queued: bool = False) -> None:
-        """One attempt came back: ``kind`` None (an answer), ``rate_limit``, ``timeout`` or another failure;
-        ``queued``: calls are waiting for a place now."""
-        if queued:
-            self._saturated = True
-        if retry_after_s:
-            self.resume_at = max(self.resume_at, now + retry_after_s)
-        if kind in ("rate_limit", "timeout"):
-            self._refused = True
-        if kind == "rate_limit":
-            self.history["rate_limited"] += 1
-            took = ticket.active - 1
-            if took < self.limit:  # else it was sent over the limit, by a call backing off in its place
-                self._set(max(1, took), cut=True)
-        elif kind == "timeout":
-            self.history["timeouts"] += 1
-            if ticket.epoch == self.epoch:
-                self._set(max(1, self.limit // 2), cut=True)
-        elif kind is None and ticket.epoch == self.epoch:
-            self._latencies.append(latency_s)
-            if len(self._latencies) >= self.limit:
-                self._judge()
-
-    # -- the rule -----------------------------------------------------------------------------
-    def _judge(self) -> None:
-        median = statistics.median(self._latencies)
-        if not self._saturated:  # no call waited: the latency is the workload's, not the limit's; start afresh
-            self.best_latency = None
-            self._latencies.clear()
-            self._refused = False
-            return
-        best = self.best_latency = median if self.best_latency is None else min(self.best_latency, median)
-        near_cut = self.last_cut is not None and self.limit >= self.CUT * self.last_cut
-        if median > self.LATENCY_RISE * best:
-            self._set(max(1, int(self.limit * self.CUT)), cut=True)
-            return
-        clean = self._saturated and not self._refused and self.limit < self.ceiling
-        self._clean = self._clean + 1 if clean and near_cut else 0
-        if clean and self.slow_start:
-            self._set(min(self.ceiling, self.limit * 2), cut=False)
-        elif clean and not near_cut:
-            self._set(min(self.ceiling, self.limit + max(1, round(self.limit * self.GROWTH))), cut=False)
-        elif clean and self._clean >= self.PATIENCE:  # near where the server refused: probe gently
-            self._clean = 0
-            self._set(self.limit + 1, cut=False)
-        else:  # judged again after another window
-            self._latencies.clear()
-            self._saturated = self._refused = False
-
-    def _set(self, limit: int, *, cut: bool) -> None:
-        self.limit = limit
-        self.epoch += 1
-        self._latencies.clear()
-        self._saturated = self._refused = False
-        if cut:
-            self.slow_start = False
-            self.last_cut = limit
-        self.history["cuts" if cut else "grows"] += 1
-        self.history["low"] = min(self.history["low"], limit)
-        self.history["high"] = max(self.history["high"], limit)
-
 
 class ServerLimit:
     """At most ``limit`` calls in flight: the smallest number given (``lower_to``), or, when every
     endpoint of the server says ``auto``, what ``AdaptiveLimit`` finds."""
 
-    __slots__ = ("_wake_at", "_waiters", "active", "adaptive", "in_flight", "limit", "peak_in_flight", "picked", "used")
+    __slots__ = ("_holders", "_wake_at", "_waiters", "active", "adaptive", "arriving", "in_flight", "limit",
+                 "peak_in_flight", "picked", "used")
 
     def __init__(self, limit: int | str) -> None:
         self.adaptive = AdaptiveLimit() if limit == "auto" else None
@@ -195,8 +65,13 @@ class ServerLimit:
         self.picked = 0
         #: calls sent here in all
         self.used = 0
+        #: calls of this turn of the loop that have asked for a place and not yet got an answer (``auto``: the
+        #: calls ready at once, which it lets in until the server says what it takes)
+        self.arriving = 0
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._wake_at: asyncio.TimerHandle | None = None
+        #: the tasks of the calls holding a place (a stop cuts them off after its grace)
+        self._holders: set[asyncio.Task[Any]] = set()
 
     def lower_to(self, limit: int | str) -> None:
         """Make ``limit`` the limit if it is smaller than the current one; a number ends ``auto``."""
@@ -216,12 +91,26 @@ class ServerLimit:
         return 0.0 if self.adaptive is None else max(0.0, self.adaptive.resume_at - time.monotonic())
 
     async def __aenter__(self) -> None:
-        await asyncio.sleep(0)  # the other calls of this turn register their endpoints' limits first
+        self.arriving += 1
+        try:
+            await asyncio.sleep(0)  # the other calls of this turn register their endpoints' limits first
+        finally:
+            self.arriving -= 1
         if self.picked:
             self.picked -= 1
+        if stopping.requested():
+            await stopping.hold()  # no call is let in after a stop
         self.used += 1
+        if self.adaptive is not None:  # the calls ready at once (this one and those arriving with it) and waiting
+            self.adaptive.wanted(self.in_flight + len(self._waiters) + self.arriving + 1)
+            self.limit = self.adaptive.limit
+        await self._place()
+
+    async def _place(self) -> None:
+        """Take a free place, or wait in line for one."""
         if self.in_flight < self.limit and not self._waiters and not self._paused():
             self._admit()
+            self._holders.add(asyncio.current_task())
             return
         if self.adaptive is not None:
             self.adaptive.waited()
@@ -236,9 +125,35 @@ class ServerLimit:
             elif waiter in self._waiters:
                 self._waiters.remove(waiter)
             raise
+        self._holders.add(asyncio.current_task())
 
-    async def __aexit__(self, *exc_info: object) -> None:
+    async def before_retry(self, backoff_s: float) -> None:
+        """Between a call's attempts: its backoff, then any pause. A call holding a place over the limit, which a
+        refusal lowered, gives it up and waits in line for one again instead of sleeping (the wait is its backoff),
+        so the calls over a server's capacity wait their turn rather than each retrying against it; a group
+        pause (a Retry-After, the group back-off of a run of refusals, a spent rate-limit window) is waited out;
+        after a stop, no retry."""
+        if self.in_flight > self.limit:
+            self._holders.discard(asyncio.current_task())
+            self._release()
+            await self._place()
+        else:
+            await asyncio.sleep(backoff_s)
+        if stopping.requested():
+            await stopping.hold()
+        pause = self._paused()
+        if pause:
+            await asyncio.sleep(pause)
+            if stopping.requested():
+                await stopping.hold()
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, *exc_info: object) -> None:
+        task = asyncio.current_task()
+        self._holders.discard(task)
         self._release()
+        if exc_type is asyncio.CancelledError and stopping.final() and task is not None:
+            task.uncancel()  # cut off by a stop (``_stop_all``), not cancelled by its caller: say so
+            raise stopping.SpendingStopped() from None
 
     def _admit(self) -> None:
         self.in_flight += 1
@@ -248,8 +163,19 @@ class ServerLimit:
         self.in_flight -= 1
         self._let_in()
 
+    def stopped(self) -> None:
+        """The end of a stop's grace: every call waiting for a place, or holding one, is stopped."""
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_exception(stopping.SpendingStopped())
+        for task in list(self._holders):
+            task.cancel()  # turned into SpendingStopped where it leaves its place (``__aexit__``)
+
     def _let_in(self) -> None:
-        """Wake waiters while there are places (after a Retry-After has passed)."""
+        """Wake waiters while there are places (after a Retry-After has passed; none after a stop)."""
+        if stopping.requested():
+            return
         pause = self._paused()
         if pause:
             if self._waiters and self._wake_at is None:
@@ -268,16 +194,24 @@ class ServerLimit:
     def sent(self) -> Ticket:
         """An attempt leaves for the server (call before each attempt)."""
         self.active += 1
-        return Ticket(self.adaptive.epoch if self.adaptive is not None else 0, self.active)
+        if self.adaptive is None:
+            return Ticket(0, self.active)
+        return Ticket(self.adaptive.epoch, self.active, self.adaptive.attempt(time.monotonic()))
 
-    def answered(self, ticket: Ticket, kind: str | None, latency_s: float, retry_after_s: float | None = None) -> None:
-        """The attempt came back (``kind`` None: an answer); ``auto`` learns from it."""
+    def answered(self, ticket: Ticket, kind: str | None, latency_s: float, retry_after_s: float | None = None,
+                 headers: Any = None) -> None:
+        """The attempt came back (``kind`` None: an answer; ``headers``: its answer's, for rate-limit windows);
+        ``auto`` learns from it."""
         self.active -= 1
         if self.adaptive is not None:
-            before = self.limit
-            self.adaptive.answered(ticket, kind, latency_s, time.monotonic(), retry_after_s, bool(self._waiters))
+            before, paused = self.limit, self.adaptive.resume_at
+            requests = tokens = None
+            if headers is not None:
+                requests, tokens = wire.rate_window(headers, "requests"), wire.rate_window(headers, "tokens")
+            self.adaptive.answered(ticket, kind, latency_s, time.monotonic(), retry_after_s, bool(self._waiters),
+                                   requests, tokens)
             self.limit = self.adaptive.limit
-            if self.limit > before or retry_after_s:
+            if self.limit > before or self.adaptive.resume_at != paused:
                 self._let_in()
 
     def report(self) -> dict[str, Any]:
@@ -336,9 +270,27 @@ def limits_in_use(urls: Any = None) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _attempts_in_flight() -> int:
+    """Attempts at any server on the running loop (what a stop's grace waits for)."""
+    by_server = _limits.get(asyncio.get_running_loop(), {})
+    return sum(limit.active for limit in by_server.values())
+
+
+def _stop_all() -> None:
+    for limit in list(_limits.get(asyncio.get_running_loop(), {}).values()):
+        limit.stopped()
+
+
+stopping.watch(_attempts_in_flight, _stop_all)
+
+
 def forget_limits() -> None:
     """Drop every server's limit (tests; a server restarted with another capacity).
 
     Calls in flight keep the limit they were let in under.
     """
     _limits.clear()
+
+
+__all__ = ["AUTO_CEILING", "AUTO_START", "AdaptiveLimit", "ServerLimit", "Ticket", "forget_limits", "limits_in_use",
+           "pick_server", "server_limit"]

@@ -53,6 +53,14 @@ def get_loop() -> asyncio.AbstractEventLoop:
         return loop
 
 
+def started_loop() -> asyncio.AbstractEventLoop | None:
+    """The process's background loop if it has been started (and still runs), else None; starts nothing."""
+    loop, thread = _loop, _thread
+    if loop is None or _pid != os.getpid() or thread is None or not thread.is_alive():
+        return None
+    return loop
+
+
 def in_runtime_thread() -> bool:
     """True when called from the background loop's own thread."""
     return _thread is not None and _pid == os.getpid() and threading.current_thread() is _thread
@@ -117,8 +125,13 @@ def run_sync[T](coro: Coroutine[Any, Any, T] | Awaitable[T], timeout: float | No
     except concurrent.futures.TimeoutError:
         future.cancel()
         raise TimeoutError(f"run_sync() gave up after {timeout} s") from None
+    except KeyboardInterrupt:
+        # in the waiting thread: no new call leaves, the calls in flight get their grace (llm_mesa.llm.stopping)
+        from llm_mesa.llm.stopping import interrupted
+
+        interrupted(future)
+        raise
     except BaseException:
-        # KeyboardInterrupt in the waiting thread: stop the work on the loop too.
         future.cancel()
         raise
 

@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, Any
 from llm_mesa.boundary import check_tree
 from llm_mesa.llm.compact import DICT_PREFIX, Packer
 from llm_mesa.llm.dialects import COMPACT_JSON_ID
-from llm_mesa.llm.store_file import StoreError, check_writable, open_for_writing, open_read_only, unreadable
+from llm_mesa.llm.store_file import StoreError, check_store_path, open_for_writing, open_read_only, unreadable
 from llm_mesa.llm.types import GAME_SCOPE, LLMRequest, LLMResult, checked_record
 
 if TYPE_CHECKING:
@@ -172,11 +172,10 @@ class ResponseStore:
             raise StoreError(f"replay store {self.path} does not exist; record a run first "
                              "(mode record) or use replay-fill")
         if mode != "off":
+            check_store_path(self.path, mode)  # a folder, a device, not SQLite, not writable: before any call
             if self.path.exists():
                 with self._conn_lock:
-                    self._connection()  # a file that is not a store is refused now, before any call
-            else:  # made by the first recorded call: a command that fails before any leaves no empty store
-                check_writable(self.path)
+                    self._connection()  # a file of another schema is refused now, before any call
             with _open_stores_lock:
                 _open_stores.add(self)
 

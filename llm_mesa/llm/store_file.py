@@ -30,6 +30,54 @@ def not_writable(path: Path, reason: str) -> StoreError:
                       "with --record FILE (or --no-record)")
 
 
+#: the tables of a response store and their columns, in order (``open_for_writing`` makes them)
+SCHEMA = {"calls": ("key", "request", "response", "created"), "texts": ("hash", "body")}
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def check_store_path(path: Path, mode: str) -> None:
+    """Refuse, before any call and before SQLite makes a journal beside it, a path no store can be at: a
+    folder, a device, pipe or socket, a file that is not SQLite; for recording, a place that cannot be written."""
+    verb = "replay from" if mode == "replay" else "record to"
+    if path.is_dir():
+        raise StoreError(f"cannot {verb} {path}: it is a folder, not a file; name a file in it "
+                         f"(--record {path / 'calls.sqlite'})")
+    if path.exists() and not path.is_file():
+        raise StoreError(f"cannot {verb} {path}: it is not a regular file (a device, pipe or socket); name a file "
+                         "(--record FILE), or record nothing (--no-record)")
+    if path.is_file():
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(len(_SQLITE_HEADER))
+        except OSError as exc:
+            raise StoreError(f"cannot {verb} {path}: {exc.strerror or exc}; choose another file (--record FILE)") from None
+        if head and head != _SQLITE_HEADER:
+            raise unreadable(path, "not an SQLite file")
+        if mode != "replay" and not os.access(path, os.W_OK):
+            raise not_writable(path, "the file is read-only")
+    if mode != "replay":
+        check_writable(path)  # its folder: a new store is made there, an existing one writes its journal there
+
+
+def check_schema(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse an SQLite file whose tables are not a response store's (another program's database, another
+    schema) before anything is written to it; an empty file is a new store."""
+    tables = {name: tuple(row[1] for row in conn.execute(f"PRAGMA table_info({_quoted(name)})"))
+              for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if not tables:
+        return
+    wrong = [name for name, columns in SCHEMA.items() if tables.get(name, columns) != columns]
+    if "calls" not in tables or wrong:
+        found = ", ".join(f"{name}({', '.join(cols)})" for name, cols in sorted(tables.items())[:6])
+        conn.close()
+        raise StoreError(f"{path} is an SQLite database but not a response store of this version (its tables: "
+                         f"{found}); record into a new file (--record FILE)")
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
 def check_writable(path: Path) -> None:
     """Refuse, before any call, a store that could not be created where asked."""
     folder = next((p for p in (path.parent, *path.parent.parents) if p.exists()), None)
@@ -51,6 +99,7 @@ def open_for_writing(path: Path) -> sqlite3.Connection:
     try:
         conn = sqlite3.connect(path, timeout=60, check_same_thread=False, isolation_level=None)
         conn.execute("PRAGMA busy_timeout=60000")
+        check_schema(conn, path)  # another program's database is left as it was: no WAL, no table of ours
         # Switching a new file to WAL takes an exclusive lock that SQLite does not
         # wait for: workers opening one store together retry for a while.
         for attempt in range(200):
@@ -86,6 +135,7 @@ def open_read_only(path: Path) -> sqlite3.Connection:
         try:
             conn = sqlite3.connect(f"{path.resolve().as_uri()}?{query}", uri=True, timeout=60,
                                    check_same_thread=False, isolation_level=None)
+            check_schema(conn, path)
             conn.execute("SELECT COUNT(*) FROM calls").fetchone()
             return conn
         except sqlite3.OperationalError as exc:

@@ -160,6 +160,34 @@ def _finite(seconds: float) -> float | None:
     return max(0.0, seconds) if seconds != math.inf else math.inf
 
 
+#: a duration as OpenAI-style rate-limit headers write it: "1s", "6m0s", "59.5s", "20ms", "1h2m" (or plain seconds)
+_DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+(?:\.\d+)?)ms)?")
+
+
+def rate_window(headers: Any, kind: str = "requests") -> tuple[int, float] | None:
+    """``(remaining, seconds until reset)`` from ``x-ratelimit-remaining-KIND`` and ``x-ratelimit-reset-KIND``
+    (KIND: requests or tokens), finite and >= 0; None when absent or unreadable."""
+    if headers is None:
+        return None
+    remaining, reset = headers.get(f"x-ratelimit-remaining-{kind}"), headers.get(f"x-ratelimit-reset-{kind}")
+    if remaining is None or reset is None or len(remaining) > 20 or len(reset) > 40:
+        return None
+    try:
+        left = int(float(remaining))
+    except (TypeError, ValueError, OverflowError):
+        return None
+    seconds = _seconds(reset.strip(), 1)
+    if seconds is None:
+        match = _DURATION.fullmatch(reset.strip())
+        if match is None or not any(match.groups()):
+            return None
+        h, m, s, ms = (float(g) if g else 0.0 for g in match.groups())
+        seconds = _finite(h * 3600 + m * 60 + s + ms / 1000)
+    if seconds is None or left < 0:
+        return None
+    return left, seconds
+
+
 class TooLarge(Malformed):
     """A body longer than the cap (reading stopped at the cap)."""
 
@@ -179,4 +207,4 @@ async def read_body(response: Any, max_bytes: int) -> bytes:
 
 
 __all__ = ["MAX_ANSWER_BYTES", "MAX_TOKENS_PER_CALL", "Completion", "Malformed", "TooLarge", "parse_completion",
-           "parse_model_list", "read_body", "redact", "retry_after_s"]
+           "parse_model_list", "rate_window", "read_body", "redact", "retry_after_s"]

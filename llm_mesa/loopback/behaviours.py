@@ -303,10 +303,10 @@ def load_game_behaviours() -> None:
     with _load_lock:
         if _games_loaded:
             return
-        from llm_mesa.registry import game_names, get_game
+        from llm_mesa.registry import installed_games
 
-        for game in game_names():
-            module = get_game(game).llm.behaviours
+        for game in installed_games():  # a game that fails to load is one warning line; the others serve
+            module = game.llm.behaviours
             if module:
                 importlib.import_module(module)
         _games_loaded = True

@@ -37,6 +37,7 @@ from llm_mesa.llm.endpoint import ENDPOINT_OPTIONS, add_endpoint_arguments, endp
 from llm_mesa.llm.recording import add_recording_arguments, recording_from_args, recording_requested
 from llm_mesa.policy import parse_policy_spec
 from llm_mesa.registry import default_game, game_names
+from llm_mesa.sweep.breaker import check_finished, closing_line
 from llm_mesa.sweep.engine import BudgetReached, play_sweep
 from llm_mesa.sweep.experiment import MAX_REPETITIONS, ExperimentError, load_experiment
 from llm_mesa.sweep.grid import POPULATION_SEPARATOR, population_parts, resolve_policies
@@ -53,7 +54,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="an experiment file (experiments/*.toml): the study's grid, seeds, endpoint and budget; "
                              "the options below then only override its endpoint, policies, repetitions and execution")
     grid = parser.add_argument_group("grid")
-    names = game_names()
+    names = game_names(warn=True)  # the entry points left out, each in one warning line
     grid.add_argument("--game", default=None, choices=names, metavar="{" + ",".join(names) + "}",
                       help="the game to sweep" + (f" (default {names[0]}, the only one installed)" if len(names) == 1
                                                   else "; required: several games are installed"))
@@ -302,6 +303,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"{result.played} games played, {result.skipped} already present, in {_duration(result.wall_s)}; "
           f"results in {result.out}")
     print(result.headline())
+    invalid = closing_line(result.results)
+    if invalid is not None:
+        print(invalid)  # the last line says how many games are invalid ...
+    check_finished(result.results)  # ... and every game invalid is exit 3
     return 0
 
 

@@ -24,7 +24,7 @@ KEY = ("condition", "policy", "seed")
 #: game has no model): their type is fixed so that every part of a dataset reads back alike.
 #: A game declares its own (``Game.row_types``, ``Table.types``); a sweep's manifest keeps them.
 CORE_TYPES: dict[str, str] = {"model": "string", "prompt_template_hash": "string", "invalid": "boolean",
-                              "decisions": "Int64", "failed_decisions": "Int64"}
+                              "decisions": "Int64", "failed_decisions": "Int64", "failure_cause": "string"}
 
 
 _ARROW_TYPES = {"string": "string", "boolean": "bool", "float64": "float64", "Int64": "int64"}

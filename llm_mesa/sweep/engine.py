@@ -40,6 +40,7 @@ from llm_mesa.games import Game, GameResult
 from llm_mesa.llm.limits import limits_in_use
 from llm_mesa.run_output import package_versions
 
+from .breaker import CircuitBreaker
 from .execution import (
     GameTask,
     StoreOptions,
@@ -159,6 +160,10 @@ def play_sweep(spec: SweepSpec, progress: Progress | None = None) -> SweepResult
         if mode == "replay" and not store_path.exists():
             raise SweepError(f"replay store {store_path} does not exist; record the sweep first (store mode record)")
         store_options = StoreOptions(None if mode == "off" else str(store_path), mode)
+        if store_options.path is not None:  # a folder, a device, another schema, read-only: refused before any call
+            from llm_mesa.llm.store import ResponseStore
+
+            ResponseStore(store_options.path, mode).close()
         if spec.check_endpoints and mode != "replay":
             from llm_mesa.llm.preflight_check import preflight, schedule
 
@@ -220,12 +225,14 @@ def play_sweep(spec: SweepSpec, progress: Progress | None = None) -> SweepResult
         output.write_manifest(manifest)
 
         played = 0
+        breaker = CircuitBreaker(execution.games_in_flight, output.out)
 
         def finished(results: Sequence[GameResult]) -> None:
             nonlocal played
             output.append(results)
             for result in results:
                 played += 1
+                breaker.see(result.row)  # after the write: a tripped sweep keeps what it played
                 spent["tokens"] += (result.row.get("prompt_tokens") or 0) + (result.row.get("completion_tokens") or 0)
                 spent["cost"] += result.row.get("cost") or 0.0
                 if progress is not None:

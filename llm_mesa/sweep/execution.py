@@ -13,6 +13,7 @@ import contextlib
 import math
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llm_mesa.games import GameResult, PlayRequest
+from llm_mesa.llm import stopping
 from llm_mesa.registry import get_game
 
 #: environment variables of the BLAS libraries numpy and scipy may load
@@ -141,6 +143,17 @@ def limit_blas_threads(threads: int | None):
 def _init_worker(blas_threads: int | None) -> None:
     global _blas_limit
     _blas_limit = limit_blas_threads(blas_threads)  # kept for the worker's life
+    # a worker stops spending when its sweep does: the parent sends SIGTERM (``_stop_workers``); a Ctrl-C
+    # reaches the parent, which says so, rather than breaking the pool in every worker at once
+    signal.signal(signal.SIGTERM, lambda signum, frame: stopping.request_stop())
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Tell the pool's worker processes to stop spending (their SIGTERM handler: ``_init_worker``)."""
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        if process.is_alive() and process.pid is not None:
+            os.kill(process.pid, signal.SIGTERM)
 
 
 def _play_batch(tasks: list[GameTask], store: StoreOptions | None, tables: tuple[str, ...],
@@ -235,7 +248,7 @@ def run_in_processes(tasks: list[GameTask], store: StoreOptions | None, tables: 
         for _ in range(min(processes, len(batches))):
             pool.submit(int)  # start the workers now, while the variables are set
     try:
-        _run_batches(pool, batches, store, tables, games_in_flight, finished)
+        _run_batches(pool, batches, store, tables, games_in_flight, finished, on_stop=lambda: _stop_workers(pool))
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
@@ -278,27 +291,49 @@ def _batches(tasks: list[GameTask], workers: int, batch_size: int | None) -> lis
 
 
 def _run_batches(executor: Any, batches: list[list[GameTask]], store: StoreOptions | None, tables: tuple[str, ...],
-                 games_in_flight: int, finished: Callable[[Sequence[GameResult]], None]) -> None:
+                 games_in_flight: int, finished: Callable[[Sequence[GameResult]], None],
+                 on_stop: Callable[[], None] | None = None) -> None:
     """Submit every batch; write each as it finishes; on a stop, keep the batches already running."""
-    _drain({executor.submit(_play_batch, b, store, tables, games_in_flight) for b in batches}, finished, batched=True)
+    _drain({executor.submit(_play_batch, b, store, tables, games_in_flight) for b in batches}, finished, batched=True,
+           on_stop=on_stop)
 
 
-def _drain(pending: set[Any], finished: Callable[[Sequence[GameResult]], None], batched: bool) -> None:
-    """Write each future's games as it finishes; on a stop, start nothing more but keep what is running."""
+def stops_spending(exc: BaseException) -> bool:
+    """Does ``exc`` end the sweep's spending at once (an interrupt, a tripped circuit breaker), rather than
+    let the games in flight play to their ends (one game's error: the others are kept)?"""
+    return isinstance(exc, KeyboardInterrupt) or getattr(exc, "stops_spending", False)
+
+
+def _drain(pending: set[Any], finished: Callable[[Sequence[GameResult]], None], batched: bool,
+           on_stop: Callable[[], None] | None = None) -> None:
+    """Write each future's games as it finishes; on an error, start nothing more but keep the games that
+    finish; on an interrupt or a tripped breaker, also stop spending (``llm_mesa.llm.stopping``): the
+    games in flight end within the grace, unfinished, and are left out."""
     try:
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             _deliver(done, finished, batched=batched)
-    except BaseException:
+    except BaseException as exc:
+        stop = stops_spending(exc)
+        if stop:
+            stopping.request_stop()
+            if on_stop is not None:
+                on_stop()
         for future in pending:
             future.cancel()
         running = [f for f in pending if not f.cancelled()]
-        if running:
-            done, _ = wait(running)
-            try:
-                _deliver(done, finished, batched=batched)
-            except BaseException:
-                pass  # the first error is the one to report
+        try:
+            if running:
+                done, _ = wait(running)
+                try:
+                    _deliver(done, finished, batched=batched)
+                except BaseException:
+                    pass  # the first error is the one to report
+        except KeyboardInterrupt:  # a second interrupt while the games in flight stop: no grace
+            stopping.request_stop()
+            raise
+        if stop:
+            stopping.clear_stop()
         raise
 
 

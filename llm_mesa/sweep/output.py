@@ -27,7 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-from llm_mesa.boundary import read_json_file
+from llm_mesa.boundary import check_seal, read_json_file, seal
 from llm_mesa.errors import LlmMesaError
 from llm_mesa.games import GameResult
 
@@ -208,7 +208,7 @@ class SweepOutput:
     def write_manifest(self, manifest: dict[str, Any], history: bool = True) -> None:
         """Write the manifest; ``history``: and add it to the history (one line per start)."""
         self.manifest_path.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(manifest, indent=2, default=str) + "\n"
+        text = json.dumps(seal(manifest), indent=2) + "\n"  # a reader proves it holds what was written
         write_text_atomic(self.manifest_path, text)
         if not history:
             return
@@ -227,7 +227,7 @@ def read_sweep_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
     object with ``conditions`` (name -> parameters object), ``policies`` (an object) and
     ``seeds`` (whole numbers, or condition -> whole numbers); ``kind`` and ``game`` texts.
     """
-    manifest = read_json_file(path, "a sweep manifest", fix=_FIX)
+    manifest = check_seal(read_json_file(path, "a sweep manifest", fix=_FIX), path, "a sweep manifest", fix=_FIX)
     for key in ("kind", "game", "created"):
         if manifest.get(key) is not None and not isinstance(manifest[key], str):
             raise SweepError(f"{path} is not a sweep manifest: {key!r} is not a text; {_FIX}")

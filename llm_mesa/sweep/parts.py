@@ -155,10 +155,7 @@ class Compaction:
         """Finish (journal complete) or undo (not complete) a compaction a kill interrupted."""
         if not self.journal.exists():
             return
-        try:
-            record = json.loads(self.journal.read_text())
-        except (OSError, json.JSONDecodeError):
-            record = {"complete": False, "targets": []}
+        record = self._journal_record()
         for target in map(Path, record.get("targets", [])):
             staged = target.with_name(target.name + ".new")
             if record.get("complete"):
@@ -172,6 +169,29 @@ class Compaction:
                 if part not in targets:
                     Path(part).unlink(missing_ok=True)
         self.journal.unlink(missing_ok=True)
+
+    def _journal_record(self) -> dict[str, Any]:
+        """The journal as written, or an empty undo: it is read back as a list of files to move and delete,
+        so only a record of its own shape that names files inside this sweep's folder is acted on."""
+        from llm_mesa.boundary import OutsideDataError, read_json_file
+
+        nothing: dict[str, Any] = {"complete": False, "targets": []}
+        try:
+            record = read_json_file(self.journal, "a compaction journal", fix="it is ignored")
+        except OutsideDataError:
+            return nothing
+        root = self.root.resolve()
+        single = root.with_name(root.name.removesuffix(".parts")) if root.name.endswith(".parts") else None
+
+        def ours(path: object) -> bool:  # in the sweep's folder, or the one file a single-file sweep compacts to
+            return isinstance(path, str) and (Path(path).resolve().is_relative_to(root) or Path(path).resolve() == single)
+
+        lists = [record.get("targets"), record.get("replaced", [])]
+        if not isinstance(record.get("complete"), bool) or not all(isinstance(v, list) for v in lists):
+            return nothing
+        if not all(ours(p) for v in lists for p in v):
+            return nothing  # a file outside the sweep is never moved or deleted on a journal's word
+        return record
 
 
 class SweepLock:

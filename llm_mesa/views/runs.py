@@ -15,7 +15,6 @@ that kept no agents table.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from llm_mesa.boundary import OutsideDataError, check_seal, content_digest, read_json_file
 from llm_mesa.errors import LlmMesaError
 from llm_mesa.views.charts import numeric_rounds
 from llm_mesa.views.pictures import GridPicture, Picture
@@ -45,14 +45,12 @@ def read_manifest(path: Path) -> dict[str, Any]:
     file = path / "manifest.json" if path.is_dir() else path
     if not file.is_file():
         return {}
-    try:
-        manifest = json.loads(file.read_text())
-    except (OSError, ValueError) as exc:
-        raise ReplayError(f"{file} is not valid JSON ({exc}); write the run again with --out") from None
-    if not isinstance(manifest, dict):
-        raise ReplayError(f"{file} holds a JSON {type(manifest).__name__}, not a run's manifest (an object); "
-                          "write the run again with --out")
-    return manifest
+    fix = "write the run again with --out"
+    try:  # within the boundary's bounds, and proven when it carries a digest (llm_mesa.boundary.seal)
+        return check_seal(read_json_file(file, "a run's manifest or summary (a JSON object)", fix=fix), file,
+                          "a run's manifest", fix=fix)
+    except OutsideDataError as exc:
+        raise ReplayError(str(exc)) from None
 
 
 def run_directory(path: str | Path) -> tuple[Path, dict[str, Any]]:
@@ -70,6 +68,11 @@ def run_directory(path: str | Path) -> tuple[Path, dict[str, Any]]:
                           "llm-mesa GAME ... --out DIR")
     if not manifest.get("kind"):
         raise ReplayError(f"{path} has no manifest.json that names its game; write the run again with llm-mesa GAME --out")
+    summary = path / "summary.json"
+    if manifest.get("summary_digest") and summary.is_file() \
+            and content_digest(read_manifest(summary)) != manifest["summary_digest"]:
+        raise ReplayError(f"{summary} does not hold the summary written with its manifest (edited or damaged "
+                          "since); write the run again with --out")
     return path, manifest
 
 

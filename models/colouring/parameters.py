@@ -52,7 +52,7 @@ PARAMETERS = ParameterSet.of(
               "(a summary of the study's global view)", label="Show conflicts"),
     UPDATE,
     Parameter("max_rounds", int, 100, "round limit (the study's 300 s at 3 s a round: 100)", low=1, high=MAX_ROUNDS,
-              label="Max rounds", control_range=(1, 500)),
+              label="Max rounds", control_range=(1, 500), round_limit=True),
     Parameter("payoff", float, 5.0, "each player's pay when no two neighbours share a colour by the end "
               "(the study: $5)", low=0, high=1e6, control=False),
 )

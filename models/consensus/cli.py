@@ -12,11 +12,11 @@ threshold), voter, stubborn, random, llm (see the endpoint options).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from typing import TYPE_CHECKING
 
+from llm_mesa.json_values import json_text
 from llm_mesa.policy import available_policies
 from llm_mesa.run_output import build_manifest, check_output_dir, write_run
 
@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         keys = JSON_KEYS + (("calls", "prompt_tokens", "completion_tokens", "parse_failures", "call_failures")
                             if llm is not None else ())
         extra = {k: summary[k] for k in summary if k not in keys}
-        print(json.dumps({**{k: summary[k] for k in keys}, **extra}, default=str))
+        print(json_text({**{k: summary[k] for k in keys}, **extra}))  # NaN and infinities as null: JSON
     else:
         print(format_summary(summary, args.out))
     if summary["invalid"]:

@@ -177,8 +177,11 @@ class ConsensusGame(Game):
         model.run()
         row = {("policy_spec" if k == "policy" else k): v for k, v in model.summary().items() if k != "seed"}
         if llms:
+            from llm_mesa.llm.diagnosis import commonest_failure
+
             row["model"] = " + ".join(dict.fromkeys(p.endpoint.model for p in llms))
             row["replayed_calls"] = sum(p.usage.replayed for p in llms)
+            row["failure_cause"] = commonest_failure({id(p.usage): p.usage for p in llms}.values())  # the breaker's
             # the report's manifest summary names it
             row["prompt_template_hash"] = llms[0].prompt_for(model.prompt_variant).template_hash_for(model.update)
         return GameResult(row, game_tables(model, request.tables))
@@ -204,10 +207,8 @@ class ConsensusGame(Game):
     def headline(self, games, conditions: Sequence[str], policies: Sequence[str]) -> str:
         from .tables import consensus_table, format_consensus_table
 
-        text = "consensus (successes / games):\n" + format_consensus_table(consensus_table(games, conditions, policies))
-        if not games.empty and "invalid" in games and games["invalid"].any():
-            text += f"\nnote: {int(games['invalid'].sum())} game(s) marked invalid (too many failed LLM decisions)"
-        return text
+        # the invalid games are counted by the sweep's own last line (llm_mesa.sweep.breaker.closing_line)
+        return "consensus (successes / games):\n" + format_consensus_table(consensus_table(games, conditions, policies))
 
 
 GAME = ConsensusGame()

@@ -111,10 +111,10 @@ def llm_setup_from_args(args: argparse.Namespace, specs: list[str]) -> LLMSetup:
     _, mode = recording_from_args(args)  # contradictory recording options fail before any call or file
     if args.max_cost is not None and any(ep.price is None for ep in endpoints.values()):
         raise EndpointError("--max-cost needs --price PROMPT,COMPLETION (per 1M tokens)")
+    store = store_from_args(args)  # records by default (the library only when given a store); checked before any call
     if mode != "replay":  # a strict replay calls nothing; a fill checks only when a call misses the recording
         for endpoint in dict.fromkeys(endpoints.values()):
             schedule(endpoint, lazy=mode == "replay-fill")
-    store = store_from_args(args)  # the command line records by default (the library only when given a store)
     usage = Usage("game")
     policies = {spec: LLMConsensusPolicy(ep, store=store, usage=usage) for spec, ep in endpoints.items()}
     return LLMSetup(policies=policies, store=store, usage=usage)

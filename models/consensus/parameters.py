@@ -42,7 +42,8 @@ PARAMETERS = ParameterSet.of(
               label="Rules wording"),
     # how turns are taken (issue 20); like history, it changes nothing that is drawn: one seed, one graph
     replace(UPDATE, in_seed=False),
-    Parameter("max_rounds", int, 50, "round limit (the study: 50)", low=1, high=MAX_ROUNDS, label="Max rounds"),
+    Parameter("max_rounds", int, 50, "round limit (the study: 50)", low=1, high=MAX_ROUNDS, label="Max rounds",
+              round_limit=True),
     Parameter("history", int, 10, "rounds of history an LLM agent is shown, each with its colour, its neighbours' "
               "colours and the messages it received (the study: 10; 0 shows none)", low=0, high=MAX_ROUNDS,
               label="History (rounds)", in_seed=False),

@@ -126,6 +126,10 @@ HISTORY_TEXT = {
 }
 
 
+#: the smallest history bound: room for the heading and the line that counts the rounds left out
+MIN_HISTORY_CHARS = 500
+
+
 def plural(count: int, one: str, many: str | None = None) -> str:
     """``one`` or ``many`` (default ``one + "s"``) as ``count`` asks: "1 round", "3 rounds"."""
     return one if count == 1 else (many or one + "s")
@@ -216,7 +220,8 @@ class ConsensusPrompt:
     #: 8,192 tokens). 16,000 characters (~4,000 tokens) keep the whole prompt within such a
     #: context with room for the answer. Cut first: the messages of the oldest rounds (the
     #: newest are kept, each round's cut counted in a line); then, only where the colour rows
-    #: alone are longer (hubs of very large graphs), the oldest rows.
+    #: alone are longer (hubs of very large graphs), the oldest rows. Every character of the block
+    #: counts, its heading and the lines saying what was cut included; at least ``MIN_HISTORY_CHARS``.
     history_chars: int = 16_000
     #: the answer format's text per ``format_key`` (None: ``ANSWER_FORMAT``, which also fills keys
     #: a given one lacks); e.g. to measure an older one
@@ -229,6 +234,11 @@ class ConsensusPrompt:
     system_role: bool = True
     #: the sentence of ``rules`` that says how turns are taken (replaced under another update scheme)
     turns_text: str = SYNCHRONOUS_TURNS
+
+    def __post_init__(self) -> None:
+        if self.history_chars < MIN_HISTORY_CHARS:
+            raise ValueError(f"history_chars={self.history_chars}: the history block needs at least "
+                             f"{MIN_HISTORY_CHARS} characters (its heading and the line saying what was cut)")
 
     @cached_property
     def template_hash(self) -> str:
@@ -271,19 +281,36 @@ class ConsensusPrompt:
     def history(self, obs: ConsensusObservation) -> str:
         """The history block: per round of the window, the colours after it and the messages received in it.
 
-        Bounded to ``history_chars`` (see there for what is cut first). Round 1 has no history, and
-        a game with a window of 0 rounds shows none.
+        Bounded to ``history_chars`` (see there for what is cut first), every character counted: the
+        heading, the colour rows, the messages and the lines that say what was cut or that a round
+        was silent. Round 1 has no history, and a game with a window of 0 rounds shows none.
         """
         words = self.history_text
         if not obs.history:
             return words["first"] if obs.round <= 1 else words["off"]
-        rows = [self._row(r) for r in obs.history]
         talk = obs.communication != "none"
-        budget, keep = self.history_chars, len(rows)
-        while keep > 1 and sum(len(r) + 1 for r in rows[-keep:]) > budget:
-            keep -= 1  # the colour rows alone are too long: the oldest rows go
-        records, rows = obs.history[-keep:], rows[-keep:]
-        left = budget - sum(len(r) + 1 for r in rows)
+        budget, window = self.history_chars, len(obs.history)
+        rows = [self._row(r) for r in obs.history]
+        # what a round's closing line may take at most: "no messages", or "N more messages not shown"
+        closing = [self._closing_room(len(r.messages)) if talk else 0 for r in obs.history]
+
+        def frame(keep: int) -> list[str]:  # the heading, and the line counting the rounds left out
+            shown = keep or window
+            lines = [words["head"].format(window=f"{shown} {plural(shown, 'round')}" if shown > 1 else "round")]
+            if keep < window:
+                lines.append(words["cut_rounds"].format(count=window - keep, rounds=plural(window - keep, "round"),
+                                                        chars=budget))
+            return lines
+
+        def cost(keep: int) -> int:
+            fixed = sum(len(line) + 1 for line in frame(keep))
+            return fixed + sum(len(rows[i]) + 1 + closing[i] for i in range(window - keep, window))
+
+        keep = window
+        while keep > 0 and cost(keep) > budget:
+            keep -= 1  # the colour rows alone are too long: the oldest rows go (all of them, at worst)
+        left = budget - cost(keep)
+        records, rows = obs.history[window - keep:], rows[window - keep:]
         messages: list[list[str]] = [[] for _ in records]
         cut = [0] * len(records)
         for i in range(len(records) - 1, -1, -1):  # newest round first: older messages are cut first
@@ -294,20 +321,25 @@ class ConsensusPrompt:
                     left -= len(line) + 1
                 else:
                     cut[i] += 1
-        lines = [words["head"].format(window=f"{len(records)} {plural(len(records), 'round')}"
-                                      if len(records) > 1 else "round")]
-        if keep < len(obs.history):
-            dropped = len(obs.history) - keep
-            lines.append(words["cut_rounds"].format(count=dropped, rounds=plural(dropped, "round"), chars=budget))
+        lines = frame(keep)
         for row, said, missing in zip(rows, messages, cut):
             lines.append(row)
             if talk:
                 lines.extend(said)
                 if missing:
-                    lines.append(words["cut"].format(count=missing, messages=plural(missing, "message"), chars=budget))
+                    lines.append(self._cut_line(missing))
                 elif not said:
                     lines.append(words["silent"])
         return "\n".join(lines)
+
+    def _cut_line(self, count: int) -> str:
+        return self.history_text["cut"].format(count=count, messages=plural(count, "message"), chars=self.history_chars)
+
+    def _closing_room(self, received: int) -> int:
+        """The longest closing line a round of ``received`` messages may get, with its line break: the cut
+        line's count has at most the digits of ``received`` (and "message" is one letter shorter)."""
+        longest = max([len(self.history_text["silent"]), *(len(self._cut_line(k)) for k in {1, received} if k)])
+        return longest + 1
 
     def _row(self, record: RoundRecord) -> str:
         neighbours = ", ".join(f"{i}: {c}" for i, c in record.neighbour_colours.items()) or "none"

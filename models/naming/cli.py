@@ -15,13 +15,13 @@ call goes to the endpoint).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
 from llm_mesa.decisions import judge
 from llm_mesa.errors import InvalidGame
 from llm_mesa.game_cli import invalid_words
+from llm_mesa.json_values import json_text
 from llm_mesa.run_output import build_manifest, check_output_dir, write_run
 
 from .game import GAME
@@ -97,9 +97,9 @@ def _llm_speaker(args: argparse.Namespace):
 
     _, mode = recording_from_args(args)  # contradictory options fail before any call or file
     endpoint = speaker_endpoint(args)
+    store = store_from_args(args)  # records by default (the library only when given a store); checked before any call
     if mode != "replay":  # a strict replay calls nothing; a fill checks only when a call misses the recording
         schedule(endpoint, lazy=mode == "replay-fill")
-    store = store_from_args(args)  # the command line records by default (the library only when given a store)
     return LLMSpeaker(endpoint, store=store)
 
 
@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         write_run(args.out, {"rounds": model.rounds_frame()}, summary, manifest)
     if args.json:
         extra = {k: v for k, v in summary.items() if k not in JSON_KEYS}
-        print(json.dumps({**{k: summary[k] for k in JSON_KEYS}, **extra}, default=str))
+        print(json_text({**{k: summary[k] for k in JSON_KEYS}, **extra}))  # NaN and infinities as null: JSON
     else:
         print(format_summary(summary, args.out))
     share = GAME.failure_share(GAME.parameters.defaults())

@@ -25,7 +25,7 @@ PARAMETERS = ParameterSet.of(
     Parameter("pairing", str, "all", "all: disjoint random pairs each round; one: a single random pair",
               choices=("all", "one"), label="Pairing"),
     Parameter("max_rounds", int, 300, "rounds to play (the study: 300; 100 for the mixed population)",
-              low=1, high=MAX_ROUNDS, cli="--rounds", label="Rounds"),
+              low=1, high=MAX_ROUNDS, cli="--rounds", label="Rounds", round_limit=True),
     Parameter("lexicon_size", int, 12, "M, names C1..CM", low=1, high=10_000, control=False),
     Parameter("stop_at_consensus", bool, False, "stop once every agent holds one name (the study always plays all rounds)",
               control=False),
