@@ -52,7 +52,7 @@ GAMES = {"consensus": ({"n": 10, "max_rounds": 3}, "majority-inertia"),
          "pledge": ({"n": 6, "max_rounds": 3}, "match")}
 
 
-def lab(name, tmp_path, mode="record", seats=2, deadline=1.0, **kw):
+def lab(name, tmp_path, mode="record", seats=2, deadline=2.0, **kw):
     parameters, policy = GAMES[name]
     store = ResponseStore(tmp_path / "calls.sqlite", mode)
     return LabSession(get_game(name), parameters, policy, 7, seats, deadline=deadline, store=store, **kw), store
@@ -87,7 +87,7 @@ def test_people_are_recorded_under_the_keys_the_games_llm_policy_replays(name, t
 
 
 def test_the_clicked_colour_is_played_and_a_missed_deadline_keeps_the_colour(tmp_path):
-    session, store = lab("consensus", tmp_path, deadline=0.4)
+    session, store = lab("consensus", tmp_path, deadline=1.2)
     play(session, {1: lambda r, f: {"colour": "red"}, 2: lambda r, f: {"colour": "blue"} if r == 1 else None})
     store.close()
     agents = session.model.agents_table()
@@ -99,7 +99,7 @@ def test_the_clicked_colour_is_played_and_a_missed_deadline_keeps_the_colour(tmp
     assert colour(one, 1) == "red" and colour(two, 1) == "blue"
     assert all(colour(two, r) == colour(two, r - 1) for r in range(2, session.view.round_number(session.model) + 1))
     missed = [a for a in session.answers if a.timeout]
-    assert missed and all(a.agent == two and a.response_s == 0.4 for a in missed)
+    assert missed and all(a.agent == two and a.response_s == session.deadline for a in missed)
     summary = session.model.summary()
     assert summary["failures"] == 0 and not summary["invalid"]  # a person's timeout is no LLM failure
     rows = ResponseStore(tmp_path / "calls.sqlite", "replay").rows()
@@ -109,7 +109,7 @@ def test_the_clicked_colour_is_played_and_a_missed_deadline_keeps_the_colour(tmp
 
 def test_a_missed_answer_replays_as_a_failed_call_of_the_llm_policy_with_the_same_move(tmp_path):
     """Documented: the game's LLM policy replays a timeout as a failed decision, whose move is the default."""
-    session, store = lab("consensus", tmp_path, seats=1, deadline=0.2, seat_agents=[4])
+    session, store = lab("consensus", tmp_path, seats=1, deadline=0.6, seat_agents=[4])
     play(session, {1: lambda r, f: None})
     store.close()
     llm = get_game("consensus").llm_policy(human_endpoint(), ResponseStore(tmp_path / "calls.sqlite", "replay"))
@@ -121,10 +121,10 @@ def test_a_missed_answer_replays_as_a_failed_call_of_the_llm_policy_with_the_sam
 
 @pytest.mark.parametrize("name", ["consensus", "pledge"])
 def test_the_lab_replaying_its_store_writes_the_same_run_folder(name, tmp_path):
-    session, store = lab(name, tmp_path, deadline=0.5)
+    session, store = lab(name, tmp_path, deadline=1.5)
     play(session, {1: first_choice, 2: lambda r, f: first_choice(r, f) if r != 2 else None})
     store.close()
-    again, replay = lab(name, tmp_path, mode="replay", deadline=0.5)
+    again, replay = lab(name, tmp_path, mode="replay", deadline=1.5)
     for seat in again.seats:
         seat.claim("replay")
     again.play()
@@ -136,7 +136,7 @@ def test_the_lab_replaying_its_store_writes_the_same_run_folder(name, tmp_path):
 
 
 def test_a_replay_of_a_store_without_the_answer_is_refused_in_one_line(tmp_path):
-    session, store = lab("pledge", tmp_path, deadline=0.3)
+    session, store = lab("pledge", tmp_path, deadline=1.0)
     play(session, {1: lambda r, f: None, 2: lambda r, f: None})
     store.close()
     other, _ = lab("pledge", tmp_path, mode="replay", seat_agents=[0, 5])  # other seats: never recorded
@@ -147,10 +147,10 @@ def test_a_replay_of_a_store_without_the_answer_is_refused_in_one_line(tmp_path)
 
 
 def test_recording_the_same_game_again_into_one_store_is_refused(tmp_path):
-    session, store = lab("pledge", tmp_path, deadline=0.3)
+    session, store = lab("pledge", tmp_path, deadline=1.0)
     play(session, {1: lambda r, f: None, 2: lambda r, f: None})
     store.close()
-    again, _ = lab("pledge", tmp_path, deadline=0.3)
+    again, _ = lab("pledge", tmp_path, deadline=1.0)
     for seat in again.seats:
         seat.claim("b")
     with pytest.raises(Exception, match="already holds an answer"):
@@ -180,7 +180,7 @@ def test_a_seat_takes_one_answer_per_question_and_none_outside_one(tmp_path):
 
 
 def test_a_seat_shows_its_own_agents_facts_and_no_other_agents_secret(tmp_path):
-    session, store = lab("pledge", tmp_path, deadline=0.5)
+    session, store = lab("pledge", tmp_path, deadline=1.5)
     people = play(session, {1: lambda r, f: {"pledge": 1}, 2: lambda r, f: None})
     seat = session.seats[0]
     mine = lab_pledge.secret_of(7, seat.agent)
@@ -195,7 +195,7 @@ def test_a_seat_shows_its_own_agents_facts_and_no_other_agents_secret(tmp_path):
 def test_under_turns_a_seat_is_asked_at_each_of_its_turns_and_replays_turn_by_turn(name, update, tmp_path):
     parameters, policy = GAMES[name]
     store = ResponseStore(tmp_path / "calls.sqlite")
-    session = LabSession(get_game(name), {**parameters, "update": update}, policy, 7, 2, deadline=1.0, store=store)
+    session = LabSession(get_game(name), {**parameters, "update": update}, policy, 7, 2, deadline=2.0, store=store)
     play(session, {1: first_choice, 2: first_choice})
     store.close()
     turns = [(a.round, a.activation) for a in session.answers]
