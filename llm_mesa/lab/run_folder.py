@@ -95,7 +95,10 @@ def lab_summary(session: LabSession, spec: str) -> dict[str, Any]:
         used: dict[str, Any] = {}
         for policy in llms:
             for key, value in usage_fields(policy).items():
-                used[key] = used.get(key, 0) + value
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    used[key] = used.get(key, 0) + value
+                elif used.get(key) is None:  # a word, such as the commonest failure's cause: the first said
+                    used[key] = value
         for key, value in used.items():
             row.setdefault(key, value)
         game.judge(row, model, session.parameters, llms)
