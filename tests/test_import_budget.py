@@ -32,14 +32,14 @@ HEAVY = {"mesa", "pandas", "pyarrow", "scipy", "statsmodels", "matplotlib", "sol
 
 PROBE = textwrap.dedent("""
     import json, sys
-    from llm_mesa.llm import transport
+    from llm_mesa.models.consensus.llm_policy import LLMConsensusPolicy
     seen = {}
-    send = transport.send
-    async def first_send(*args, **kwargs):
-        if args[3].endswith("completions") and "modules" not in seen:
+    decide = LLMConsensusPolicy.adecide
+    async def first_call(self, obs, rng):  # round 1's first decision: its call goes out now
+        if "modules" not in seen:
             seen["modules"] = sorted({name.split(".")[0] for name in sys.modules})
-        return await send(*args, **kwargs)
-    transport.send = first_send
+        return await decide(self, obs, rng)
+    LLMConsensusPolicy.adecide = first_call
     from llm_mesa.cli import main
     status = main(sys.argv[1:])
     print(json.dumps({"status": status, "modules": seen.get("modules"),
@@ -69,21 +69,26 @@ def test_a_plain_llm_game_sends_round_1_before_importing_anything_heavy(tmp_path
 def test_a_game_round_1_was_sent_for_early_is_the_game_played_the_usual_way(tmp_path):
     """The early round 1 changes nothing: the same decisions, tables and calls as the model playing it itself."""
     from llm_mesa.llm import Endpoint
-    from llm_mesa.models.consensus import ConsensusModel
-    from llm_mesa.models.consensus.game import GAME
+    from llm_mesa.models.consensus import ConsensusModel, prefetch
     from llm_mesa.models.consensus.llm_policy import LLMConsensusPolicy
+    from llm_mesa.models.consensus.parameters import PARAMETERS
 
     with LoopbackServer(seed=4) as server:
         def policy():
-            return LLMConsensusPolicy(Endpoint(server.base_url, "rule:majority-inertia?p=0.3"))
+            return LLMConsensusPolicy(Endpoint(server.base_url, "rule:majority-inertia"))
 
-        parameters = GAME.parameters.validate({"n": 16, "topology": "ws", "communication": "local",
-                                               "max_rounds": 4, "baseline_permutations": 0}, complete=True)
-        early = GAME.build(parameters, policy(), 7)
-        assert early._first_round is not None
+        parameters = PARAMETERS.validate({"n": 16, "topology": "ws", "communication": "local", "max_rounds": 4,
+                                          "baseline_permutations": 0}, complete=True)
+        parameters.pop("assign")
+        shared = policy()  # as on the command line: the one policy sends round 1 and plays the game
+        first = prefetch.start(parameters, shared, 7, max_game_tokens=10**6)
+        assert first is not None
+        early = ConsensusModel(policy=shared, rng=7, max_game_tokens=10**6, **parameters)
+        early.adopt_first_round(first)
         early.run()
-        plain = ConsensusModel(policy=policy(), rng=7, **parameters).run()
+        assert early._first_round is None and server.stats()["answered"] == 16 * early.round  # round 1 not twice
+        plain = ConsensusModel(policy=policy(), rng=7, max_game_tokens=10**6, **parameters).run()
     assert early.summary() == plain.summary()
     assert early.rounds_table().equals(plain.rounds_table()) and early.agents_table().equals(plain.agents_table())
     untimed = [[{k: v for k, v in row.items() if not k.endswith("_s")} for row in m.transcript] for m in (early, plain)]
-    assert untimed[0] == untimed[1] and len(untimed[0]) == 16 * 4  # latency and queue times are the clock's
+    assert untimed[0] == untimed[1] and len(untimed[0]) == 16 * early.round  # latency, queue: the clock's

@@ -78,20 +78,9 @@ class ConsensusGame(Game):
                             figures="llm_mesa.models.consensus.figures", view="llm_mesa.models.consensus.view:ConsensusView")
 
     def build(self, parameters: Mapping[str, Any], policy: Any, seed: int) -> Any:
-        from . import prefetch
-
-        first = prefetch.start(parameters, policy, seed)  # round 1 in flight while Mesa is imported (prefetch.py)
         from .model import ConsensusModel
 
-        try:
-            model = ConsensusModel(policy=policy, rng=seed, **parameters)
-        except BaseException:
-            if first is not None:
-                first.decisions.cancel()
-            raise
-        if first is not None:
-            model.adopt_first_round(first)
-        return model
+        return ConsensusModel(policy=policy, rng=seed, **parameters)
 
     def outcome(self, row: Mapping[str, Any]) -> str:
         won = f"consensus on {row['winner']}" if row["consensus"] else "no consensus"

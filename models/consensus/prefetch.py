@@ -9,7 +9,8 @@ the set-up, builds the round-1 observations and puts their LLM calls in flight o
 process's loop; the model is built meanwhile, and its first round takes the answers
 (``ConsensusModel.adopt_first_round``) only where every agent's own observation equals the
 one sent (else the calls are dropped and made again: never a wrong answer, at worst a slower
-round). The pre-flight check overlaps as it does for any first call.
+round). The pre-flight check overlaps as it does for any first call. Only the command line's
+game is sent early (``cli.build_model``), as it is played at once.
 
 Only the plain game is sent early: every agent on the one LLM policy of this package,
 synchronous rounds, a drawn topology and preferences. Anything else is played as before.
@@ -34,8 +35,13 @@ class FirstRound:
     decisions: concurrent.futures.Future
 
 
-def start(parameters: Mapping[str, Any], policy: Any, seed: int | None) -> FirstRound | None:
-    """Put round 1's calls in flight for a plain LLM game (None: any other game, played as before)."""
+def start(parameters: Mapping[str, Any], policy: Any, seed: int | None, *, max_game_tokens: int | None = None,
+          max_game_cost: float | None = None) -> FirstRound | None:
+    """Put round 1's calls in flight for a plain LLM game (None: any other game, played as before).
+
+    The command line's game only (``cli.build_model``): there the game is played at once. A page
+    or a script that builds a model may never step it, and must not have paid for its round 1.
+    """
     from .llm_policy import LLMConsensusPolicy
 
     if type(policy) is not LLMConsensusPolicy or seed is None or not isinstance(seed, int) or seed < 0:
@@ -46,12 +52,13 @@ def start(parameters: Mapping[str, Any], policy: Any, seed: int | None) -> First
         return None
     from llm_mesa.llm.runtime import gather, get_loop
 
-    from .setup import ConsensusConfigError, game_setup
+    from .setup import game_setup
 
     try:
-        setup = game_setup(random.Random(seed), seed, seed, parameters=dict(parameters), policy=policy)
-    except (ConsensusConfigError, ValueError):
-        return None  # the model raises it, in its own words
+        setup = game_setup(random.Random(seed), seed, seed, parameters=dict(parameters), policy=policy,
+                           max_game_tokens=max_game_tokens, max_game_cost=max_game_cost)
+    except Exception:  # noqa: BLE001 - whatever is wrong with the game, the model says it, in its own words
+        return None
     observations = first_observations(setup)
     rng = random.Random(0)  # the LLM policy draws nothing from it
     coroutine = gather(*(policy.adecide(obs, rng) for obs in observations))
