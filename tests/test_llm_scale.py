@@ -24,7 +24,7 @@ MESSAGES = [{"role": "user", "content": "hello"}]
 def test_the_sdk_pool_is_no_second_limit_below_the_servers():
     """1,100 calls allowed in flight reach the server together: the SDK's default pool (1,000
     connections) held the rest back, a hidden limit under ``--concurrency``."""
-    with LoopbackServer(latency=1.0) as server:
+    with LoopbackServer(latency=5.0) as server:  # long enough for all 1,100 to arrive on a loaded machine
         endpoint = Endpoint(server.base_url, "fixed?text=ok", concurrency=1100, timeout=60)
         results = gather_sync([complete(endpoint, LLMRequest(messages=MESSAGES, sample_key=f"a={i}"))
                                for i in range(1100)])
