@@ -32,14 +32,15 @@ HEAVY = {"mesa", "pandas", "pyarrow", "scipy", "statsmodels", "matplotlib", "sol
 
 PROBE = textwrap.dedent("""
     import json, sys
-    from llm_mesa.models.consensus.llm_policy import LLMConsensusPolicy
+    from llm_mesa.models.consensus import prefetch
     seen = {}
-    decide = LLMConsensusPolicy.adecide
-    async def first_call(self, obs, rng):  # round 1's first decision: its call goes out now
-        if "modules" not in seen:
+    start = prefetch.start
+    def handed_over(*args, **kwargs):  # the moment round 1's calls are on the loop, before the model is built
+        first = start(*args, **kwargs)
+        if first is not None and "modules" not in seen:
             seen["modules"] = sorted({name.split(".")[0] for name in sys.modules})
-        return await decide(self, obs, rng)
-    LLMConsensusPolicy.adecide = first_call
+        return first
+    prefetch.start = handed_over
     from llm_mesa.cli import main
     status = main(sys.argv[1:])
     print(json.dumps({"status": status, "modules": seen.get("modules"),
@@ -57,6 +58,7 @@ def test_a_plain_llm_game_sends_round_1_before_importing_anything_heavy(tmp_path
         calls = server.stats()["answered"]
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["modules"] is not None, "round 1 was not sent before the model was built"
     assert report["status"] == 0 and report["mesa_after"]  # the game itself is a Mesa model, built meanwhile
     modules = set(report["modules"])
     assert not modules & HEAVY, f"imported before round 1: {sorted(modules & HEAVY)}"
