@@ -93,3 +93,38 @@ def test_warnings_raised_while_fitting_are_counted_not_printed(recwarn):
     assert not recwarn.list  # nothing reached the caller
     key = "RuntimeWarning: overflow encountered in exp"
     assert list(report.warnings) == [key] and report.warnings[key] > 5  # one line per kind, with its count
+
+
+def test_the_newton_step_is_the_dense_newton_step_of_the_objective():
+    """The elimination along the structure solves the true Newton system: on a small problem its step
+    equals -H^-1 g with H from finite differences of the (statsmodels-exact) gradient."""
+    from llm_mesa.analysis.vb_newton import _Structure, nested_parents
+
+    data = rows(n=300, games=5, agents=4)
+    fast, _ = both_models(data)
+    exog, codes, ident = fast.intercept_codes
+    structure = _Structure(fast, exog, codes, ident, nested_parents(codes, ident))
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.normal(0, 0.5, len(ident) + 4), rng.normal(-0.7, 0.2, len(ident) + 4)])
+    _, grad = fast.objective(x)
+    h = 1e-6
+    dense = np.column_stack([(fast.objective(x + h * e)[1] - fast.objective(x - h * e)[1]) / (2 * h)
+                             for e in np.eye(len(x))])
+    expected = -np.linalg.solve((dense + dense.T) / 2, grad)
+    np.testing.assert_allclose(structure.step(x, grad, 0.0), expected, rtol=1e-5, atol=1e-7)
+
+
+def test_newton_and_l_bfgs_b_reach_one_optimum_and_a_crossed_design_goes_to_l_bfgs_b():
+    data = rows()
+    nested = mixed_logit("y ~ share", data, GROUPS)
+    assert nested.converged and nested.report.attempts[0].what.startswith("Newton")
+    assert len(nested.report.attempts) == 1 and nested.report.attempts[0].max_gradient <= 1e-6
+    fast, _ = both_models(data)
+    fast.intercept_codes = None  # the same model, fitted by L-BFGS-B alone, far nearer its optimum than usual
+    lbfgs, verdict = fit_intercepts(fast, gradient_tol=1e-5, restarts=8)
+    assert verdict.attempts[0].what.startswith("L-BFGS-B") and verdict.attempts[-1].max_gradient <= 1e-5
+    assert nested.params["share"] == pytest.approx(lbfgs.fe_mean[1], rel=1e-6)
+    crossed = mixed_logit("y ~ share", data, {"game": "game", "agent": "agent"})  # agent ids shared by games
+    assert crossed.converged and crossed.report.attempts[0].what.startswith("L-BFGS-B")
+    single = mixed_logit("y ~ share", data, {"game": "game"})
+    assert single.converged and single.report.attempts[0].what.startswith("Newton")

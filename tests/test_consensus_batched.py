@@ -123,3 +123,26 @@ def test_engine_keeps_no_agent_table_unless_asked():
     (game,) = play_games([("voter", 1, {"n": 20, "max_rounds": 5})], agents=False)
     assert game.agents_table().empty and len(game.rounds_table()) == game.round + 1
     assert np.isclose(game.summary()["local_agreement"], game.rounds_table()["local_agreement"].iloc[-1])
+
+
+@pytest.mark.parametrize("update", ["random-sequential", "random-asynchronous"])
+def test_turns_in_the_engine_are_the_model_games_game_for_game(update):
+    """The study's rule grid under turns (11 conditions x 6 rule configurations, 2 seeds), every table
+    and the summary row, depth included: the engine's turn-by-turn stack equals the model's
+    agent-by-agent turns (each turn seeing the ones before it, one rule draw per activation)."""
+    requests = grid_requests([3, 17], tables=TABLES, baseline_permutations=50, update=update)
+    assert all(batchable(r) for r in requests)
+    mesa, batched = [GAME.play(r) for r in requests], GAME.play_batch(requests)
+    assert_same_results(mesa, batched)
+    depths = {row["communication"]: row["depth"] / row["rounds"] for row in (r.row for r in batched) if row["rounds"]}
+    assert depths["global"] == 36  # every turn reads every earlier one: one chain through the round
+    assert 1 < depths["local"] < 36 and 1 < depths["none"] < 36
+
+
+def test_turns_and_synchronous_rounds_in_one_batch_keep_their_schemes():
+    requests = [PlayRequest({"n": 20, "topology": "caveman", "max_rounds": 9, "update": u}, "voter", 4, TABLES)
+                for u in ("synchronous", "random-sequential", "random-asynchronous")]
+    mesa, batched = [GAME.play(r) for r in requests], GAME.play_batch(requests)
+    assert_same_results(mesa, batched)
+    assert [r.row["update"] for r in batched] == ["synchronous", "random-sequential", "random-asynchronous"]
+    assert batched[0].row["depth"] == batched[0].row["rounds"]

@@ -78,3 +78,23 @@ def test_every_wording_the_parameter_offers_has_its_template():
     from llm_mesa.models.consensus.prompt import PROMPT_VARIANTS
 
     assert tuple(PROMPT_VARIANTS) == RULES_WORDINGS == PARAMETERS["prompt"].choices
+
+
+def test_the_rules_are_built_once_a_game_and_are_each_games_own():
+    """The rules message is cached per game: every agent of a game gets the very same text, which is
+    what filling the template for that agent gives, and a game of another size or payoff its own."""
+    from dataclasses import replace
+
+    from llm_mesa.models.consensus.prompt import ConsensusPrompt
+
+    prompt = ConsensusPrompt()
+    small = ConsensusModel(12, "ba", policy="stubborn", rng=1, max_rounds=7, payoff_preferred=2.5)
+    large = ConsensusModel(40, "ba", policy="stubborn", rng=1, max_rounds=7)
+    first, second = (prompt.messages(agent.observe())[0]["content"] for agent in list(small.agents)[:2])
+    assert first is second
+    assert first == prompt._fill_rules(list(small.agents)[0].observe())
+    assert "11 other players" in first and "£2.50" in first
+    other = prompt.messages(list(large.agents)[0].observe())[0]["content"]
+    assert "39 other players" in other and other != first
+    reworded = replace(prompt, rules=prompt.rules.replace("colour", "hue"))  # a copy starts its own cache
+    assert reworded.messages(list(small.agents)[0].observe())[0]["content"] != first

@@ -201,8 +201,8 @@ def test_each_turn_sees_the_moves_and_messages_before_it(scheme):
 
 
 def test_the_batched_engine_plays_turns_as_the_model_does():
-    """Sweeps of rule games go through ``play_batch``: synchronous games through the engine, the others through
-    the model; either way the row and tables are the model's."""
+    """Sweeps of rule games go through ``play_batch``, the batched engine under every scheme; the row and tables
+    are the model's."""
     requests = [PlayRequest({"n": 32, "topology": t, "update": s, "max_rounds": 40}, p, seed, ("rounds", "agents"))
                 for s in SCHEMES for t in ("ba", "caveman") for p in ("majority-inertia", "voter") for seed in (1, 2)]
     for batched, request in zip(GAME.play_batch(requests), requests):

@@ -13,6 +13,10 @@ Two things are ours, each for a measured reason:
   compare both), except that ``log(1 + exp(x))`` is ``logaddexp(0, x)``: statsmodels' form
   overflows to -inf past x = 709 ("RuntimeWarning: overflow encountered in exp"), and the
   line search then stalls against that false wall.
+* **The optimiser.** Where the intercepts are one group, or agents nested in games, the fit is
+  Newton's method along the problem's structure (``vb_newton``: 13-21 steps to a gradient of
+  1e-6 on the study's rule grid, 1-3 s a fit, against 150-740 L-BFGS-B iterations to 1e-2 and
+  up to 24 s); any other design, or a Newton run that stops short, goes on with L-BFGS-B.
 * **The verdict.** L-BFGS-B reports success when an iteration no longer lowers the objective
   by a relative 2e-9; on these flat objectives it does so far from an optimum (a majority
   rule's transitions: gradient 103, slope 22.9, where the optimum's slope is 29.2). A fit is
@@ -140,7 +144,9 @@ def intercepts_model(y: np.ndarray, exog: np.ndarray, codes: np.ndarray, ident: 
 
     rows = np.repeat(np.arange(len(y)), width)
     design = sparse.csr_array((np.ones(flat.size), (rows, flat)), shape=(len(y), columns))
-    return RandomInterceptsVB(y, exog, design, ident, **options)
+    model = RandomInterceptsVB(y, exog, design, ident, **options)
+    model.intercept_codes = (np.asarray(exog, dtype=float), codes, ident)  # what vb_newton's elimination reads
+    return model
 
 
 def _reorder(parts):
@@ -162,20 +168,30 @@ def fit_intercepts(model, *, seed: int = 0, max_iter: int = 1000, gradient_tol: 
     from scipy.optimize import minimize
     from statsmodels.genmod.bayes_mixed_glm import BayesMixedGLMResults
 
+    from llm_mesa.analysis.vb_newton import newton_fit
     from llm_mesa.sweep.execution import limit_blas_threads
 
     x, attempts, caught = _start(model, seed), [], Counter()
     # one BLAS thread: L-BFGS-B's vector updates over ~20,000 parameters ran 10x slower threaded
     with limit_blas_threads(1), warnings.catch_warnings(record=True) as raised:
         warnings.simplefilter("always")
-        for attempt in range(restarts + 1):
+        structure = getattr(model, "intercept_codes", None)
+        newton = None if structure is None else newton_fit(model, *structure, x, max_iter=min(max_iter, 200))
+        if newton is not None:
+            x = newton.x
+            attempts.append(FitAttempt(f"Newton along the intercepts' structure (vb_newton) from statsmodels' start "
+                                       f"(seed {seed}), to a gradient of 1e-6", newton.iterations,
+                                       newton.stopped_on_its_own, newton.max_gradient, newton.message))
+        for _ in range(restarts + (newton is None)):  # a Newton run is the first attempt
+            if newton is not None and newton.stopped_on_its_own and newton.max_gradient <= gradient_tol:
+                break  # converged: nothing for L-BFGS-B to do
             result = minimize(model.objective, x, jac=True, method="L-BFGS-B",
                               options={"maxiter": max_iter, "ftol": ftol, "gtol": gradient_tol,
                                        "maxcor": LBFGS_MEMORY})
             x = result.x
             largest = float(np.max(np.abs(result.jac))) if result.jac.size else 0.0
             what = (f"L-BFGS-B (memory {LBFGS_MEMORY}) from statsmodels' start (seed {seed}), at most {max_iter} iterations"
-                    if not attempt
+                    if not attempts
                     else f"continued where it stopped, with a fresh L-BFGS memory, at most {max_iter} more iterations")
             attempts.append(FitAttempt(what, int(result.nit), bool(result.success), largest, str(result.message)))
             if result.success and largest <= gradient_tol:
@@ -184,7 +200,7 @@ def fit_intercepts(model, *, seed: int = 0, max_iter: int = 1000, gradient_tol: 
         caught[f"{item.category.__name__}: {item.message}"] += 1
     last = attempts[-1]
     n = len(x) // 2
-    fit = BayesMixedGLMResults(model, x[:n], np.exp(2 * x[n:]), result)
+    fit = BayesMixedGLMResults(model, x[:n], np.exp(2 * x[n:]), newton if len(attempts) == 1 and newton else result)
     report = FitReport(last.optimiser_success and last.max_gradient <= gradient_tol, gradient_tol,
                        tuple(attempts), dict(caught))
     return fit, report

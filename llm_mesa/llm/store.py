@@ -6,8 +6,10 @@ zero calls, and lets a crashed sweep resume in ``replay-fill`` mode paying only
 for the calls it had not yet made. A busy timeout lets the processes of a sweep
 share one file (WAL journal).
 
-Writes leave the event loop: ``put`` only hands the row to one writer thread per
-store, which inserts rows in batches and commits each batch (up to
+Writes leave the event loop: ``put`` only hands the call to one writer thread per
+store, which packs each row (``compact``: JSON, shared texts, compression: ~0.1 ms
+a call that zlib spends with the interpreter lock released, off the loop that runs
+the round) and inserts rows in batches, committing each batch (up to
 ``BATCH_ROWS`` rows, or what arrived within ``BATCH_WINDOW_S`` of the first).
 An SQLite commit costs about 0.3 ms, which on the loop thread delayed the other
 calls of a round. Durability, honestly: a row is on disk once its batch is
@@ -40,10 +42,13 @@ Compact rows (``ROW_FORMAT`` 2): a request's long parts that repeat from call to
 call (a rules message, the answer schema) are stored once in the ``texts`` table,
 keyed by their SHA-256, and the row holds a reference (``{"$text": hash}``); the
 request and the answer (fields left at their defaults dropped) are stored
-zlib-compressed (BLOBs; the columns keep their names). A 36-agent game with messages
-goes from ~4.2 KB to under 0.5 KB a call. Older stores, with JSON text in every row, read as
-before, and rows of both kinds can share a file; ``get``, ``rows`` and replays
-see the same decoded values either way (the format: ``llm_mesa.llm.compact``).
+compressed (BLOBs; the columns keep their names), and the key as its 32 bytes
+(a BLOB) instead of 64 hex digits. The demo's game (36 agents, local messages,
+10 rounds) takes 0.3 KB a call on disk (568 bytes before the latest rows became
+the dictionary, ~4.2 KB with JSON text in every row). Older stores, with JSON text
+in every row or hex keys, read as before, and rows of every kind can share a file;
+``get``, ``rows`` and replays see the same decoded values either way (the format:
+``llm_mesa.llm.compact``).
 """
 
 from __future__ import annotations
@@ -106,9 +111,22 @@ BATCH_ROWS = 50
 #: ... once this long has passed since the first row of the batch arrived
 BATCH_WINDOW_S = 0.05
 
-_Row = tuple[str, bytes, bytes, float, dict]  # key, request, response (compact), created, shared texts
+_Row = tuple[str, dict, dict, float]  # key, request identity, answer record, created (packed by the writer)
 _STOP = None  # the writer's end-of-queue marker
-_FLUSH = ("", b"", b"", 0.0, {})  # commit what is batched now (compared by identity)
+_FLUSH = ("", {}, {}, 0.0)  # commit what is batched now (compared by identity)
+
+
+def stored_key(key: str) -> bytes | str:
+    """A key as a row holds it: its 32 bytes (a hex key of another shape, as it is)."""
+    try:
+        return bytes.fromhex(key) if len(key) == 64 else key
+    except ValueError:
+        return key
+
+
+def key_text(stored: bytes | str) -> str:
+    """A row's key as the hex digits ``request_key`` gives (rows before BLOB keys hold them as text)."""
+    return stored.hex() if isinstance(stored, bytes) else stored
 
 #: every open store of this process, so a new store on the same file (or the
 #: interpreter's exit) can flush their writers first
@@ -211,7 +229,10 @@ class ResponseStore:
             self._adopt_after_fork()
             pending = self._pending.get(key)
         if pending is not None:
-            response: str | bytes = pending[2]
+            try:
+                return LLMResult.from_record(checked_record(dict(pending[2])), replayed=True)
+            except ValueError as exc:
+                raise self._damaged(key, type(exc).__name__) from None
         else:
             if not self.path.exists():  # nothing recorded yet (the first put creates the file)
                 return None
@@ -219,7 +240,9 @@ class ResponseStore:
             # ago is on disk by now, or was never put
             with self._conn_lock:
                 try:
-                    row = self._connection().execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone()
+                    row = self._connection().execute(  # a BLOB key, or a hex one in rows recorded before
+                        "SELECT response FROM calls WHERE key IN (?, ?) ORDER BY typeof(key) = 'text'",
+                        (stored_key(key), key)).fetchone()
                 except sqlite3.OperationalError as exc:
                     if "decode" not in str(exc):
                         raise unreadable(self.path, exc) from None
@@ -228,7 +251,7 @@ class ResponseStore:
                     raise unreadable(self.path, exc) from None
             if row is None:
                 return None
-            response = row[0]
+            response: str | bytes = row[0]
         try:
             record = self._packer.decode_response(response, self._stored_text)
             check_tree(record)
@@ -253,8 +276,7 @@ class ResponseStore:
     def put(self, key: str, identity: dict[str, Any], result: LLMResult) -> None:
         """Hand one call to the writer thread (committed within ``BATCH_WINDOW_S``), replacing
         an older answer to the same key."""
-        request, response, texts = self._packer.pack(identity, result.to_record())
-        row = (key, request, response, time.time(), texts)
+        row = (key, identity, result.to_record(), time.time())
         with self._lock:
             self._adopt_after_fork()
             self._raise_write_error()
@@ -306,12 +328,19 @@ class ResponseStore:
                         break
                     batch.append(row)
                 try:
+                    texts: dict[str, bytes] = {}
+                    packed = []
+                    for key, identity, record, created in batch:
+                        request, response, shared = self._packer.pack(identity, record)
+                        texts.update(shared)
+                        packed.append((stored_key(key), request, response, created))
                     conn.execute("BEGIN")
-                    texts = {h: body for row in batch for h, body in row[4].items()}
                     conn.executemany("INSERT OR IGNORE INTO texts VALUES (?, ?)", texts.items())
-                    conn.executemany("INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?)", [row[:4] for row in batch])
+                    # a recording made before BLOB keys may hold this call under its hex key: replaced too
+                    conn.executemany("DELETE FROM calls WHERE key = ?", [(row[0],) for row in batch])
+                    conn.executemany("INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?)", packed)
                     conn.execute("COMMIT")
-                except (sqlite3.Error, ValueError) as exc:
+                except (sqlite3.Error, ValueError, TypeError) as exc:  # a row that cannot be packed, too
                     if conn.in_transaction:
                         conn.rollback()
                     self._write_error = exc  # reported by the next put, flush or close
@@ -372,7 +401,7 @@ class ResponseStore:
                 bodies = dict(conn.execute("SELECT hash, body FROM texts").fetchall())
         texts = {h: json.loads(zlib.decompress(b)) for h, b in bodies.items() if not h.startswith(DICT_PREFIX)}
         decode = self._packer
-        return [{"key": k, "request": decode.decode_request(q, texts.__getitem__, bodies.get),
+        return [{"key": key_text(k), "request": decode.decode_request(q, texts.__getitem__, bodies.get),
                  "response": decode.decode_response(r, bodies.get), "created": c} for k, q, r, c in rows]
 
     def close(self) -> None:

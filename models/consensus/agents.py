@@ -27,6 +27,8 @@ class ConsensusAgent(FixedAgent, PolicyAgent):
         self.policy = policy
         self.diary = ""
         self.inbox: list[Message] = []  # messages received last round
+        #: the records of rounds played (final once played: built once, shown in every later window)
+        self._played: dict[int, RoundRecord] = {}
         self.pending: ConsensusDecision | None = None
         self.last_decision: ConsensusDecision | None = None
         self.neighbour_ids: tuple[int, ...] = ()
@@ -120,15 +122,21 @@ class ConsensusAgent(FixedAgent, PolicyAgent):
         history = model._rounds.history
         records = []
         turns = model.activation is not None and model.history_rounds > 0
-        for r in range(max(1, model.round - model.history_rounds + 1 + turns), model.round + 1):
-            codes = history[r]
-            colours = {i: COLOURS[codes[i]] for i in (self.node, *self.neighbour_ids)}
-            records.append(RoundRecord(
-                round=r,
-                own_colour=colours[self.node],
-                neighbour_colours={i: colours[i] for i in self.neighbour_ids},
-                messages=model.messages_received(self.node, r),
-            ))
+        first = max(1, model.round - model.history_rounds + 1 + turns)
+        played = self._played
+        for r in range(first, model.round + 1):
+            record = played.get(r)
+            if record is None:
+                codes = history[r]
+                record = played[r] = RoundRecord(
+                    round=r,
+                    own_colour=COLOURS[codes[self.node]],
+                    neighbour_colours={i: COLOURS[codes[i]] for i in self.neighbour_ids},
+                    messages=model.messages_received(self.node, r),
+                )
+            records.append(record)
+        for r in [r for r in played if r < first]:  # out of the window for good
+            del played[r]
         if turns:
             now = model.round + 1
             records.append(RoundRecord(

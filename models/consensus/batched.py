@@ -11,7 +11,13 @@ keeps its own random streams, so a game played here is the game the Mesa model
   the model's ``random``, through the same ``setup.game_setup``;
 * rounds from the game's rule stream (``array_state.rule_stream(seed)``),
   drawn in blocks of rounds per game (the same numbers as round by round);
-* the random-colouring baseline from its own stream, as in the model.
+* the random-colouring baseline from its own stream, as in the model;
+* under an update scheme with turns (``random-sequential``, ``random-asynchronous``),
+  each game's order from its own activation stream (``llm_mesa.activation_order``),
+  one draw of the rule stream per activation in activation order, and each turn
+  seeing the turns before it: the stack plays its games' k-th activations together,
+  turn by turn (``Stack.turns``), which is what the model's ``play_turns`` plays
+  agent by agent.
 
 Games that share a seed and a set-up (the conditions of a study that differ only
 in what rule agents never use, e.g. communication) share the one drawn graph.
@@ -32,6 +38,7 @@ from llm_mesa.games import GameResult, PlayRequest
 from llm_mesa.graph_measures import Adjacency, BlockGraph
 from llm_mesa.graphs import seeded_layout
 from llm_mesa.policy import PolicyError, make_policy
+from llm_mesa.update import activation_order, activation_stream
 
 from . import measures
 from .array_state import Rounds, rule_stream
@@ -57,8 +64,6 @@ def batchable(request: PlayRequest) -> bool:
     if request.parameters.get("preferences") == "explicit" or "graph" in request.parameters \
             or request.parameters.get("assign"):
         return False  # the engine plays one rule for every agent
-    if request.parameters.get("update", "synchronous") != "synchronous":
-        return False  # turns are played by the model (benchmarks/bench_async.py: the engine would not pay)
     try:
         return isinstance(make_policy(request.policy, "consensus"), RulePolicy)
     except PolicyError:
@@ -76,6 +81,7 @@ class BatchedGame:
     round: int  # rounds played
     stop_reason: str
     seed: int
+    depth: int  # the rounds' longest chains of turns, summed (a synchronous round: 1)
 
     @property
     def parameters(self) -> dict[str, Any]:
@@ -114,7 +120,7 @@ class BatchedGame:
         if baseline is None and p["baseline_permutations"]:
             baseline = measures.random_colouring_baseline(self.adjacency, colours, p["baseline_permutations"],
                                                           baseline_stream(self.seed))
-        totals = {**NO_LLM, "decisions": self.n * self.round,
+        totals = {**NO_LLM, "decisions": self.n * self.round, "depth": self.depth,
                   "stubborn_moves": int(self.rounds.total_moves[self.index]),
                   "opportunities": int(self.rounds.total_opportunities[self.index])}
         return summary_row(p, colours, self.preferences, self.last(), self.round, self.stop_reason, totals, {},
@@ -127,7 +133,9 @@ class BatchedGame:
         return self.rounds.agents_table(self.index, self.round)
 
     def messages_table(self) -> pd.DataFrame:
-        return pd.DataFrame([], columns=["round", "sender", "to", "text", "delivered"])
+        turns = self.parameters.get("update", "synchronous") != "synchronous"  # as the model's: a turn column
+        return pd.DataFrame([], columns=["round", "sender", *(["activation"] if turns else []), "to", "text",
+                                         "delivered"])
 
     def edges_table(self) -> pd.DataFrame:
         adj = self.adjacency
@@ -170,7 +178,8 @@ def play_games(specs: Sequence[tuple[str, int, dict[str, Any]]], agents: bool = 
     groups: dict[tuple, list[int]] = {}
     for i, setup in enumerate(setups):
         p = setup.parameters
-        groups.setdefault((p["n"], p["satisfied_threshold"], p["pseudo_window"], p["pseudo_level"]), []).append(i)
+        groups.setdefault((p["n"], p["satisfied_threshold"], p["pseudo_window"], p["pseudo_level"],
+                           p.get("update", "synchronous"), p["communication"] == "global"), []).append(i)
     for (n, *_), members in groups.items():
         per_batch = max(1, MAX_BATCH_NODES // max(n, 1))
         for start in range(0, len(members), per_batch):
@@ -197,6 +206,10 @@ class Stack:
                              pseudo_window=first["pseudo_window"], pseudo_level=first["pseudo_level"], agents=agents)
         self.max_rounds = np.array([s.parameters["max_rounds"] for s in setups])
         self.streams = [rule_stream(seed) for seed in seeds]
+        self.update = first.get("update", "synchronous")
+        self.everyone_related = first["communication"] == "global"  # each turn waits for all before it
+        self.orders = [activation_stream(seed) for seed in seeds] if self.update != "synchronous" else []
+        self.depth = np.zeros(b, dtype=np.int64)
 
     def play(self) -> list[BatchedGame]:
         """Every game to its end: consensus or its round limit."""
@@ -217,8 +230,12 @@ class Stack:
                     np.stack([s.random((size, n)) for s in self.streams], axis=1).reshape(size, b * n)
                 k = 0
             before = rounds.codes
-            rounds.codes = rule_step(before, self.preferences, rounds.blue, graph.degree, draws[k], self.rule,
-                                     graph.indptr, graph.indices)
+            if self.update == "synchronous":
+                rounds.codes = rule_step(before, self.preferences, rounds.blue, graph.degree, draws[k], self.rule,
+                                         graph.indptr, graph.indices)
+                self.depth += rounds.active
+            else:
+                rounds.codes = self.turns(before, draws[k])
             k += 1
             rounds.moved(before)
             consensus = rounds.stats["consensus"][-1]
@@ -227,8 +244,47 @@ class Stack:
             reasons[stop & consensus] = "consensus"
             reasons[stop & ~consensus] = "max rounds"
             rounds.active = rounds.active & ~stop
-        return [BatchedGame(s, a, rounds, g, int(played[g]), reasons[g], seed)
+        return [BatchedGame(s, a, rounds, g, int(played[g]), reasons[g], seed, int(self.depth[g]))
                 for g, (s, a, seed) in enumerate(zip(self.setups, self.adjacencies, self.seeds))]
+
+    def turns(self, before: np.ndarray, draws: np.ndarray) -> np.ndarray:
+        """One round of turns in every active game: the colours after it (and each game's depth counted).
+
+        Activation k of every game is played at once: each acting agent decides from the colours
+        as the turns before it left them, its draw the k-th of its game's round. Its neighbours'
+        blue counts follow its move at once, and the longest chain of turns grows as
+        ``dependencies`` has it: a turn waits for the latest earlier turn of itself and of each
+        agent related to it (its neighbours; everyone under global communication).
+        """
+        graph, n = self.graph, self.graph.n
+        active = np.flatnonzero(self.rounds.active)
+        orders = np.array([activation_order(self.update, n, self.orders[g]) for g in active], dtype=np.int64)
+        offsets = active * n
+        codes, blue = before.copy(), self.rounds.blue.astype(np.int64)
+        indptr, indices, degree = graph.indptr, graph.indices, graph.degree
+        level = np.zeros(len(codes), dtype=np.int64)  # each agent's latest turn's place in its chain
+        longest = np.zeros(len(active), dtype=np.int64)
+        draws = draws.reshape(graph.b, n)[active]
+        for k in range(orders.shape[1] if len(active) else 0):
+            at = offsets + orders[:, k]
+            lengths = degree[at]
+            starts = np.cumsum(lengths) - lengths
+            neighbours = indices[np.repeat(indptr[at] - starts, lengths) + np.arange(lengths.sum())]
+            if self.everyone_related:
+                turn = np.full(len(at), k + 1, dtype=np.int64)
+            else:
+                seen = np.maximum.reduceat(np.append(level[neighbours], 0), starts)  # 0 closes an empty last one
+                turn = 1 + np.maximum(level[at], np.where(lengths > 0, seen, 0))
+            level[at] = turn
+            longest = np.maximum(longest, turn)
+            new = rule_step(codes, self.preferences, blue, degree, draws[:, k], self.rule, indptr, indices, at=at)
+            moved = new != codes[at]
+            if moved.any():
+                codes[at] = new
+                step = np.repeat(np.where(moved, 2 * new.astype(np.int64) - 1, 0), lengths)
+                blue[neighbours] += step  # one acting agent a game: no neighbour is counted twice
+        self.depth[active] += longest
+        return codes
 
 
 def play_requests(requests: Sequence[PlayRequest]) -> list[GameResult]:

@@ -71,19 +71,30 @@ def build_model(args: argparse.Namespace) -> ConsensusModel:
     assign = parse_assignments(args.assign)
     specs = [s for s in (args.policy, *assign.values()) if is_llm_spec(s)]
     llm = llm_setup_from_args(args, specs) if specs else None
+
+    policy = llm.policies[args.policy] if is_llm_spec(args.policy) else args.policy
+    assign = {k: (llm.policies[v] if is_llm_spec(v) else v) for k, v in assign.items()}
+    parameters = {k: v for k, v in PARAMETERS.from_args(args).items() if k != "assign"}
+    limits = {"max_game_tokens": getattr(args, "max_tokens", None), "max_game_cost": getattr(args, "max_cost", None)}
+    first = None
+    if not assign and not args.graph:  # a plain LLM game: round 1 in flight while Mesa is imported (prefetch.py)
+        from . import prefetch
+
+        first = prefetch.start(parameters, policy, args.seed, **limits)
     from llm_mesa.graphs import load_graph
 
     from .model import ConsensusModel
 
-    policy = llm.policies[args.policy] if is_llm_spec(args.policy) else args.policy
-    assign = {k: (llm.policies[v] if is_llm_spec(v) else v) for k, v in assign.items()}
     graph = load_graph(args.graph) if args.graph else None
-    model = ConsensusModel(
-        **{k: v for k, v in PARAMETERS.from_args(args).items() if k != "assign"}, graph=graph, policy=policy,
-        assign=assign or None,
-        max_game_tokens=getattr(args, "max_tokens", None), max_game_cost=getattr(args, "max_cost", None),
-        rng=args.seed,
-    )
+    try:
+        model = ConsensusModel(**parameters, graph=graph, policy=policy, assign=assign or None, **limits,
+                               rng=args.seed)
+    except BaseException:
+        if first is not None:
+            first.decisions.cancel()
+        raise
+    if first is not None:
+        model.adopt_first_round(first)
     model.llm_setup = llm
     return model
 

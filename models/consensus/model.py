@@ -181,6 +181,7 @@ class ConsensusModel(ConsensusRecord, Model):
         self.totals = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0, "cost": 0.0,
                        "failures": 0, "decisions": 0}
         self.outcomes: dict[str, int] = {}
+        self._first_round = None  # round 1's calls, sent before the model was built (prefetch.py)
         self.datacollector = ArrayDataCollector(self, collect_agents)
         self.datacollector.collect(self)
         self.running = not self._round_stats["consensus"]
@@ -235,6 +236,8 @@ class ConsensusModel(ConsensusRecord, Model):
             chosen = self._vector_policy.decide_vector(rounds.codes.copy(), self._preference_codes,
                                                        self.adjacency, self.random)
             decisions = [ConsensusDecision("blue" if c else "red") for c in np.asarray(chosen).tolist()]
+        elif (early := self._take_first_round(agents)) is not None:
+            decisions = early
         else:
             decisions = play_round(agents, self.random, advance=False)
         for agent, decision in zip(agents, decisions):
@@ -247,6 +250,30 @@ class ConsensusModel(ConsensusRecord, Model):
         self._deliver_messages(decisions)
         per_agent, per_round = self._account(decisions)
         rounds.moved(before, per_agent, per_round)
+
+    def adopt_first_round(self, first) -> None:
+        """Take round 1's calls made before the model was built (``prefetch.start``), if round 1 is still to come."""
+        if self.round == 0 and self.running:
+            self._first_round = first
+        else:
+            first.decisions.cancel()
+
+    def _take_first_round(self, agents) -> list | None:
+        """Round 1's decisions from the calls sent early, when every agent sees what was sent (else None)."""
+        first, self._first_round = self._first_round, None
+        if first is None:
+            return None
+        if self.round != 0 or [agent.observe() for agent in agents] != first.observations:
+            first.decisions.cancel()  # not this game's round 1 after all: its calls are made again
+            return None
+        from llm_mesa.llm.runtime import deferred_collection
+
+        try:
+            with deferred_collection():
+                return first.decisions.result()
+        except BaseException:  # Ctrl-C while waiting, or the round failed: no call goes on after it
+            first.decisions.cancel()
+            raise
 
     def _deliver_messages(self, decisions) -> None:
         inboxes: dict[int, list[Message]] = {}

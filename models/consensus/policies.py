@@ -44,13 +44,21 @@ def _check_probability(name: str, value: float) -> float:
 
 
 def rule_step(colours: np.ndarray, preferences: np.ndarray, blue: np.ndarray, degree: np.ndarray,
-              draws: np.ndarray, rule: Rule, indptr: np.ndarray, indices: np.ndarray) -> np.ndarray:
+              draws: np.ndarray, rule: Rule, indptr: np.ndarray, indices: np.ndarray,
+              at: np.ndarray | None = None) -> np.ndarray:
     """Every agent's next colour code (1 = blue) under ``rule``, from one draw per agent.
 
     ``blue`` holds each agent's count of blue neighbours, ``degree`` its number of
     neighbours, ``indptr``/``indices`` the neighbours in node order (CSR), all
     over the same flat node numbering (one game, or many games stacked).
+    ``at``: only these agents decide (one draw each, in that order), as when agents
+    take turns; the result is their next colours, read from ``colours`` as it is now.
     """
+    if at is None:
+        own, starts = colours, indptr[:-1]
+    else:
+        own, preferences, blue, degree, starts = colours[at], preferences[at], blue[at], degree[at], indptr[at]
+        rule = Rule(*(field[at] if isinstance(field, np.ndarray) else field for field in rule))
     kinds = {int(rule.kind)} if np.isscalar(rule.kind) else set(np.unique(rule.kind).tolist())
     results = {}
     if MAJORITY in kinds:
@@ -64,19 +72,19 @@ def rule_step(colours: np.ndarray, preferences: np.ndarray, blue: np.ndarray, de
                 choice = np.where(thresholds > 0.5, choice, 2 * blue > degree)
         else:
             choice = 2 * blue > degree
-        results[MAJORITY] = np.where(keep, colours, choice).astype(np.int8)
+        results[MAJORITY] = np.where(keep, own, choice).astype(np.int8)
     if VOTER in kinds:
-        picked = indptr[:-1] + (draws * degree).astype(np.int64)
+        picked = starts + (draws * degree).astype(np.int64)
         has = degree > 0
         neighbour = indices[np.where(has, np.minimum(picked, max(len(indices) - 1, 0)), 0)] if len(indices) else 0
-        results[VOTER] = np.where(has, colours[neighbour] if len(indices) else colours, colours).astype(np.int8)
+        results[VOTER] = np.where(has, colours[neighbour] if len(indices) else own, own).astype(np.int8)
     if STUBBORN in kinds:
         results[STUBBORN] = preferences.astype(np.int8)
     if RANDOM in kinds:
         results[RANDOM] = (draws < 0.5).astype(np.int8)
     if len(results) == 1:
         return next(iter(results.values()))
-    out = np.empty_like(colours, dtype=np.int8)
+    out = np.empty_like(own, dtype=np.int8)
     for kind, value in results.items():
         mask = rule.kind == kind
         out[mask] = value[mask]

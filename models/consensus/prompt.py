@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any
 
 from llm_mesa.quoting import neutralise
@@ -164,12 +164,14 @@ def text_chars(max_tokens: int | None, communication: str = "local", direct: boo
     return int(min(MAX_TEXT_CHARS, max(MIN_TEXT_CHARS, share)))
 
 
+@cache
 def answer_schema(communication: str, direct: bool, message_replaces_move: bool = True,
                   max_tokens: int | None = None) -> dict[str, Any]:
     """JSON schema of an answer in this condition, its free text bounded to fit ``max_tokens``.
 
     Where a message replaces the move, the answer is a move or a message (``anyOf``): the
-    agent keeps its colour when it talks.
+    agent keeps its colour when it talks. Built once per condition and shared by every call
+    (read, never changed: a request's schema goes to the wire and the record as it is).
     """
     bound = text_chars(max_tokens, communication, direct, message_replaces_move)
     text = {"type": "string", "maxLength": bound}
@@ -234,6 +236,8 @@ class ConsensusPrompt:
     system_role: bool = True
     #: the sentence of ``rules`` that says how turns are taken (replaced under another update scheme)
     turns_text: str = SYNCHRONOUS_TURNS
+    #: the rules message per game (they are the same for every agent of a game: built once)
+    _rules: dict[tuple, str] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.history_chars < MIN_HISTORY_CHARS:
@@ -346,7 +350,18 @@ class ConsensusPrompt:
         kind = "current" if record.current else "row"
         return self.history_text[kind].format(round=record.round, own=record.own_colour, neighbours=neighbours)
 
-    def messages(self, obs: ConsensusObservation) -> list[dict[str, str]]:
+    def rules_for(self, obs: ConsensusObservation) -> str:
+        """The rules message of the game ``obs`` comes from (identical for all its agents, so built once)."""
+        key = (obs.communication, obs.direct_messages, obs.message_replaces_move, obs.message_cost, obs.n_players,
+               obs.label, obs.max_rounds, obs.payoff_preferred, obs.payoff_other, obs.update)
+        rules = self._rules.get(key)
+        if rules is None:
+            if len(self._rules) >= 1024:  # a long sweep of many conditions: keep the cache bounded
+                self._rules.clear()
+            rules = self._rules[key] = self._fill_rules(obs)
+        return rules
+
+    def _fill_rules(self, obs: ConsensusObservation) -> str:
         kind = format_key(obs.communication, obs.direct_messages, obs.message_replaces_move)
         fmt = (self.answer_format or {}).get(kind, ANSWER_FORMAT[kind])
         texts = self.communication_text if obs.message_replaces_move or obs.communication == "none" else self.alongside_text
@@ -360,7 +375,10 @@ class ConsensusPrompt:
             max_rounds=obs.max_rounds, round_limit=f"{obs.max_rounds} {plural(obs.max_rounds, 'round')}",
             payoff_preferred=obs.payoff_preferred, payoff_other=obs.payoff_other, communication=communication,
             answer_format=fmt)
-        rules = self.turns(rules, obs.update)
+        return self.turns(rules, obs.update)
+
+    def messages(self, obs: ConsensusObservation) -> list[dict[str, str]]:
+        rules = self.rules_for(obs)
         neighbours = ", ".join(f"{i}: {c}" for i, c in zip(obs.neighbour_ids, obs.neighbour_colours)) or "none"
         state = self.state.format(
             round=obs.round, max_rounds=obs.max_rounds, agent_id=obs.agent_id, preference=obs.preference,
