@@ -310,3 +310,23 @@ def test_the_dry_run_counts_calls_and_the_turns_one_after_another(capsys):
                            "--set", "max_rounds=7", "--dry-run", "--price", "0.1,0.3")
     assert status == 0, err
     assert "games: 3" in out and "calls: at most 1,680" in out and "cost: at most" in out
+
+
+@pytest.mark.skipif(not MESA_4, reason="Mesa 4's data recorders: on Mesa 3 a game's rounds are its DataCollector's")
+@pytest.mark.parametrize("name", GAMES)
+def test_mesas_parquet_recorder_writes_each_example_games_rounds_beside_its_datacollector(tmp_path, name):
+    from mesa.experimental.data_collection import ParquetDataRecorder
+
+    from llm_mesa.games import run_model
+
+    game = get_game(name)
+    model = game.make_model({"max_rounds": 4, **({"width": 8, "height": 8} if "width" in game.parameters else {})},
+                            "mesa", 3)
+    recorder = ParquetDataRecorder(model, config={"rounds": {}}, output_dir=str(tmp_path))
+    run_model(model)
+    recorded = recorder.get_table_dataframe("rounds")
+    kept = game.table(model, "rounds")
+    assert (tmp_path / "rounds.parquet").exists()
+    assert recorded["time"].astype(int).tolist() == kept["round"].tolist()
+    columns = [c for c in kept.columns if c != "round"]
+    pd.testing.assert_frame_equal(recorded[columns].reset_index(drop=True), kept[columns], check_dtype=False)

@@ -27,6 +27,7 @@ from mesa.examples.basic.boltzmann_wealth_model.agents import MoneyAgent
 from mesa.examples.basic.boltzmann_wealth_model.model import BoltzmannScenario, BoltzmannWealth
 
 from llm_mesa import Policy, decide_all, make_policy
+from llm_mesa.mesa_versions import game_ended, track_rounds
 
 from .parameters import EXAMPLE, NAME, PARAMETERS
 from .policies import GIVE, MesaRule, View
@@ -77,6 +78,7 @@ class BoltzmannModel(BoltzmannWealth):
         self.history: list[tuple[Any, ...]] = []
         self._keep_round()
         self.running = self.round < self.max_rounds
+        track_rounds(self)  # Mesa 4's data recorders may record the rounds beside the DataCollector
 
     def register_agent(self, agent: Any) -> None:
         """Mesa's example builds its own agent class inside its ``__init__``; each one becomes this game's player
@@ -100,6 +102,8 @@ class BoltzmannModel(BoltzmannWealth):
         self.round += 1
         self._keep_round()
         self.running = self.running and self.round < self.max_rounds
+        if not self.running:
+            game_ended(self)
 
     # --- measures and tables ---------------------------------------------------------
     def _keep_round(self) -> None:

@@ -29,6 +29,7 @@ from mesa.examples.advanced.pd_grid.agents import PDAgent
 from mesa.examples.advanced.pd_grid.model import PdGrid
 
 from llm_mesa import Policy, decide_all, dependencies, depth, make_policy, play_activations
+from llm_mesa.mesa_versions import game_ended, track_rounds
 
 from .parameters import EXAMPLE, NAME, PARAMETERS, PAYOFF_TABLE, payoff_table
 from .policies import MesaRule, View
@@ -87,6 +88,7 @@ class PdGridModel(PdGrid):
         self.history: list[tuple[Any, ...]] = []
         self._keep_round()
         self.running = self.round < self.max_rounds
+        track_rounds(self)  # Mesa 4's data recorders may record the rounds beside the DataCollector
 
     def register_agent(self, agent: Any) -> None:
         """Mesa's example builds its own agent class inside its ``__init__``; each one becomes this game's player
@@ -103,6 +105,8 @@ class PdGridModel(PdGrid):
         self.round += 1
         self._keep_round()
         self.running = self.running and self.round < self.max_rounds
+        if not self.running:
+            game_ended(self)
 
     def _simultaneous(self) -> None:
         """Every policy decides on the state at the start of the step, all at once; then Mesa's own step."""

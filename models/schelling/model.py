@@ -25,6 +25,7 @@ from mesa.examples.basic.schelling.agents import SchellingAgent
 from mesa.examples.basic.schelling.model import Schelling, SchellingScenario
 
 from llm_mesa import Policy, decide_all, make_policy
+from llm_mesa.mesa_versions import game_ended, track_rounds
 
 from .parameters import EXAMPLE, NAME, PARAMETERS
 from .policies import MOVE, STAY, MesaRule, View
@@ -75,6 +76,7 @@ class SchellingModel(Schelling):
         self.history: list[tuple[Any, ...]] = []
         self._keep_round()
         self.running = self.running and self.round < self.max_rounds
+        track_rounds(self)  # Mesa 4's data recorders may record the rounds beside the DataCollector
 
     def register_agent(self, agent: Any) -> None:
         """Mesa's example builds its own agent class inside its ``__init__``; each one becomes this game's player
@@ -98,6 +100,8 @@ class SchellingModel(Schelling):
         self.round += 1
         self._keep_round()
         self.running = self.running and self.round < self.max_rounds
+        if not self.running:
+            game_ended(self)
 
     # --- measures and tables ---------------------------------------------------------
     def _keep_round(self) -> None:
