@@ -37,6 +37,9 @@ def test_the_controls_are_the_parameters_over_their_declared_ranges_with_the_mes
         spec = controls[parameter.name]
         if parameter.control_range is not None:
             assert (spec["min"], spec["max"]) == parameter.control_range and spec["min"] <= spec["value"] <= spec["max"]
+        if spec["type"].startswith("Slider"):  # a default off the slider's steps would snap ("Reset to apply")
+            steps = (spec["value"] - spec["min"]) / spec["step"]
+            assert steps == pytest.approx(round(steps), abs=1e-9), parameter.name
     values, errors = view.query_values("max_rounds=0&policy=mesa")
     assert values == {"policy": "mesa"} and list(errors) == ["max_rounds"]
 

@@ -44,7 +44,7 @@ _OWN = {
                              label="Fraction minority"),
     "homophily": Parameter("homophily", float, EXAMPLE.get("homophily"),
                            "the least share of an agent's neighbours of its own type that makes it happy",
-                           low=0, high=1, step=0.125, label="Homophily"),
+                           low=0, high=1, step=0.05, label="Homophily"),
     "radius": Parameter("radius", int, EXAMPLE.get("radius"),
                         "how far an agent looks: the cells within this many steps, diagonals included",
                         low=1, high=5, label="Radius"),
