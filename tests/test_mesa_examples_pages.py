@@ -131,3 +131,29 @@ def test_viz_takes_each_game_by_name(name):
     parser = argparse.ArgumentParser()
     viz_cli.configure(parser)
     assert viz_cli.chosen_game(parser.parse_args(["--game", name]))[0] == name
+
+
+@pytest.mark.parametrize("name", GAMES)
+def test_mesas_solaraviz_components_find_each_game_from_its_model(name):
+    from llm_mesa.visualization import components
+
+    game = get_game(name)
+    model = game.make_model({**SMALL[name], "max_rounds": 2}, "mesa", 1)
+    assert components.view_for(model).game.name == name and len(components.components(name)) == 3
+    params = components.model_params(name, policy="mesa", seed=2)
+    assert list(params)[:len(game.parameters.names)] == list(game.parameters.names) and params["policy"] == "mesa"
+
+
+@pytest.mark.parametrize("name", GAMES)
+def test_the_agents_table_keeps_each_agents_state_first_and_its_cell_every_round(name):
+    """What a replay draws a grid from: one row per agent and round, its ``state`` the first field, its x and y."""
+    game = get_game(name)
+    model = game.make_model({**SMALL[name], "max_rounds": 3}, "mesa", 2)
+    while model.running:
+        model.step()
+    table = game.table(model, "agents")
+    assert list(table.columns[:2]) == ["round", "agent"] and {"x", "y"} <= set(table.columns)
+    last = table[table["round"] == model.round].set_index("agent")
+    now = {a.unique_id: (a.state, tuple(a.cell.coordinate)) for a in model.agents}
+    assert {i: (row[table.columns[2]], (row["x"], row["y"])) for i, row in last.iterrows()} == now
+    assert sorted(table["round"].unique()) == list(range(model.round + 1))

@@ -21,8 +21,8 @@ from .parameters import NAME, PARAMETERS
 PACKAGE = "llm_mesa.models.boltzmann_wealth_model"
 TABLES = (
     Table("rounds", ("round",), "the example's DataCollector, one row per step (0 the start): Gini"),
-    Table("agents", ("round", "agent"), "one row per agent and step: its cell (x, y), Wealth, and its choice in "
-          "that step (when it was asked)", types={"choice": "string"}),
+    Table("agents", ("round", "agent"), "one row per agent and step: Wealth (its state), its cell (x, y) and its "
+          "choice in that step (when it was asked)", types={"choice": "string"}),
 )
 
 

@@ -109,7 +109,7 @@ class BoltzmannModel(BoltzmannWealth):
     def _keep_round(self) -> None:
         for player in self.agents:
             x, y = player.cell.coordinate
-            self.history.append((self.round, player.unique_id, x, y, player.wealth, player.pending))
+            self.history.append((self.round, player.unique_id, player.wealth, x, y, player.pending))
 
     def summary(self) -> dict[str, Any]:
         """The finished game's row: the example's Gini at its end, the gifts, the richest agent, who is broke."""
@@ -119,11 +119,12 @@ class BoltzmannModel(BoltzmannWealth):
                 "mesa_agreement": self.agreed / self.decisions if self.decisions else 1.0}
 
     def agents_frame(self):
-        """One row per agent and step (0 the start): its cell, its wealth, and its choice that step (if asked)."""
+        """One row per agent and step (0 the start): its wealth (its ``state``, first), its cell, and its choice that
+        step (when it was asked)."""
         import pandas as pd
 
-        frame = pd.DataFrame(self.history, columns=["round", "agent", "x", "y", "Wealth", "choice"])
-        return frame.astype({"round": "int64", "agent": "int64", "x": "int64", "y": "int64", "Wealth": "int64",
+        frame = pd.DataFrame(self.history, columns=["round", "agent", "Wealth", "x", "y", "choice"])
+        return frame.astype({"round": "int64", "agent": "int64", "Wealth": "int64", "x": "int64", "y": "int64",
                              "choice": "string"})
 
 

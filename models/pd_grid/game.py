@@ -22,7 +22,7 @@ from .parameters import NAME, PARAMETERS, REGIMES
 PACKAGE = "llm_mesa.models.pd_grid"
 TABLES = (
     Table("rounds", ("round",), "the example's DataCollector, one row per step (0 the start): Cooperating_Agents"),
-    Table("agents", ("round", "agent"), "one row per agent and step: its cell (x, y), move and score"),
+    Table("agents", ("round", "agent"), "one row per agent and step: move (its state), score, its cell (x, y)"),
 )
 #: Mesa's notebook plays each activation order on its default grid
 DESIGN = StudyDesign({regime.lower(): {"activation_order": regime} for regime in REGIMES},

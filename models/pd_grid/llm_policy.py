@@ -23,8 +23,8 @@ from .parameters import MOVES
 from .policies import NAME, View
 
 RULES = (
-    "You are one player of the iterated prisoner's dilemma on a grid of {width} x {height} cells, one player a cell; "
-    "{edges}. Your neighbours are the 8 cells around yours, diagonals included. Each step you play one move, "
+    "You are one player of the iterated prisoner's dilemma on a grid of {width} x {height} cells, one player a cell. "
+    "Your neighbours are the players in the cells around yours, diagonals included: {edges}. Each step you play one move, "
     "C (cooperate) or D (defect), against every neighbour at once, and earn from each neighbour: {payoffs}. Your "
     "score is the sum of everything you have earned so far. {turns} "
     'Answer with one JSON object: {{"move": "C"}} or {{"move": "D"}}.'
@@ -50,7 +50,8 @@ def messages(view: View) -> list[dict[str, str]]:
     """The rules as the system message, the agent's state as the user's."""
     payoffs = "; ".join(f"you {mine} and they {theirs}: {value:g}" for (mine, theirs), value in view.payoffs)
     rules = RULES.format(width=view.width, height=view.height, payoffs=payoffs, turns=TURNS[view.activation_order],
-                         edges="the grid's edges wrap around" if view.torus else "the grid's edges do not wrap around")
+                         edges="the grid's edges wrap around, so everyone has 8" if view.torus
+                         else "8, or fewer at the grid's edges, which do not wrap around")
     neighbours = "; ".join(f"{i}: {move}, score {score!r}" for i, (move, score) in enumerate(view.neighbours, 1)) or "none"
     state = STATE.format(round=view.round, move=view.move, score=view.score, neighbours=neighbours)
     return [{"role": "system", "content": rules}, {"role": "user", "content": state}]

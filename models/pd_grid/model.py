@@ -163,7 +163,7 @@ class PdGridModel(PdGrid):
     def _keep_round(self) -> None:
         for player in self.players:
             x, y = player.cell.coordinate
-            self.history.append((self.round, player.unique_id, x, y, player.move, float(player.score)))
+            self.history.append((self.round, player.unique_id, player.move, float(player.score), x, y))
 
     def summary(self) -> dict[str, Any]:
         """The finished game's row: the example's series at its end, the share cooperating, the mean score."""
@@ -173,12 +173,12 @@ class PdGridModel(PdGrid):
                 "mesa_agreement": self.agreed / self.decisions if self.decisions else 1.0}
 
     def agents_frame(self):
-        """One row per agent and step (0 the start): its cell, its move and its score."""
+        """One row per agent and step (0 the start): its move (its ``state``, first), its score and its cell."""
         import pandas as pd
 
-        frame = pd.DataFrame(self.history, columns=["round", "agent", "x", "y", "move", "score"])
-        return frame.astype({"round": "int64", "agent": "int64", "x": "int64", "y": "int64", "move": "string",
-                             "score": "float64"})
+        frame = pd.DataFrame(self.history, columns=["round", "agent", "move", "score", "x", "y"])
+        return frame.astype({"round": "int64", "agent": "int64", "move": "string", "score": "float64", "x": "int64",
+                             "y": "int64"})
 
 
 __all__ = ["PDPlayer", "PdGridModel", "example_arguments"]

@@ -22,8 +22,8 @@ PACKAGE = "llm_mesa.models.schelling"
 TABLES = (
     Table("rounds", ("round",), "the example's DataCollector, one row per step (0 the start): happy, pct_happy, "
           "population, minority_pct"),
-    Table("agents", ("round", "agent"), "one row per agent and step: its cell (x, y), agent_type, happy, and the "
-          "choice it made in that step"),
+    Table("agents", ("round", "agent"), "one row per agent and step: agent_type (its state), happy, its cell (x, y) "
+          "and the choice it made in that step"),
 )
 
 

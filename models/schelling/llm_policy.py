@@ -25,7 +25,8 @@ RULES = (
     "Your neighbourhood is every cell within {radius} step(s) of yours in any direction, diagonals included. "
     "You are happy when at least a share {homophily!r} of your neighbours are of your type (with no neighbours at "
     "all you are unhappy). Each step every agent chooses at the same time, on the grid as it is at the start of the "
-    "step: stay where it is, or move to an empty cell chosen at random. "
+    "step: stay where it is, or move to an empty cell chosen at random. Once everyone has moved, happiness is judged "
+    "again; the game ends when every agent is happy. "
     'Answer with one JSON object: {{"choice": "stay"}} or {{"choice": "move"}}.'
 )
 STATE = ("Step {round}. You are of type {type}. In your neighbourhood: {similar} neighbours of your type, "

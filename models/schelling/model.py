@@ -107,7 +107,7 @@ class SchellingModel(Schelling):
     def _keep_round(self) -> None:
         for player in self.agents:
             x, y = player.cell.coordinate
-            self.history.append((self.round, player.unique_id, x, y, player.type, player.happy,
+            self.history.append((self.round, player.unique_id, player.type, player.happy, x, y,
                                  player.pending if self.round else None))
 
     def segregation(self) -> float:
@@ -129,12 +129,13 @@ class SchellingModel(Schelling):
                 "mesa_agreement": self.agreed / self.decisions if self.decisions else 1.0}
 
     def agents_frame(self):
-        """One row per agent and step (0 the start): its cell, type, happiness and the choice it made."""
+        """One row per agent and step (0 the start): its type (its ``state``, first), happiness, cell and the choice
+        it made that step."""
         import pandas as pd
 
-        frame = pd.DataFrame(self.history, columns=["round", "agent", "x", "y", "agent_type", "happy", "choice"])
-        return frame.astype({"round": "int64", "agent": "int64", "x": "int64", "y": "int64", "agent_type": "int64",
-                             "happy": "bool", "choice": "string"})
+        frame = pd.DataFrame(self.history, columns=["round", "agent", "agent_type", "happy", "x", "y", "choice"])
+        return frame.astype({"round": "int64", "agent": "int64", "agent_type": "int64", "happy": "bool", "x": "int64",
+                             "y": "int64", "choice": "string"})
 
 
 __all__ = ["SchellingModel", "SchellingPlayer"]
