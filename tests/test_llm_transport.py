@@ -508,6 +508,8 @@ def test_usage_nests_and_prices_live_calls(server):
 # -- against the project's loopback stand-in endpoint ------------------------------------------------
 
 def test_the_transport_negotiates_with_the_loopback_endpoint():
+    from llm_mesa.llm.preflight_check import SHOWN_MODELS
+    from llm_mesa.loopback import listed_behaviours
     from llm_mesa.loopback.server import LoopbackServer
 
     with LoopbackServer(reject_json_schema=True) as stand_in:
@@ -518,8 +520,12 @@ def test_the_transport_negotiates_with_the_loopback_endpoint():
         assert ans.outcome == "ok" and ans.value == "blue" and ans.first.dialect == "json_object"
         assert ans.first.system_fingerprint.startswith("llm-mesa-loopback")
         assert usage.failures == {} and negotiated_dialect(ep) == "json_object"
-        with pytest.raises(EndpointError, match="it offers: .*fixed"):
+        with pytest.raises(EndpointError, match="it offers: ") as refused:
             preflight(Endpoint(stand_in.base_url, "no-such-behaviour"))
+        # however many games are installed: the core's own behaviours are offered, or the list says how many it left out
+        offered = len(listed_behaviours())
+        assert "fixed" in str(refused.value) if offered <= SHOWN_MODELS else \
+            f"and {offered - SHOWN_MODELS} more (GET /models lists them)" in str(refused.value)
 
 
 def test_auto_sends_the_first_round_together_under_json_schema():

@@ -170,8 +170,9 @@ def _judge_probe(endpoint: Endpoint, key: str | None, probe, listed: list[str] |
         raise auth_refused(endpoint, status)
     if status == 404:
         if listed and model not in listed:
+            left_out = f" and {len(listed) - SHOWN_MODELS} more (GET /models lists them)" if len(listed) > SHOWN_MODELS else ""
             raise EndpointError(f"model {model!r} is not served by {url}; it offers: "
-                                f"{', '.join(map(str, listed[:SHOWN_MODELS]))} (pass one with --model)")
+                                f"{', '.join(map(str, listed[:SHOWN_MODELS]))}{left_out} (pass one with --model)")
         raise EndpointError(f"{url} does not know model {model!r} (HTTP 404); check --model and --base-url "
                             "(it usually ends in /v1)")
     if status in (400, 422, 429):
