@@ -157,3 +157,22 @@ def test_the_agents_table_keeps_each_agents_state_first_and_its_cell_every_round
     now = {a.unique_id: (a.state, tuple(a.cell.coordinate)) for a in model.agents}
     assert {i: (row[table.columns[2]], (row["x"], row["y"])) for i, row in last.iterrows()} == now
     assert sorted(table["round"].unique()) == list(range(model.round + 1))
+
+
+@pytest.mark.parametrize("name", GAMES)
+def test_mesas_solaraviz_reset_builds_each_example_game_again(name):
+    """SolaraViz's Reset splits the page's values between the model and a fresh scenario of the model's class
+    (the example's own): the game is built again from both, the same as from its parameters."""
+    from mesa.visualization.solara_viz import _build_model_init_kwargs
+
+    game = get_game(name)
+    model = game.build(game.parameters.validate({**SMALL[name], "max_rounds": 3}, complete=True), "mesa", 4)
+    values = {**game.parameters.validate({**SMALL[name], "max_rounds": 3}, complete=True), "policy": "mesa", "seed": 4}
+    kwargs = _build_model_init_kwargs(model, values, add_scenario_when_empty=True, require_model_accepts_scenario=True)
+    assert "scenario" in kwargs
+    again = type(model)(**kwargs)
+    assert again.parameters == model.parameters
+    for built in (model, again):
+        while built.running:
+            built.step()
+    pd.testing.assert_frame_equal(game.table(again, "rounds"), game.table(model, "rounds"))

@@ -29,7 +29,7 @@ from mesa.examples.advanced.pd_grid.agents import PDAgent
 from mesa.examples.advanced.pd_grid.model import PdGrid
 
 from llm_mesa import Policy, decide_all, dependencies, depth, make_policy, play_activations
-from llm_mesa.mesa_versions import game_ended, track_rounds
+from llm_mesa.mesa_versions import game_ended, scenario_fields, track_rounds
 
 from .parameters import EXAMPLE, NAME, PARAMETERS, PAYOFF_TABLE, payoff_table
 from .policies import MesaRule, View
@@ -72,7 +72,16 @@ class PDPlayer(PDAgent):
 class PdGridModel(PdGrid):
     """One game of the spatial prisoner's dilemma (parameters: ``parameters.PARAMETERS``) with the agents' ``policy``."""
 
-    def __init__(self, policy: str | Policy = "mesa", seed: int | None = None, **parameters: Any) -> None:
+    def __init__(self, policy: str | Policy = "mesa", seed: int | None = None, *, rng: int | None = None,
+                 scenario: Any = None, **parameters: Any) -> None:
+        """``rng`` is ``seed`` under Mesa's name; a ``scenario`` (the example's own, or any Mesa ``Scenario``:
+        Mesa's SolaraViz resets a model with one) lends the game's parameters among its fields and, when no seed
+        is given, its seed."""
+        seed = rng if seed is None else seed
+        if scenario is not None:
+            fields, lent = scenario_fields(scenario)
+            parameters = {**{k: v for k, v in fields.items() if k in PARAMETERS}, **parameters}
+            seed = lent if seed is None else seed
         p = PARAMETERS.validate(parameters, complete=True)
         super().__init__(**example_arguments(p, seed))
         self.seed, self.parameters = seed, p
