@@ -51,7 +51,7 @@ _EXPORTS = {
     "UPDATE_SCHEMES": "llm_mesa.update",
     "TURN_RULES": "llm_mesa.update",
     "activation_stream": "llm_mesa.update",
-    "activation_order": "llm_mesa.update",
+    "turn_order": "llm_mesa.update",
     "dependencies": "llm_mesa.update",
     "depth": "llm_mesa.update",
     "play_activations": "llm_mesa.update",

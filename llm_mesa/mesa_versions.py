@@ -29,9 +29,11 @@ And what Mesa 4 adds that serves a game's user is used there, not written again:
 
 from __future__ import annotations
 
+import functools
 import numbers
 import random
 import re
+import types
 from typing import Any
 
 import mesa
@@ -126,6 +128,19 @@ def model_arguments(rng: Any, scenario: Any) -> dict[str, Any]:
 
 # -- Mesa 4's data recorders ---------------------------------------------------------------------
 
+def report(reporter: Any, model: mesa.Model) -> Any:
+    """One DataCollector model reporter's value, read as Mesa's DataCollector reads it: a function of the model,
+    the name of a model attribute (Mesa's own examples report ``"happy"``, ``"gini"``), ``[function, args]``,
+    or a method of the model."""
+    if isinstance(reporter, types.FunctionType | functools.partial):
+        return reporter(model)
+    if isinstance(reporter, str):
+        return getattr(model, reporter, None)
+    if isinstance(reporter, list):
+        return reporter[0](*reporter[1])
+    return reporter()
+
+
 class RoundsDataSet:
     """Mesa 4's ``DataSet`` protocol over a model's DataCollector model reporters: the current round.
 
@@ -143,7 +158,7 @@ class RoundsDataSet:
     def data(self) -> dict[str, Any]:
         if self._model is None:
             raise RuntimeError(f"DataSet {self.name!r} has been closed")
-        return {key: reporter(self._model) for key, reporter in self._reporters.items()}
+        return {key: report(reporter, self._model) for key, reporter in self._reporters.items()}
 
     def close(self) -> None:
         self._model = None

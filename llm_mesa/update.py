@@ -66,7 +66,7 @@ def activation_stream(seed: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(ACTIVATION_STREAM,)))
 
 
-def activation_order(scheme: str, n: int, rng: np.random.Generator) -> list[int]:
+def turn_order(scheme: str, n: int, rng: np.random.Generator) -> list[int]:
     """The agents (by index) in the order they act this round."""
     if scheme == "random-sequential":
         return rng.permutation(n).tolist()
@@ -174,5 +174,5 @@ async def _concurrent(agents: Sequence[PolicyAgent], order: Sequence[int], deps:
     return decisions
 
 
-__all__ = ["ACTIVATION_STREAM", "TURN_RULES", "UPDATE", "UPDATE_SCHEMES", "activation_order", "activation_stream",
+__all__ = ["ACTIVATION_STREAM", "TURN_RULES", "UPDATE", "UPDATE_SCHEMES", "turn_order", "activation_stream",
            "dependencies", "depth", "play_activations", "turn_key"]

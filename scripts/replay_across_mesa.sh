@@ -2,6 +2,9 @@
 # A game recorded under one Mesa replays exactly under another: record an LLM game on the
 # loopback stand-in with RECORD_VENV's Mesa, replay it strictly (no server) with REPLAY_VENV's,
 # and compare the two --json summaries. Usage: bash scripts/replay_across_mesa.sh RECORD_VENV REPLAY_VENV
+# Not for the games on Mesa's own examples (schelling, boltzmann_wealth_model, pd_grid): they play what
+# the installed Mesa's example plays from a seed, and Mesa 3.5 and 4 seed their examples differently, so a
+# seed is another game on each version (tests/test_mesa_examples.py holds each to its own example).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 record_venv="${1:?record venv, e.g. .venv}"

@@ -145,7 +145,9 @@ def test_the_explorer_names_no_game_and_no_games_parameter():
                 for i, line in enumerate(p.read_text().splitlines(), 1) if words.search(line)]
     assert mentions == []
     parameters = {name for g in games for name in get_game(g).parameters.names}
-    spec_words = {"label"}  # the control specs' own vocabulary (Mesa's model_params), not a parameter
+    # the control specs' own vocabulary (Mesa's model_params) and the charts' sizes (Vega-Lite, CSS): the words
+    # Mesa's grid examples also name their grid's sides with, but here never a parameter
+    spec_words = {"label", "width", "height"}
     named = {k: v for k, v in _string_constants(ROOT / "visualization").items() if k in parameters - spec_words}
     assert named == {}
 

@@ -28,9 +28,9 @@ def server():
 
 
 def small(game, parameters: dict) -> dict:
-    """The condition, with few agents and rounds where the game has such parameters."""
+    """The condition, with few agents, rounds and grid cells where the game has such parameters."""
     values = dict(parameters)
-    for name, wanted in (("n", 12), ("max_rounds", 3)):
+    for name, wanted in (("n", 12), ("max_rounds", 3), ("width", 8), ("height", 8)):
         if name in game.parameters:
             low = game.parameters[name].low or 0
             values[name] = max(int(low), wanted)

@@ -10,20 +10,20 @@ import pytest
 
 from llm_mesa.policy import Policy
 from llm_mesa.rounds import PolicyAgent
-from llm_mesa.update import activation_order, activation_stream, dependencies, depth, play_activations
+from llm_mesa.update import activation_stream, dependencies, depth, play_activations, turn_order
 
 
 def test_orders_come_from_their_own_stream_and_follow_the_scheme():
     a, b = activation_stream(7), activation_stream(7)
-    orders = [activation_order("random-sequential", 20, a) for _ in range(5)]
-    assert orders == [activation_order("random-sequential", 20, b) for _ in range(5)]
+    orders = [turn_order("random-sequential", 20, a) for _ in range(5)]
+    assert orders == [turn_order("random-sequential", 20, b) for _ in range(5)]
     assert all(sorted(o) == list(range(20)) for o in orders) and len({tuple(o) for o in orders}) == 5
-    draws = [activation_order("random-asynchronous", 20, a) for _ in range(200)]
+    draws = [turn_order("random-asynchronous", 20, a) for _ in range(200)]
     assert all(len(d) == 20 for d in draws)
     repeated = sum(len(set(d)) < 20 for d in draws)
     assert repeated > 190  # with replacement: P(all 20 distinct) = 20!/20^20, about 2e-8
     with pytest.raises(ValueError, match="unknown update scheme"):
-        activation_order("synchronous", 3, a)
+        turn_order("synchronous", 3, a)
 
 
 def test_dependencies_name_the_latest_related_activation_and_depth_is_the_longest_chain():

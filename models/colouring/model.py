@@ -30,7 +30,6 @@ from mesa.discrete_space import FixedAgent
 from llm_mesa import (
     Policy,
     PolicyAgent,
-    activation_order,
     activation_stream,
     dependencies,
     depth,
@@ -38,6 +37,7 @@ from llm_mesa import (
     network_space,
     play_activations,
     play_round,
+    turn_order,
 )
 
 from .graphs import build_graph, drawing_layout
@@ -183,7 +183,7 @@ class ColouringModel(mesa.Model):
         stream, drawn beforehand in turn order. A turn waits only for the earlier turns
         of its neighbours (of everyone, when agents see the network's conflict count).
         """
-        order = [v for v in activation_order(self.update, self.n, self.order_rng)
+        order = [v for v in turn_order(self.update, self.n, self.order_rng)
                  if self.sit_out_rng.random() >= self.inertia]
         rngs = [random.Random(self.decision_rng.getrandbits(64)) for _ in order]
         everyone = range(self.n)

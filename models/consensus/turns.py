@@ -26,7 +26,7 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING, Any
 
-from llm_mesa.update import activation_order, dependencies, depth, play_activations
+from llm_mesa.update import dependencies, depth, play_activations, turn_order
 
 from .observation import Message
 
@@ -63,7 +63,7 @@ def transcript_row(model: ConsensusModel, agent: ConsensusAgent, decision: Any, 
 def play_turns(model: ConsensusModel, rounds: Rounds) -> None:
     """One round of turns (see the module doc); consensus is checked after it, as after a synchronous one."""
     agents = model.agents_by_node
-    order = activation_order(model.update, model.n, model.order_rng)
+    order = turn_order(model.update, model.n, model.order_rng)
     if model.communication == "global":
         everyone = range(model.n)
         waits = dependencies(order, lambda v: everyone)
