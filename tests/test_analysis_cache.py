@@ -57,3 +57,15 @@ def test_any_change_to_the_sweeps_data_is_another_key(sweep, analyses, capsys):
     manifest = sweep / "manifest.json"
     manifest.write_text(manifest.read_text().replace('"game"', '"game" ', 1))  # one byte more: another key
     assert main(["analyze", str(sweep)]) == 0 and len(analyses) == 3
+
+
+def test_a_change_to_what_the_game_declares_its_measures_to_be_is_another_key(sweep, analyses, monkeypatch):
+    """The generic report draws a column by its declared type: a game that declares it anew is analysed anew."""
+    from llm_mesa import count
+    from llm_mesa.registry import get_game
+
+    assert main(["analyze", str(sweep)]) == 0 and len(analyses) == 1
+    assert main(["analyze", str(sweep)]) == 0 and len(analyses) == 1  # nothing changed: read back
+    game = get_game("tinyvote")
+    monkeypatch.setattr(type(game), "measures", {**game.measures, "rounds": count(label="rounds played")})
+    assert main(["analyze", str(sweep)]) == 0 and len(analyses) == 2

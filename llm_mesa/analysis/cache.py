@@ -83,8 +83,11 @@ def _code_fingerprint(game: Any) -> str:
 def analysis_key(sweep: SweepData, game: Any, options: Mapping[str, Any]) -> str:
     """The content address of the report of ``sweep`` by ``game`` with ``options`` (see the module doc):
     the whole SHA-256 of its inputs (an entry's file is named by its first 32 digits)."""
+    declared = {"measures": {k: repr(v) for k, v in getattr(game, "measures", {}).items()},
+                "headline": getattr(game, "headline_measure", None)}  # what the report draws a column as
     digest = hashlib.sha256(json.dumps({"game": game.name, "options": dict(options), "labels": sweep.labels,
-                                        "code": _code_fingerprint(game)}, sort_keys=True, default=str).encode())
+                                        "code": _code_fingerprint(game), "declared": declared},
+                                       sort_keys=True, default=str).encode())
     for path in sweep.paths:
         for file in _data_files(Path(path)):
             digest.update(str(file.relative_to(Path(path).parent)).encode() + b"\0")

@@ -13,7 +13,7 @@ keeps its own random streams, so a game played here is the game the Mesa model
   drawn in blocks of rounds per game (the same numbers as round by round);
 * the random-colouring baseline from its own stream, as in the model;
 * under an update scheme with turns (``random-sequential``, ``random-asynchronous``),
-  each game's order from its own activation stream (``llm_mesa.activation_order``),
+  each game's order from its own activation stream (``llm_mesa.turn_order``),
   one draw of the rule stream per activation in activation order, and each turn
   seeing the turns before it: the stack plays its games' k-th activations together,
   turn by turn (``Stack.turns``), which is what the model's ``play_turns`` plays
@@ -38,7 +38,7 @@ from llm_mesa.games import GameResult, PlayRequest
 from llm_mesa.graph_measures import Adjacency, BlockGraph
 from llm_mesa.graphs import seeded_layout
 from llm_mesa.policy import PolicyError, make_policy
-from llm_mesa.update import activation_order, activation_stream
+from llm_mesa.update import activation_stream, turn_order
 
 from . import measures
 from .array_state import Rounds, rule_stream
@@ -258,7 +258,7 @@ class Stack:
         """
         graph, n = self.graph, self.graph.n
         active = np.flatnonzero(self.rounds.active)
-        orders = np.array([activation_order(self.update, n, self.orders[g]) for g in active], dtype=np.int64)
+        orders = np.array([turn_order(self.update, n, self.orders[g]) for g in active], dtype=np.int64)
         offsets = active * n
         codes, blue = before.copy(), self.rounds.blue.astype(np.int64)
         indptr, indices, degree = graph.indptr, graph.indices, graph.degree
