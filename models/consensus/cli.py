@@ -81,14 +81,20 @@ def build_model(args: argparse.Namespace) -> ConsensusModel:
         from . import prefetch
 
         first = prefetch.start(parameters, policy, args.seed, **limits)
-    from llm_mesa.graphs import load_graph
+    try:  # Mesa imported and the model built while round 1's calls (if any) are in flight
+        from llm_mesa.graphs import load_graph
 
-    from .model import ConsensusModel
+        from .model import ConsensusModel
 
-    graph = load_graph(args.graph) if args.graph else None
-    try:
+        graph = load_graph(args.graph) if args.graph else None
         model = ConsensusModel(**parameters, graph=graph, policy=policy, assign=assign or None, **limits,
                                rng=args.seed)
+    except KeyboardInterrupt:  # a signal while the model is built: round 1's calls in flight get their grace
+        if first is not None:
+            from llm_mesa.llm.stopping import interrupted
+
+            interrupted(first.decisions)
+        raise
     except BaseException:
         if first is not None:
             first.decisions.cancel()

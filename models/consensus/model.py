@@ -271,7 +271,12 @@ class ConsensusModel(ConsensusRecord, Model):
         try:
             with deferred_collection():
                 return first.decisions.result()
-        except BaseException:  # Ctrl-C while waiting, or the round failed: no call goes on after it
+        except KeyboardInterrupt:  # a signal while waiting: no new call, the calls in flight get their grace
+            from llm_mesa.llm.stopping import interrupted
+
+            interrupted(first.decisions)
+            raise
+        except BaseException:  # the round failed: no call goes on after it
             first.decisions.cancel()
             raise
 
