@@ -9,6 +9,7 @@ sets ``invalid`` and ``failure_cause`` in its summary (any registered game).
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import threading
@@ -43,6 +44,7 @@ def counted(answer):
     async def hostile(request, body):
         with lock:
             n, seen[0] = seen[0], seen[0] + 1
+        await asyncio.sleep(0.02)  # a server's answer takes a moment: games end one after another, not all at once
         return answer(n)
     return hostile
 

@@ -59,8 +59,11 @@ def test_step_plays_the_example_on_its_grid_and_the_charts_draw_its_datacollecto
     assert snapshot.agent["state"] == str(agents[2].state) and snapshot.agent["policy"] == "mesa"
     collected = model.datacollector.get_model_vars_dataframe()
     assert list(snapshot.rounds.columns) == ["round", *collected.columns] and len(snapshot.rounds) == 2
+    from llm_mesa.views.charts import series_title
+
+    game = get_game(name)
     drawn = {row["series"] for _, chart in view.charts(snapshot.rounds) for row in chart["data"]["values"]}
-    assert {column.replace("_", " ") for column in collected.columns} <= drawn
+    assert {series_title(c, game.scale_of(c, collected[c])) for c in collected.columns} <= drawn  # as each is declared
 
 
 @pytest.mark.parametrize("name", GAMES)

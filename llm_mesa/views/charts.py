@@ -154,7 +154,8 @@ def _label(column: str) -> str:
     return column.replace("_", " ")
 
 
-def _title(column: str, scale: Scale) -> str:
+def series_title(column: str, scale: Scale) -> str:
+    """What a chart calls a column: its declared label (else its name), with its unit."""
     return (scale.label or _label(column)) + (f" ({scale.unit})" if scale.unit else "")
 
 
@@ -175,14 +176,14 @@ def round_charts(rounds: pd.DataFrame, *, current_round: int | None = None, last
     common = {"last_round": last, "current_round": current_round, "dash": dash}
     charts = []
     if shares:
-        names = {c: _title(c, scales[c]) for c in shares}
+        names = {c: series_title(c, scales[c]) for c in shares}
         heading = "Shares per round" if len(names) > 1 else f"{next(iter(names.values()))} per round"
         charts.append((first in shares, "llm-mesa-chart-shares",
                        line_spec(dashed_rows(rounds, names, dash), heading, "share", y_domain=(0, 1),
                                  series=list(names.values()), **common)))
     for column in [c for c in columns if c not in shares]:
         scale = scales[column]
-        title = _title(column, scale)
+        title = series_title(column, scale)
         whole = scale.kind == "count" or (scale.kind != "continuous" and bool((rounds[column].dropna() % 1 == 0).all()))
         low, high = scale.bounds()
         domain = (low, high) if low is not None and high is not None else None

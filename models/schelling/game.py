@@ -41,9 +41,9 @@ class SchellingGame(Game):
     state_scale = categorical(0, 1, palette={0: "#1f77b4", 1: "#ff7f0e"}, label="agent type (1: the minority)")
     measures = {
         "happy": count(label="happy agents"),
-        "pct_happy": continuous(0, 100, unit="%", label="happy agents (%)"),
+        "pct_happy": continuous(0, 100, unit="%", label="happy agents"),
         "population": count(label="agents"),
-        "minority_pct": continuous(0, 100, unit="%", label="type-1 agents (%)"),
+        "minority_pct": continuous(0, 100, unit="%", label="type-1 agents"),
         "moves": count(label="moves"),
         "segregation": share(label="share of neighbours of one's own type"),
         "mesa_agreement": share(label="decisions as Mesa's rule"),
