@@ -159,8 +159,18 @@ def use_session(build: Callable[[dict[str, Any]], Any], specs: Mapping[str, Mapp
 @solara.component
 def GameButtons(session: GameSession, values: solara.Reactive[dict[str, Any]], version: solara.Reactive[int],
                 interval: float = 0.3):
-    """Reset, Step, Play/Pause: they act on this session's game only."""
+    """Reset, Step, Play/Pause: they act on this session's game only.
+
+    The buttons read ``version`` themselves, so every change of the game (a Reset, a
+    Step, each round of Play, an error) redraws them with its state: Step and Play
+    are enabled exactly while the game runs. Passing only the reactive object, and not
+    reading it, left them as they were drawn (disabled after Play to the end, still
+    enabled after a Reset or at the last round).
+    """
     playing = solara.use_reactive(False)
+    _ = version.value  # subscribe: redraw at every change of the game
+    with session.lock:
+        running = session.running
 
     def bump():
         version.set(version.value + 1)
@@ -189,12 +199,12 @@ def GameButtons(session: GameSession, values: solara.Reactive[dict[str, Any]], v
     solara.lab.use_task(play_loop, dependencies=[playing.value], prefer_threaded=True)
     with solara.Row(classes=["llm-mesa-buttons"], style={"align-items": "center", "flex-wrap": "wrap"}):
         solara.Button("Reset", on_click=reset, outlined=True, classes=["llm-mesa-reset"])
-        solara.Button("Step", on_click=step, disabled=playing.value or not session.running, color="primary",
+        solara.Button("Step", on_click=step, disabled=playing.value or not running, color="primary",
                       classes=["llm-mesa-step"])
         if playing.value:
             solara.Button("Pause", on_click=lambda: playing.set(False), classes=["llm-mesa-pause"])
         else:
-            solara.Button("Play", on_click=lambda: playing.set(True), disabled=not session.running,
+            solara.Button("Play", on_click=lambda: playing.set(True), disabled=not running,
                           classes=["llm-mesa-play"])
 
 
