@@ -16,6 +16,7 @@ import solara
 
 from llm_mesa.views import Snapshot
 
+from . import offline  # noqa: F401 - every page draws with these pieces: no telemetry, no check frames
 from .network_view import Banners, NetworkPanel
 from .vega_widget import VegaChart
 
