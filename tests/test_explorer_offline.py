@@ -153,7 +153,7 @@ def test_a_report_written_and_opened_in_a_browser_stays_on_the_machine(tmp_path,
     audit = Audit(tmp_path / "audit")
     sweep, report = tmp_path / "sweep", tmp_path / "report.html"
     subprocess.run([CLI, "sweep", "--game", "consensus", "--conditions", "ba-local", "--policies", "mi-0.2",
-                    "--seeds", "3", "--set", "n=12", "--set", "max_rounds=10", "--out", str(sweep), "--quiet"],
+                    "--seeds", "1", "--set", "n=12", "--set", "max_rounds=10", "--out", str(sweep), "--quiet"],
                    check=True, capture_output=True, env=audit.env())
     subprocess.run([CLI, "report", str(sweep), "--out", str(report)], check=True, capture_output=True, env=audit.env())
     requests = RequestLog(browser, allow_files=True)

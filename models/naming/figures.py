@@ -80,10 +80,12 @@ def _curves_panel(report: Mapping[str, Any]) -> Panel:
             if sub.empty:
                 continue
             colour = _colour(report["models"], model)
-            sd = sub["agreement_sd"].fillna(0)
-            ax.plot(sub["round"], sub["agreement_mean"], color=colour, label=model, linewidth=1.2)
-            ax.fill_between(sub["round"], sub["agreement_mean"] - sd, sub["agreement_mean"] + sd, color=colour,
-                            alpha=0.2, linewidth=0)
+            mean = pd.to_numeric(sub["agreement_mean"], errors="coerce")
+            sd = pd.to_numeric(sub["agreement_sd"], errors="coerce")  # None at one seed: no spread to draw
+            ax.plot(sub["round"], mean, color=colour, label=model, linewidth=1.2)
+            if sd.notna().any():
+                ax.fill_between(sub["round"], mean - sd.fillna(0.0), mean + sd.fillna(0.0), color=colour,
+                                alpha=0.2, linewidth=0)
         ax.set_title(condition, fontsize=8)
         ax.set_ylim(*SHARE_LIMITS)
         ax.tick_params(labelsize=7)
@@ -97,6 +99,8 @@ def _curves_panel(report: Mapping[str, Any]) -> Panel:
     caption = "Agreement: the most common valid name said in a round / N (each agent's latest name under one " \
               "pairing). Every condition is drawn, Schema (the study's headline) first. The table: final " \
               "agreement, mean and SD over seeds."
+    if frame["agreement_sd"].isna().all():
+        caption += " One seed a cell: each line is one game, with no spread to shade (SD needs two seeds)."
     return Panel(title, svg_text(figure), table, caption=caption)
 
 
