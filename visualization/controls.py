@@ -2,7 +2,7 @@
 
 ``ControlPanel`` draws controls from Mesa-style ``model_params`` specs (which a
 game's view derives from its parameter definition): sliders show their value, a
-seed is a number field, a control whose value differs from the running game's says
+seed is a number field, a ``Combobox`` takes any text and offers its usual values, a control whose value differs from the running game's says
 "Reset to apply", and an error is shown beside the control it concerns, with every
 control kept in place.
 
@@ -50,6 +50,9 @@ def Control(name: str, spec: Mapping[str, Any], value: Any, on_value: Callable[[
                    on_value=on_value, thumb_label=True)
         elif kind == "Select":
             solara.Select(label, values=list(spec.get("values", [])), value=value, on_value=on_value)
+        elif kind == "Combobox":  # any text, its usual values offered (e.g. a policy mix of one's own)
+            solara.v.Combobox(label=label, items=list(spec.get("values", [])), v_model=value,
+                              on_v_model=lambda v: on_value("" if v is None else str(v)), hide_details=True)
         elif kind == "Checkbox":
             solara.Checkbox(label=label, value=bool(value), on_value=on_value)
         else:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from llm_mesa import Game, LlmEstimate, LlmSupport, PolicyCatalog, StudyDesign, Table
+from llm_mesa import Extensions, Game, LlmEstimate, LlmSupport, PolicyCatalog, StudyDesign, Table
 
 from .design import CONDITIONS, GROUPS, RULES, describe
 from .parameters import PARAMETERS
@@ -39,6 +39,7 @@ class ColouringGame(Game):
         groups={"rules": RULES})
     design = StudyDesign(CONDITIONS, GROUPS)
     llm = LlmSupport(policy=f"{PACKAGE}.llm_policy:game_policy", behaviours=f"{PACKAGE}.behaviours")
+    extensions = Extensions(view=f"{PACKAGE}.view:ColouringView")
 
     def build(self, parameters: Mapping[str, Any], policy: Any, seed: int) -> Any:
         from .model import ColouringModel

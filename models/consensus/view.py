@@ -111,7 +111,7 @@ class ConsensusView(GameView):
                                    preferences={"values": ["random", "minority"]})
         return {
             **game,
-            MIX: {"type": "Select", "value": "majority-inertia", "values": mix_choices(),
+            MIX: {"type": "Combobox", "value": "majority-inertia", "values": mix_choices(),
                   "label": "Policies (default | selector=policy)"},
             "llm_endpoint": {"type": "InputText", "value": BUILTIN,
                              "label": "LLM endpoint (base URL, or loopback: the built-in stand-in)"},
