@@ -130,3 +130,19 @@ def test_the_colouring_report_puts_the_headline_first_with_the_published_result_
     first = rule_report.split("<h3>")[1]
     assert "31 of 38 experiments" in first and "Science 313(5788):824-827, 2006" in first
     assert "could not be drawn" not in rule_report
+
+
+def test_the_information_panel_compares_the_views_of_each_graph_on_the_same_games(tmp_path):
+    """Best response ignores what it is shown: on paired seeds its three views solve the same games."""
+    from llm_mesa.analysis.sweep_data import open_sweeps
+    from llm_mesa.models.colouring.figures import information_panel
+    from llm_mesa.sweep import run_sweep
+
+    out = tmp_path / "views"
+    run_sweep({name: dict(CONDITIONS[name]) for name in ("chords-20", "chords-20-degrees", "chords-20-global")},
+              "best-response", 3, out, game="colouring", model_options={"max_rounds": 40, "inertia": 0.1})
+    report = analysis.analyze(open_sweeps([out]), {})
+    views = {r["view"]: (r["games"], r["solved"]) for r in report["views"]}
+    assert set(views) == {"local", "degrees", "global"} and len(set(views.values())) == 1  # paired: the same games
+    panel = information_panel(report)
+    assert panel.skipped is None and panel.figure and set(panel.table["view"]) == set(views)
