@@ -294,8 +294,8 @@ class ConsensusPrompt:
                     left -= len(line) + 1
                 else:
                     cut[i] += 1
-        lines = [words["head"].format(window=f"{len(records)} {plural(len(records), 'round')}"
-                                      if len(records) > 1 else "round")]
+        played = sum(not r.current for r in records) or len(records)  # the round so far names itself in its row
+        lines = [words["head"].format(window=f"{played} {plural(played, 'round')}" if played > 1 else "round")]
         if keep < len(obs.history):
             dropped = len(obs.history) - keep
             lines.append(words["cut_rounds"].format(count=dropped, rounds=plural(dropped, "round"), chars=budget))
