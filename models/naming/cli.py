@@ -87,11 +87,11 @@ def speaker_endpoint(args: argparse.Namespace):
 
 def _llm_speaker(args: argparse.Namespace):
     from llm_mesa.llm.preflight_check import schedule
-    from llm_mesa.llm.recording import recording_from_args, store_from_args
+    from llm_mesa.llm.recording import game_recording, store_from_args
 
     from .llm_speaker import LLMSpeaker
 
-    _, mode = recording_from_args(args)  # contradictory options fail before any call or file
+    _, mode = game_recording(args)  # contradictory options fail before any call or file
     endpoint = speaker_endpoint(args)
     if mode != "replay":  # a strict replay calls nothing; a fill checks only when a call misses the recording
         schedule(endpoint, lazy=mode == "replay-fill")
