@@ -66,6 +66,7 @@ class Command:
     text: str
     fenced: bool
     skipped: str | None = None
+    seconds: float | None = None  # how long it ran (None: not run)
 
 
 def blocks(text: str) -> list[tuple[int, str, list[str]]]:
@@ -208,12 +209,15 @@ def stop(process: subprocess.Popen) -> None:
 
 
 def run_document(commands: list[Command], clone: Path, env: dict[str, str], logs: Path) -> list[str]:
-    """Run a document's commands in order in one session; the failures, each in a few lines."""
+    """Run a document's commands in order in one session; the failures, each in a few lines.
+
+    Each command's wall time is kept in ``seconds`` (the table the test prints)."""
     failures, background, ports = [], [], {}
     try:
         for index, command in enumerate(commands):
             if command.skipped:
                 continue
+            started = time.monotonic()
             text = with_free_ports(command.text, ports)
             log = logs / f"{command.where.replace(':', '-')}-{index}.log"
             serves = text.endswith("&") or SERVES.search(text)
@@ -228,6 +232,7 @@ def run_document(commands: list[Command], clone: Path, env: dict[str, str], logs
                                     + log.read_text()[-1500:])
                 elif re.search(r"llm-mesa viz|solara run", text):
                     stop(process)  # a page serves: enough, and it holds a core while it runs
+                command.seconds = time.monotonic() - started
                 continue
             with open(log, "w") as out:
                 try:
@@ -236,6 +241,7 @@ def run_document(commands: list[Command], clone: Path, env: dict[str, str], logs
                     status = done.returncode
                 except subprocess.TimeoutExpired:
                     status = f"no end within {TIMEOUT} s"
+            command.seconds = time.monotonic() - started
             if status != 0:
                 failures.append(f"{command.where}: `{command.text}` exited {status}:\n" + log.read_text()[-1500:])
     finally:
@@ -272,6 +278,7 @@ def test_every_documented_command_runs_as_written_from_a_fresh_clone(clone, tmp_
     failures, table = [], []
     for _name, commands in documented(clone):
         failures += run_document(commands, clone, env, logs)
-        table += [f"{c.where:28} {'skipped: ' + c.skipped if c.skipped else 'ran'}  `{c.text[:90]}`" for c in commands]
-    print("\n".join(table))
+        table += [f"{c.where:28} {'skipped: ' + c.skipped if c.skipped else f'ran {c.seconds:6.1f} s'}  `{c.text[:90]}`"
+                  for c in commands]
+    print("\n".join(table) + f"\nload average {os.getloadavg()[0]:.1f}")
     assert failures == [], "\n\n".join(failures)
