@@ -192,13 +192,23 @@ def _mixed_panel(report: Mapping[str, Any]) -> Panel:
     if isinstance(mixed, Mapping):
         return _skipped(title, mixed["skipped"])
     table = pd.DataFrame(mixed)
-    figure, ax = new_figure()
-    numeric = [c for c in table.columns if pd.api.types.is_numeric_dtype(table[c])][:1]
-    labels = table.drop(columns=numeric).astype(str).agg(" / ".join, axis=1)
-    ax.barh(range(len(table)), table[numeric[0]] if numeric else 0)
-    ax.set_yticks(range(len(table)), labels, fontsize=7)
-    ax.set_xlabel(numeric[0] if numeric else "")
-    return Panel(title, svg_text(figure), table)
+    keys = [c for c in ("condition", "speaker") if c in table.columns]  # one bar per speaker of a condition
+    numeric = [c for c in table.columns if c not in keys and pd.api.types.is_numeric_dtype(table[c])]
+    measure = "holding_top_name" if "holding_top_name" in numeric else (numeric[0] if numeric else None)
+    if measure is None:
+        reason = "the per-speaker table holds no number to draw"
+        return Panel(title, skipped_figure(title, reason), table, skipped=reason)
+    figure, ax = new_figure(6.4, 1.0 + 0.28 * len(table))
+    labels = table[keys].astype(str).agg(" / ".join, axis=1) if keys else table.index.astype(str)
+    ax.barh(range(len(table)), pd.to_numeric(table[measure], errors="coerce").fillna(0.0))
+    ax.set_yticks(range(len(table)), labels, fontsize=8)
+    ax.set_ylim(len(table) - 0.5, -0.5)
+    ax.set_xlabel(measure.replace("_", " ") + (" (share of the speaker's agents)" if measure == "holding_top_name" else ""))
+    if measure == "holding_top_name":
+        ax.set_xlim(*SHARE_LIMITS)
+    return Panel(title, svg_text(figure), table,
+                 caption="Per condition and speaker (the models of a mixed population apart): the share of its agents "
+                         "holding the most common name at the end; the table has every per-speaker mean.")
 
 
 def report_panels(sweep: Any, report: Mapping[str, Any]) -> list[Panel]:
