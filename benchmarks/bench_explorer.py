@@ -43,19 +43,26 @@ def free_port() -> int:
 
 
 def start_viz(port: int, log: Path, site: Path | None = None) -> subprocess.Popen:
-    cli = shutil.which("llm-mesa", path=str(Path(sys.executable).parent)) or "llm-mesa"
+    """``llm-mesa viz`` of this tree, or of the tree laid out in ``site`` (another revision).
+
+    It runs as ``python -m llm_mesa.cli``, not through the installed ``llm-mesa`` script:
+    that script names this tree's entry function, which an older tree may lack (be873dd's
+    ``llm_mesa.cli`` has ``main`` alone); every revision's ``cli`` runs as a module.
+    """
     env = dict(os.environ)
     if site is not None:  # the explorer of another revision, found before the installed one
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")]))
     with open(log, "w") as out:
         # run outside the work tree: Solara puts the working folder first on sys.path
-        process = subprocess.Popen([cli, "viz", "--port", str(port), "--host", "127.0.0.1", "--game", "consensus"],
+        process = subprocess.Popen([sys.executable, "-m", "llm_mesa.cli", "viz", "--port", str(port), "--host",
+                                    "127.0.0.1", "--game", "consensus"],
                                    stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env,
                                    cwd=str(site.parent) if site is not None else None)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"llm-mesa viz exited with {process.returncode}; see {log}")
+        if process.poll() is not None:  # the log lives in a temporary folder that goes with the run: show it
+            raise SystemExit(f"llm-mesa viz{' of ' + str(site) if site else ''} exited with {process.returncode}:\n"
+                             + log.read_text()[-3000:])
         with socket.socket() as s:
             if s.connect_ex(("127.0.0.1", port)) == 0:
                 return process

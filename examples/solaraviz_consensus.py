@@ -1,6 +1,6 @@
 """llm-mesa's network view, charts and agent panel inside Mesa's own SolaraViz.
 
-    solara run examples/solaraviz_consensus.py
+    solara run --no-check-version examples/solaraviz_consensus.py
 
 A Mesa user's page: Mesa's SolaraViz with its own controls (Reset, Play, Step, the
 model's parameters), and llm-mesa's pieces as its components: the consensus game's
@@ -8,7 +8,9 @@ network with its echo chambers (colour, preference ring, disagreement, flippers,
 chamber map), its charts (share of blue, local agreement, ...) and the agent panel.
 ``Page`` builds a model per visitor, so two browser tabs never step each other's game.
 Importing the components points Solara at llm-mesa's offline asset cache when it is
-filled (``python -m llm_mesa.visualization.assets fill``) and no other is set.
+filled (``python -m llm_mesa.visualization.assets fill``) and no other is set, and turns
+Solara's telemetry and check frames off; ``--no-check-version`` keeps ``solara run`` from
+asking PyPI for Solara's newest version (it does so before it imports this file).
 """
 
 from __future__ import annotations

@@ -73,10 +73,10 @@ def _policy(game: Game, args: argparse.Namespace) -> tuple[Any, Any]:
         raise PolicyError(f"the {game.name} game has no LLM policy; choose one of its rule policies")
     from llm_mesa.llm.endpoint import endpoint_from_spec
     from llm_mesa.llm.preflight_check import schedule
-    from llm_mesa.llm.recording import recording_from_args, store_from_args
+    from llm_mesa.llm.recording import game_recording, store_from_args
 
     endpoint = endpoint_from_spec(options, args, f"--policy {args.policy!r}")
-    _, mode = recording_from_args(args)
+    _, mode = game_recording(args)
     store = store_from_args(args)  # the store is checked before any call, the pre-flight's included
     if mode != "replay":  # a strict replay calls nothing; a fill checks only when a call misses the recording
         schedule(endpoint, lazy=mode == "replay-fill")

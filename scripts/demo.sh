@@ -16,7 +16,7 @@ port=$(.venv/bin/python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1
 server=$!
 trap 'kill $server 2>/dev/null' EXIT
 for _ in $(seq 50); do .venv/bin/python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/v1/models')" 2>/dev/null && break; sleep 0.2; done
-rm -f runs/demo-calls.sqlite  # a recording is never overwritten: start this demo's afresh
+rm -f runs/demo-calls.sqlite  # a rerun would replay the recording: this demo calls afresh
 .venv/bin/llm-mesa consensus --topology ba --n 36 --seed 1 --comm local --max-rounds 10 \
     --policy llm --base-url "http://127.0.0.1:$port/v1" --model "rule:majority-inertia" \
     --record runs/demo-calls.sqlite

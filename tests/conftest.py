@@ -4,7 +4,8 @@
 ``file: tinyvote.py``, on the public API alone), is installed for the test run as a
 package of its own, with its one entry point in the
 ``llm_mesa.games`` group, on ``sys.path`` and on ``PYTHONPATH`` (so servers and
-commands started as subprocesses see it too). No test may assume which games are
+commands started as subprocesses see it too), before the tests are collected (a test
+parametrized over ``llm_mesa.registry.game_names()`` covers it). No test may assume which games are
 installed; the open-world tests run every command and page over this one.
 """
 
@@ -12,10 +13,10 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import sys
+import tempfile
 from pathlib import Path
-
-import pytest
 
 EXTRA_GAME = "tinyvote"
 GUIDE = Path(__file__).resolve().parent.parent / "docs" / "write-a-game.md"
@@ -42,15 +43,27 @@ def install_extra_game(site: Path) -> Path:
     return site
 
 
-@pytest.fixture(scope="session", autouse=True)
-def extra_game_installed(tmp_path_factory):
-    site = str(install_extra_game(tmp_path_factory.mktemp("site")))
-    saved = os.environ.get("PYTHONPATH")
-    sys.path.insert(0, site)
-    os.environ["PYTHONPATH"] = site if not saved else os.pathsep.join([site, saved])
-    yield site
-    sys.path.remove(site)
+_SAVED: dict[str, object] = {}
+
+
+def pytest_configure(config):
+    """Install ``tinyvote`` before collection, so that tests parametrized over ``game_names()`` cover it too."""
+    site = install_extra_game(Path(tempfile.mkdtemp(prefix="llm-mesa-site-")))
+    _SAVED.update(site=str(site), pythonpath=os.environ.get("PYTHONPATH"))
+    sys.path.insert(0, str(site))
+    saved = _SAVED["pythonpath"]
+    os.environ["PYTHONPATH"] = str(site) if not saved else os.pathsep.join([str(site), str(saved)])
+
+
+def pytest_unconfigure(config):
+    site = _SAVED.pop("site", None)
+    if site is None:
+        return
+    if site in sys.path:
+        sys.path.remove(site)
+    saved = _SAVED.pop("pythonpath", None)
     if saved is None:
         os.environ.pop("PYTHONPATH", None)
     else:
-        os.environ["PYTHONPATH"] = saved
+        os.environ["PYTHONPATH"] = str(saved)
+    shutil.rmtree(site, ignore_errors=True)

@@ -122,7 +122,7 @@ ROWS = [
     (["sweep", "--game", "consensus", "--policies", "", "--out", "{tmp}/s8"], "no policies given; pass e.g. --policies rules or --policies "),
     (["sweep", "--game", "consensus", "--set", "n", "--out", "{tmp}/s9"], "--set 'n' needs the form NAME=V1,V2,... (e.g. --set n=12,24)"),
     (["sweep", "--game", "consensus", "--set", "n=1", "--out", "{tmp}/s10"], "n=1 is below its minimum 2; number of agents (the study: 36;"),
-    (["sweep", "--game", "consensus", "--set", "frob=1", "--out", "{tmp}/s11"], "unknown parameter 'frob'; choose among: n, topology, prefere"),
+    (["sweep", "--game", "consensus", "--set", "frob=1", "--out", "{tmp}/s11"], "unknown parameter 'frob'; choose among: n, topology, ring_degree, prefere"),
     (["sweep", "--game", "consensus", "--set", "max_failure_share=0.5", "--out", "{tmp}/s12"], "max_failure_share cannot be a sweep axis"),
     (["sweep", "--game", "consensus", "--batch-size", "0", "--out", "{tmp}/s15"], "batch size must be at least 1 (got 0)"),
     (["sweep", "--game", "consensus", "--tables", "frames", "--out", "{tmp}/s16"], "unknown table(s) frames of the consensus game; choose among:"),

@@ -3,6 +3,7 @@ neighbours' colours and every message it received; bounded; grammatical; no fake
 
 import json
 import random
+import re
 
 import pytest
 
@@ -204,3 +205,15 @@ def test_a_recording_made_with_an_older_prompt_is_refused_in_one_line(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
     assert "no recorded answer" in done.stderr and "template" in done.stderr
+
+
+def test_under_turns_the_window_holds_its_rounds_played_then_the_round_so_far():
+    """A window of 10 under random-sequential: rounds t-10..t-1 as played, then "round t so far" (not 9 + 1)."""
+    model, policy = play(10, rounds=14, update="random-sequential")
+    prompt = policy.prompts[(4, 14)]
+    played = [int(r) for r in re.findall(r"^- round (\d+):", prompt, flags=re.M)]
+    assert played == list(range(4, 14))  # the ten rounds played before this one
+    assert "- round 14 so far:" in prompt and "History of the last 10 rounds" in prompt
+    early = policy.prompts[(4, 3)]  # fewer rounds played than the window: all of them, then the round so far
+    assert "- round 1:" in early and "- round 2:" in early and "- round 3 so far:" in early
+    assert "History of the last 2 rounds" in early

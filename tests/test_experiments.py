@@ -84,3 +84,31 @@ def test_a_file_that_is_not_toml_is_named(tmp_path):
         load_experiment(path)
     with pytest.raises(ExperimentError, match="no experiment file"):
         load_experiment(tmp_path / "missing.toml")
+
+
+def _inertia(spec: str) -> float:
+    """The inertia a rule spec plays at (its registered default when the spec does not say)."""
+    from llm_mesa.policy import make_policy
+
+    return float(make_policy(spec.strip(), "consensus").inertia)
+
+
+def test_every_talking_baseline_of_a_shipped_file_has_its_silent_comparator_at_the_same_inertia():
+    """A talking rule is compared with the silent majority rule at its own inertia, never across inertias
+    (relay's default is 0, majority-with-inertia's 0.2): in each file's policies, and within each mix."""
+    import re
+
+    talking = re.compile(r"^(relay|announce)\b")
+    for path in [p for p in EXPERIMENTS if p.name.startswith("consensus-")]:
+        experiment = load_experiment(path)
+        specs = [part for spec in experiment.policies.values() for part in spec.split("+")
+                 if not part.strip().startswith("llm")]
+        silent = {_inertia(s) for s in specs if s.strip().startswith("majority-inertia")}
+        for spec in experiment.policies.values():
+            parts = [p.strip() for p in spec.split("+")]
+            rules = [p for p in parts if not p.startswith("llm")]
+            if len(rules) > 1:  # a mix of rules differs in who talks, not in inertia
+                assert len({_inertia(p) for p in rules}) == 1, (path.name, spec)
+            for part in rules:
+                if talking.match(part):
+                    assert _inertia(part) in silent, (path.name, part, sorted(silent))

@@ -70,10 +70,10 @@ def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 120.0) 
 
 
 @contextlib.contextmanager
-def serving(command: list[str], port: int, log: Path):
-    """``command`` in its own process group until the block ends."""
+def serving(command: list[str], port: int, log: Path, **popen):
+    """``command`` in its own process group until the block ends (``popen``: e.g. its ``env`` and ``cwd``)."""
     with open(log, "w") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, **popen)
     try:
         wait_for_port(port, process)
         yield process

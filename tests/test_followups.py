@@ -68,7 +68,7 @@ def test_message_cost_each_relay_message_is_charged(capsys, tmp_path):
 
 
 def test_mixed_models_places_the_parts_as_assigned(capsys, tmp_path):
-    games = play(capsys, tmp_path, "mixed-models", "majority-inertia:inertia=0.2 + relay", "--tables", "agents")
+    games = play(capsys, tmp_path, "mixed-models", "majority-inertia:inertia=0.2 + relay:inertia=0.2", "--tables", "agents")
     assert len(games) == 6 and games["seed"].nunique() == 2  # paired: one graph per condition for every placement
     from llm_mesa.game_types import PlayRequest
     from llm_mesa.models.consensus import ConsensusModel
@@ -77,7 +77,7 @@ def test_mixed_models_places_the_parts_as_assigned(capsys, tmp_path):
 
     game = get_game("consensus")
     for assign, relays in (("random:18=part:2", 18), ("hubs:5=part:2", 5), ("all=part:2; hubs:5=part:1", 31)):
-        request = PlayRequest({"n": 36, "topology": "ba", "assign": assign}, "majority-inertia:inertia=0.2 + relay", 7)
+        request = PlayRequest({"n": 36, "topology": "ba", "assign": assign}, "majority-inertia:inertia=0.2 + relay:inertia=0.2", 7)
         policy, placed, _ = request_policies(game, request)
         model = ConsensusModel(36, "ba", policy=policy, assign=placed, rng=7, baseline_permutations=0)
         relay_nodes = {a.node for a in model.agents_by_node if a.policy.name == "relay"}

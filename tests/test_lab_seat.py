@@ -195,7 +195,7 @@ def test_a_seat_shows_its_own_agents_facts_and_no_other_agents_secret(tmp_path):
 def test_under_turns_a_seat_is_asked_at_each_of_its_turns_and_replays_turn_by_turn(name, update, tmp_path):
     parameters, policy = GAMES[name]
     store = ResponseStore(tmp_path / "calls.sqlite")
-    session = LabSession(get_game(name), {**parameters, "update": update}, policy, 7, 2, deadline=2.0, store=store)
+    session = LabSession(get_game(name), {**parameters, "update": update}, policy, 7, 2, deadline=10.0, store=store)
     play(session, {1: first_choice, 2: first_choice})
     store.close()
     turns = [(a.round, a.activation) for a in session.answers]

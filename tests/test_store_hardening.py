@@ -62,20 +62,40 @@ def test_a_read_only_recording_replays_with_zero_calls(server, tmp_path, capsys)
     assert replayed == recorded
 
 
-def test_recording_a_game_twice_into_one_file_is_refused(server, tmp_path, capsys):
+def test_a_games_command_run_twice_replays_the_first_runs_answers_as_a_sweeps_rerun_does(server, tmp_path, capsys,
+                                                                                         monkeypatch):
+    """The same command again: every call replayed from the file, none sent, none replaced, the same game."""
     store = tmp_path / "calls.sqlite"
     assert main(game(server, "--record", str(store))) == 0
-    capsys.readouterr()
-    before = store.read_bytes() if not store.with_name(store.name + "-wal").exists() else None
+    first = json.loads(capsys.readouterr().out)
     rows_before = len(ResponseStore(store, "replay"))
     server.reset()
-    assert main(game(server, "--record", str(store))) == 2
-    err = capsys.readouterr().err.strip()
-    assert "already holds an answer to this call" in err and len(err.splitlines()) == 1
+    assert main(game(server, "--record", str(store))) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert server.stats()["requests"] == 0  # not one call: the file held them all
     assert len(ResponseStore(store, "replay")) == rows_before
-    if before is not None:
-        assert store.read_bytes() == before
-    assert main(game(server, "--replay", str(store), "--replay-fill")) == 0  # what the message offers works
+    assert again.pop("replayed_calls") == first["calls"] > 0
+    for summary in (first, again):
+        summary.pop("replayed_calls", None), summary.pop("wall_s", None)  # the clock's, not the game's
+    assert again == first
+    monkeypatch.chdir(tmp_path)  # the default file too: the command run twice with no recording option
+    for _ in range(2):
+        server.reset()
+        assert main(game(server)) == 0
+    capsys.readouterr()
+    assert server.stats()["requests"] == 0 and (tmp_path / "llm-mesa-calls.sqlite").exists()
+    from llm_mesa.llm.endpoint import Endpoint
+    from llm_mesa.models.consensus import ConsensusModel
+    from llm_mesa.models.consensus.llm_policy import LLMConsensusPolicy
+
+    def script(path):  # a script's store in record mode still refuses to replace an answer
+        policy = LLMConsensusPolicy(Endpoint(base_url=server.base_url, model="rule:majority-inertia"),
+                                    store=ResponseStore(path, "record"))
+        return ConsensusModel(8, "caveman", policy=policy, max_rounds=2, rng=0, baseline_permutations=0).run()
+
+    script(tmp_path / "script.sqlite")
+    with pytest.raises(AlreadyRecorded, match="already holds an answer to this call"):
+        script(tmp_path / "script.sqlite")
     assert issubclass(AlreadyRecorded, StoreError)
 
 

@@ -61,7 +61,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="do not fetch missing front-end packages from npm; fail instead")
     parser.add_argument("--open", action="store_true", help="open a browser window")
     parser.add_argument("--dev", action="store_true",
-                        help="Solara development mode (auto-reload; the page pings solara.dev)")
+                        help="Solara development mode (auto-reload, unminified bundles)")
 
 
 def app_module(args: argparse.Namespace) -> str:
@@ -114,10 +114,12 @@ def solara_environment(cache_dir: Path, extra: dict[str, str] | None = None) -> 
 
 
 def solara_command(args: argparse.Namespace) -> list[str]:
-    command = [sys.executable, "-m", "solara", "run", app_module(args), "--host", args.host, "--port", str(args.port)]
+    """``solara run`` on the page, never asking PyPI for Solara's newest version (it would at every start)."""
+    command = [sys.executable, "-m", "solara", "run", app_module(args), "--host", args.host, "--port", str(args.port),
+               "--no-check-version"]
     command.append("--open" if args.open else "--no-open")
     if not args.dev:
-        command.append("--production")  # minified bundles, and no solara.dev check iframe
+        command.append("--production")  # minified bundles
     return command
 
 

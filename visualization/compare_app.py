@@ -63,21 +63,35 @@ def compared_rounds(view, pair) -> pd.DataFrame:
     return joined
 
 
+#: the parts of a population's panel, one row of the page each: header, round, banners, picture, agent, messages
+PARTS = 6
+#: the two panels side by side; each panel's parts share the page's rows (CSS subgrid), so a banner that wraps
+#: in one panel moves the rows below it in both, and the pictures, agent panels and messages stay in line
+PAIR_GRID = {"display": "grid", "grid-template-columns": "minmax(0, 1fr) minmax(0, 1fr)", "column-gap": "16px",
+             "row-gap": "4px", "align-items": "start"}
+PANEL_GRID = {"display": "grid", "grid-template-rows": "subgrid", "grid-row": f"span {PARTS}", "min-width": "0"}
+
+
 @solara.component
 def PopulationPanel(view, model, selected: int, on_select, version: int, lock=None):
     with lock if lock is not None else contextlib.nullcontext():  # Play steps in a thread
         snapshot = view.snapshot(model, selected)
     name = model._llm_mesa_population
-    with solara.Column(classes=["llm-mesa-panel", f"llm-mesa-panel-{name[0].lower()}"], style={"min-width": "0"},
-                       gap="4px"):
+    with solara.Div(classes=["llm-mesa-panel", f"llm-mesa-panel-{name[0].lower()}"], style=PANEL_GRID):
         solara.Markdown(f"#### Population {name.split(':')[0]}: `{name.split(': ', 1)[1]}`")
         RoundLabel(snapshot.label, classes=("llm-mesa-panel-round",))
-        Banners(snapshot.banners)
+        with solara.Column(gap="2px", classes=["llm-mesa-panel-banners"]):
+            Banners(snapshot.banners)
         if snapshot.picture is not None:
             NetworkPanel(snapshot.picture, selected=snapshot.selected, on_select=on_select, height=380)
+        else:
+            solara.Div()
         if snapshot.agents:
             AgentPanel(snapshot.agents, snapshot.selected, dict(snapshot.agent), on_select)
-        Messages(snapshot)
+        else:
+            solara.Div()
+        with solara.Column(gap="0px"):
+            Messages(snapshot)
 
 
 @solara.component
@@ -101,7 +115,7 @@ def ComparePage(view):
         if pair:
             solara.Text(f"Same parameters, same seed ({session.applied.get('seed')}): the same graph and start; "
                         "the panels step together.")
-            with solara.Columns([1, 1], style={"align-items": "flex-start"}):
+            with solara.Div(classes=["llm-mesa-pair"], style=PAIR_GRID):
                 for model in pair:
                     PopulationPanel(view, model, selected, set_selected, version.value, session.lock)
             with session.lock:

@@ -29,7 +29,9 @@ reactive value, so each visitor selects their own.
 
 Offline: importing this module points Solara's asset proxy at llm-mesa's cache
 (``python -m llm_mesa.visualization.assets fill``) when ``SOLARA_ASSETS_PROXY_CACHE_DIR``
-is unset and the cache is complete, so the page renders without a route to a CDN.
+is unset and the cache is complete, so the page renders without a route to a CDN, and
+turns Solara's telemetry and install-check frames off (``offline``); run the page with
+``solara run --no-check-version ...`` so that Solara does not ask PyPI for its version.
 """
 
 from __future__ import annotations
@@ -44,9 +46,10 @@ from llm_mesa.games import Game
 from llm_mesa.registry import game_names, get_game
 from llm_mesa.views import GameView, view_of
 
-from . import assets
+from . import assets, offline  # noqa: F401 - offline: no telemetry, no check frames, under any solara run
 from .network_view import Banners, NetworkPanel
-from .panels import AgentPanel, Charts
+from .panels import AgentPanel
+from .vega_widget import VegaChart
 
 
 def use_offline_cache() -> str | None:
@@ -101,33 +104,49 @@ def view_for(model: Any, game: str | Game | GameView | None = None) -> GameView:
     return _views[kind]
 
 
-#: each piece fills its cell of Mesa's grid and scrolls within it (a user may resize the cell)
-CELL = {"min-width": "0", "width": "100%", "height": "100%", "overflow": "auto"}
+#: each piece is a column as tall as its cell of Mesa's grid: its pictures share what its text leaves, so the
+#: whole network and every chart show in the cell Mesa gives (about 390 px), and follow when the user resizes it;
+#: below a chart's minimum the cell scrolls (nothing is cut off out of reach)
+CELL = {"min-width": "0", "width": "100%", "height": "100%", "overflow": "auto", "display": "flex",
+        "flex-direction": "column", "flex-wrap": "nowrap"}
+#: banners in a cell take less of its height (smaller type, less padding)
+CELL_BANNERS = ".llm-mesa-component-network .v-alert { font-size: 0.82em; padding: 4px 10px; margin-bottom: 2px; }"
+#: the least height of one chart in a cell before the cell scrolls
+CHART_MIN_HEIGHT = 110
 
 
-def network_component(game: str | Game | GameView | None = None, *, height: int = 300) -> Callable[[Any], Any]:
+def network_component(game: str | Game | GameView | None = None, *, height: int | None = None) -> Callable[[Any], Any]:
     """The round's banners and the picture of a model's space, for ``SolaraViz(components=...)``: its network
-    (and chamber map) or its grid; a model with no space gets its round line and banners alone."""
+    (and chamber map) or its grid; a model with no space gets its round line and banners alone.
+
+    The picture fills the cell's height; ``height`` (pixels) fixes it instead.
+    """
 
     def Network(model):
         view = view_for(model, game)
         picture = view.picture(model)
-        with solara.Column(classes=["llm-mesa-component-network"], style=CELL):
+        with solara.Column(classes=["llm-mesa-component-network"], style=CELL, gap="4px"):
+            solara.Style(CELL_BANNERS)
             solara.Text(view.round_label(model), classes=["llm-mesa-round"], style={"font-weight": "bold"})
             Banners(view.banners(model))
             if picture is not None:
-                NetworkPanel(picture, selected=selected_agent.value, on_select=selected_agent.set, height=height)
+                NetworkPanel(picture, selected=selected_agent.value, on_select=selected_agent.set,
+                             height=height or 300, fill=height is None)
 
     return Network
 
 
 def charts_component(game: str | Game | GameView | None = None) -> Callable[[Any], Any]:
-    """The game's per-round charts of a model, for ``SolaraViz(components=...)``."""
+    """The game's per-round charts of a model, for ``SolaraViz(components=...)``: they share the cell's height,
+    each in proportion to the height its spec asks for."""
 
     def RoundCharts(model):
         view = view_for(model, game)
-        with solara.Column(classes=["llm-mesa-component-charts"], style=CELL):
-            Charts(view.charts(view.rounds(model)))
+        with solara.Column(classes=["llm-mesa-component-charts", "llm-mesa-plots"], style=CELL, gap="4px"):
+            for cls, spec in view.charts(view.rounds(model)):
+                share = spec["height"] if isinstance(spec.get("height"), (int, float)) else 160  # as tall as asked
+                with solara.Column(style={"flex": f"{share} 1 0", "min-height": f"{CHART_MIN_HEIGHT}px"}, gap="0px"):
+                    VegaChart(spec, classes=[cls], fill=True)
 
     return RoundCharts
 

@@ -2,7 +2,7 @@
 
 ``ControlPanel`` draws controls from Mesa-style ``model_params`` specs (which a
 game's view derives from its parameter definition): sliders show their value, a
-seed is a number field, a control whose value differs from the running game's says
+seed is a number field, a ``Combobox`` takes any text and offers its usual values, a control whose value differs from the running game's says
 "Reset to apply", and an error is shown beside the control it concerns, with every
 control kept in place.
 
@@ -59,6 +59,9 @@ def Control(name: str, spec: Mapping[str, Any], value: Any, on_value: Callable[[
                           continuous_update=False, classes=["llm-mesa-typed"], style={"max-width": "90px"})
         elif kind == "Select":
             solara.Select(label, values=list(spec.get("values", [])), value=value, on_value=on_value)
+        elif kind == "Combobox":  # any text, its usual values offered (e.g. a policy mix of one's own)
+            solara.v.Combobox(label=label, items=list(spec.get("values", [])), v_model=value,
+                              on_v_model=lambda v: on_value("" if v is None else str(v)), hide_details=True)
         elif kind == "Checkbox":
             solara.Checkbox(label=label, value=bool(value), on_value=on_value)
         else:
@@ -168,8 +171,18 @@ def use_session(build: Callable[[dict[str, Any]], Any], specs: Mapping[str, Mapp
 @solara.component
 def GameButtons(session: GameSession, values: solara.Reactive[dict[str, Any]], version: solara.Reactive[int],
                 interval: float = 0.3):
-    """Reset, Step, Play/Pause: they act on this session's game only."""
+    """Reset, Step, Play/Pause: they act on this session's game only.
+
+    The buttons read ``version`` themselves, so every change of the game (a Reset, a
+    Step, each round of Play, an error) redraws them with its state: Step and Play
+    are enabled exactly while the game runs. Passing only the reactive object, and not
+    reading it, left them as they were drawn (disabled after Play to the end, still
+    enabled after a Reset or at the last round).
+    """
     playing = solara.use_reactive(False)
+    _ = version.value  # subscribe: redraw at every change of the game
+    with session.lock:
+        running = session.running
 
     def bump():
         version.set(version.value + 1)
@@ -198,12 +211,12 @@ def GameButtons(session: GameSession, values: solara.Reactive[dict[str, Any]], v
     solara.lab.use_task(play_loop, dependencies=[playing.value], prefer_threaded=True)
     with solara.Row(classes=["llm-mesa-buttons"], style={"align-items": "center", "flex-wrap": "wrap"}):
         solara.Button("Reset", on_click=reset, outlined=True, classes=["llm-mesa-reset"])
-        solara.Button("Step", on_click=step, disabled=playing.value or not session.running, color="primary",
+        solara.Button("Step", on_click=step, disabled=playing.value or not running, color="primary",
                       classes=["llm-mesa-step"])
         if playing.value:
             solara.Button("Pause", on_click=lambda: playing.set(False), classes=["llm-mesa-pause"])
         else:
-            solara.Button("Play", on_click=lambda: playing.set(True), disabled=not session.running,
+            solara.Button("Play", on_click=lambda: playing.set(True), disabled=not running,
                           classes=["llm-mesa-play"])
 
 

@@ -39,8 +39,13 @@ def Banners(banners: Sequence[Banner]):
 
 @solara.component
 def NetworkPanel(picture: Picture, selected: int | None = None,
-                 on_select: Callable[[int], None] | None = None, height: int = 460, classes: Sequence[str] = ()):
-    """The picture (network or echo-chamber map, or grid) and its view switch; a click selects an agent."""
+                 on_select: Callable[[int], None] | None = None, height: int = 460, classes: Sequence[str] = (),
+                 fill: bool = False):
+    """The picture (network or echo-chamber map, or grid) and its view switch; a click selects an agent.
+
+    ``fill``: the picture takes the height the panel's flex column leaves (a cell of Mesa's
+    grid), so the whole picture shows in the cell, however the user sizes it.
+    """
     view, set_view = solara.use_state(VIEWS[0])
     views = list(VIEWS) if has_categories(picture) else [VIEWS[0]]
     grid = isinstance(picture, GridPicture)
@@ -54,8 +59,8 @@ def NetworkPanel(picture: Picture, selected: int | None = None,
                            dependencies=[picture.key, picture.round_number, shown, selected, height,
                                          tuple(picture.state), picture.details is None, picture.domain,
                                          tuple(picture.agents) if grid else None])
-    with solara.Column(classes=["llm-mesa-grid" if grid else "llm-mesa-network", *classes], gap="4px",
-                       style={"min-width": "0", "overflow-x": "auto"}):
+    panel = {"min-width": "0", "overflow-x": "auto", **({"flex": "1 1 0", "min-height": "180px"} if fill else {})}
+    with solara.Column(classes=["llm-mesa-grid" if grid else "llm-mesa-network", *classes], gap="4px", style=panel):
         with solara.Row(style={"align-items": "center"}):
             if len(views) > 1:
                 solara.ToggleButtonsSingle(value=shown, values=views, on_value=set_view, dense=True,
@@ -64,7 +69,7 @@ def NetworkPanel(picture: Picture, selected: int | None = None,
                         else "hover a node for its details; click it to select it" if shown == VIEWS[0]
                         else "hover a chamber for its members", style={"font-size": "0.8em", "color": "#666"})
         VegaChart(spec, classes=["llm-mesa-grid-chart" if grid else "llm-mesa-network-chart"],
-                  on_click=clicked if on_select else None)
+                  on_click=clicked if on_select else None, fill=fill)
 
 
 __all__ = ["Banners", "NetworkPanel", "VIEWS", "spec_of"]

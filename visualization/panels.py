@@ -9,13 +9,14 @@ comes from the game's view (``llm_mesa.views``); nothing here knows a game.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 import solara
 
 from llm_mesa.views import Snapshot
 
+from . import offline  # noqa: F401 - every page draws with these pieces: no telemetry, no check frames
 from .network_view import Banners, NetworkPanel
 from .vega_widget import VegaChart
 
@@ -23,12 +24,28 @@ from .vega_widget import VegaChart
 @solara.component
 def AgentPanel(count: int, selected: int, rows: dict[str, str], on_select: Callable[[int], None] | None,
                clickable: bool = True):
-    """The selected agent (type its number, or click its node when there is a picture)."""
+    """The selected agent (type its number, or click its node when there is a picture).
+
+    A number outside 0..count-1 is refused with a message beside the field, and the agent
+    shown stays (it never quietly becomes the nearest agent).
+    """
+    refused, set_refused = solara.use_state(cast(str | None, None))
+
+    def choose(value: int | None) -> None:
+        if value is None:
+            return
+        if not 0 <= int(value) < count:
+            set_refused(f"there is no agent {int(value)}: choose 0..{count - 1}")
+            return
+        set_refused(None)
+        on_select(int(value))
+
     with solara.Card("Agent", classes=["llm-mesa-agent"], margin=0):
         if on_select is not None:
             solara.InputInt(f"Agent (0..{count - 1}" + ("; or click it in the picture)" if clickable else ")"), value=selected,
-                            on_value=lambda v: on_select(min(max(int(v or 0), 0), count - 1)),
-                            classes=["llm-mesa-agent-select"])
+                            on_value=choose, classes=["llm-mesa-agent-select"])
+            if refused:
+                solara.Error(refused, dense=True, classes=["llm-mesa-agent-error"])
         for key, value in rows.items():
             with solara.Row(gap="6px", classes=["llm-mesa-agent-row"]):
                 solara.Text(f"{key}:", style={"font-weight": "bold", "white-space": "nowrap"})
@@ -51,7 +68,7 @@ def Messages(snapshot: Snapshot):
         solara.Text(f"{snapshot.messages_title} in round {snapshot.round_number}: {len(frame)}",
                     style={"font-weight": "bold"})
         if len(frame):
-            solara.DataFrame(pd.DataFrame(frame).reset_index(drop=True), items_per_page=8)
+            solara.DataFrame(pd.DataFrame(frame).reset_index(drop=True), items_per_page=10)  # a choice of its footer
 
 
 @solara.component

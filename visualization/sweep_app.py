@@ -85,6 +85,24 @@ def distribution_spec(games: pd.DataFrame, measure: str, conditions: list[str], 
     }
 
 
+#: the filters' chosen values scroll within a few lines: 30 conditions never fill the sidebar
+FILTERS_CSS = (".llm-mesa-sweep-filters .v-select__selections { max-height: 7.5em; overflow-y: auto; }"
+               ".llm-mesa-sweep-table td { white-space: nowrap; }")
+#: what a cell shows where its table has no number (an SD of one game, a mean of none)
+NO_VALUE = "–"
+
+
+def shown_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The table as the page shows it: a missing number is a dash, never "NaN" (one game has no SD)."""
+    return table.astype(object).where(table.notna(), NO_VALUE)
+
+
+def varying_measures(games: pd.DataFrame, measures: list[str]) -> list[str]:
+    """The measures whose games differ (a constant column has no distribution); the headline stays if none does."""
+    varying = [m for m in measures if pd.to_numeric(games[m], errors="coerce").nunique(dropna=True) > 1]
+    return varying or measures[:1]
+
+
 def in_order(table: pd.DataFrame, sweep: SweepGames) -> pd.DataFrame:
     """The table's rows in the sweep's order of conditions, then policies (as its manifest lists them)."""
     if table.empty or not {"condition", "policy"} <= set(table.columns):
@@ -117,7 +135,8 @@ def SweepBody(sweep: SweepGames):
     view = solara.use_memo(lambda: view_of(get_game(sweep.game_name)), dependencies=[sweep.game_name])
     conditions, set_conditions = solara.use_state(sweep.conditions)
     policies, set_policies = solara.use_state(sweep.policies)
-    measures = solara.use_memo(lambda: view.sweep_measures(sweep.games), dependencies=[str(sweep.path)])
+    measures = solara.use_memo(lambda: varying_measures(sweep.games, view.sweep_measures(sweep.games)),
+                               dependencies=[str(sweep.path)])
     measure, set_measure = solara.use_state(measures[0] if measures else "")
     games = sweep.filtered(conditions, policies)
     keys = list(zip(games["condition"], games["policy"], games["seed"].astype(int)))
@@ -131,11 +150,15 @@ def SweepBody(sweep: SweepGames):
                 set_chosen(keys.index(wanted))
 
     with solara.Sidebar():
+        solara.Style(FILTERS_CSS)
         with solara.Column(classes=["llm-mesa-sweep-filters"]):
             solara.SelectMultiple("Conditions", values=conditions, all_values=sweep.conditions,
                                   on_value=set_conditions, classes=["llm-mesa-sweep-conditions"])
             solara.SelectMultiple("Policies", values=policies, all_values=sweep.policies, on_value=set_policies,
                                   classes=["llm-mesa-sweep-policies"])
+            solara.Text(f"shown: {len(conditions)} of {len(sweep.conditions)} conditions, {len(policies)} of "
+                        f"{len(sweep.policies)} policies", classes=["llm-mesa-sweep-shown"],
+                        style={"font-size": "0.8em", "color": "#666"})
             if measures:
                 solara.Select("Measure", values=measures, value=measure if measure in measures else measures[0],
                               on_value=set_measure, classes=["llm-mesa-sweep-measure"])
@@ -145,7 +168,9 @@ def SweepBody(sweep: SweepGames):
         return
     solara.Markdown(f"#### The {view.game.name} games per condition and policy")
     with solara.Div(classes=["llm-mesa-sweep-table"]):
-        solara.DataFrame(in_order(view.sweep_table(games), sweep), items_per_page=20)
+        solara.DataFrame(shown_table(in_order(view.sweep_table(games), sweep)), items_per_page=20)
+        solara.Text(f"{NO_VALUE}: no value (an SD needs two games a cell; a mean, one game with the measure)",
+                    style={"font-size": "0.8em", "color": "#666"})
     if measures:
         shown_conditions = [c for c in sweep.conditions if c in set(games["condition"])]
         shown_policies = [p for p in sweep.policies if p in set(games["policy"])]

@@ -110,6 +110,7 @@ module.exports = {
 </script>
 <style id="llm-mesa-vega">
 .llm-mesa-vega, .llm-mesa-vega .vega-embed { width: 100%; }
+.llm-mesa-chart-fill .llm-mesa-vega, .llm-mesa-chart-fill .vega-embed { height: 100%; }
 </style>
 """
 
@@ -136,11 +137,24 @@ class KeptVega(v.VuetifyTemplate):
         return None
 
 
+def filling(spec: dict[str, Any]) -> dict[str, Any]:
+    """``spec`` sized by its container, both ways (Vega-Lite's ``"container"`` sizes), titles and legends inside."""
+    return {**spec, "width": "container", "height": "container", "autosize": {"type": "fit", "contains": "padding"}}
+
+
 @solara.component
-def VegaChart(spec: dict[str, Any], classes: Sequence[str] = (), on_click: Callable[[Any], None] | None = None):
-    """Draw a Vega-Lite dict in the browser; ``on_click`` gets the clicked datum (or None)."""
-    with solara.Div(classes=["llm-mesa-chart", *classes], style={"width": "100%", "min-width": "0"}):
-        KeptVega.element(spec=spec, on_click=on_click, listen_to_click=on_click is not None)
+def VegaChart(spec: dict[str, Any], classes: Sequence[str] = (), on_click: Callable[[Any], None] | None = None,
+              fill: bool = False):
+    """Draw a Vega-Lite dict in the browser; ``on_click`` gets the clicked datum (or None).
+
+    ``fill``: the chart takes the height its flex column leaves it (at least ``min_height``
+    of the caller's style) instead of the spec's own, as in a cell of Mesa's grid.
+    """
+    style = {"width": "100%", "min-width": "0"}
+    if fill:
+        style.update({"flex": "1 1 0", "min-height": "0"})
+    with solara.Div(classes=["llm-mesa-chart", *classes, *(["llm-mesa-chart-fill"] if fill else [])], style=style):
+        KeptVega.element(spec=filling(spec) if fill else spec, on_click=on_click, listen_to_click=on_click is not None)
 
 
-__all__ = ["KeptVega", "VegaChart"]
+__all__ = ["KeptVega", "VegaChart", "filling"]

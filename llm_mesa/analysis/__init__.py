@@ -14,23 +14,34 @@ whose one-line message names the fix.
 * :func:`point_biserial`: point-biserial correlation (``scipy.stats``).
 
 A study's own questions (columns, default formulas, its report of
-``llm-mesa analyze``) live with its game (``Game.extensions.analysis``).
+``llm-mesa analyze``) live with its game (``Game.extensions.analysis``). What a
+game's own report is built from is exported too: :class:`Panel` (a figure beside
+its table) and :func:`drawn`, :func:`wilson_interval`, the ``figures`` helpers
+(SVG with nothing to fetch) and the ``generic`` report any game gets, to extend.
 """
 
+from llm_mesa.analysis import figures, generic
 from llm_mesa.analysis.checks import AnalysisError
 from llm_mesa.analysis.firth import FirthRegressionResult, firth_logit
 from llm_mesa.analysis.mixed_logit import MixedLogitResult, mixed_logit
 from llm_mesa.analysis.point_biserial import PointBiserialResult, point_biserial
+from llm_mesa.analysis.proportions import wilson_interval
 from llm_mesa.analysis.rank_tests import RankTestsResult, rank_tests
+from llm_mesa.analysis.report_html import Panel, drawn
 
 __all__ = [
     "AnalysisError",
     "FirthRegressionResult",
     "MixedLogitResult",
+    "Panel",
     "PointBiserialResult",
     "RankTestsResult",
+    "drawn",
+    "figures",
     "firth_logit",
+    "generic",
     "mixed_logit",
     "point_biserial",
     "rank_tests",
+    "wilson_interval",
 ]

@@ -174,8 +174,9 @@ def draw_curves(curves: Mapping[str, Any], measure: str, scale: Scale, condition
             if part.empty:
                 continue
             colour = colours[model]
-            band = part.dropna(subset=["low", "high"])
-            ax.fill_between(band["round"], band["low"], band["high"], color=colour, alpha=0.18, linewidth=0)
+            band = part[["round", "low", "high"]].astype(float).dropna()  # no band where one game has no spread
+            if not band.empty:
+                ax.fill_between(band["round"], band["low"], band["high"], color=colour, alpha=0.18, linewidth=0)
             many = part["n"] >= games[(condition, model)] / 2  # n: the games still playing
             (line,) = ax.plot(part["round"][many], part["mean"][many], color=colour, linewidth=1.5, label=model)
             if (~many).any():  # fewer than half the games still playing: dotted

@@ -4,7 +4,8 @@ Every command that may call an LLM offers the same four options:
 
 * ``--record FILE``: record every call (failures included) to this SQLite file; the
   default is ``llm-mesa-calls.sqlite`` in the working directory, so a command line
-  records unless told not to;
+  records unless told not to; a file that holds calls already is replayed for what it
+  holds (a game's command run again replays, as a sweep's rerun does);
 * ``--no-record``: record nothing;
 * ``--replay FILE``: replay the calls recorded in FILE exactly, with zero endpoint calls
   (a call never recorded is an error);
@@ -77,17 +78,31 @@ def recording_from_args(args: argparse.Namespace, default: str | None = DEFAULT_
     return (str(record) if record else default), "record"
 
 
-def store_from_args(args: argparse.Namespace) -> ResponseStore | None:
-    """The ``ResponseStore`` the recording options describe (None with ``--no-record``).
+def game_recording(args: argparse.Namespace) -> tuple[str | None, str]:
+    """``recording_from_args`` for one game's command: recording into a file that exists already
+    replays what it holds and records only what it lacks (``replay-fill``), as a sweep's rerun does.
 
-    Records to ``DEFAULT_RECORD`` when no option is given. A strict replay of a file
-    that does not exist is refused here, before any call.
+    So the same command run twice plays the first run's game again from its answers, with no call
+    for them, instead of refusing; a recorded answer is never replaced (another game's calls, with
+    their own keys, are recorded beside them).
     """
     path, mode = recording_from_args(args)
+    if mode == "record" and path is not None and Path(path).exists():
+        return path, "replay-fill"
+    return path, mode
+
+
+def store_from_args(args: argparse.Namespace) -> ResponseStore | None:
+    """The ``ResponseStore`` one game's recording options describe (None with ``--no-record``).
+
+    Records to ``DEFAULT_RECORD`` when no option is given, replaying what the file already holds
+    (``game_recording``). A strict replay of a file that does not exist is refused here, before any call.
+    """
+    path, mode = game_recording(args)
     if path is None:
         return None
     return ResponseStore(Path(path), mode)
 
 
-__all__ = ["DEFAULT_RECORD", "add_recording_arguments", "recording_from_args", "recording_requested",
+__all__ = ["DEFAULT_RECORD", "add_recording_arguments", "game_recording", "recording_from_args", "recording_requested",
            "store_from_args"]

@@ -128,6 +128,11 @@ def check_value(name: str, spec: Mapping[str, Any], value: Any, parameters: Para
     return converted
 
 
+def _on_steps(value: float, start: float, step: float) -> bool:
+    offset = (value - start) / step
+    return abs(offset - round(offset)) < 1e-9
+
+
 def _number(value: float) -> str:
     return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
 
@@ -153,10 +158,20 @@ def query_values(specs: Mapping[str, Mapping[str, Any]], search: str,
             errors[GENERAL] = f"the link names no control {name!r}; the page has: {', '.join(specs)}"
             continue
         try:
-            values[name] = check_value(name, spec, text, parameters)
+            values[name] = on_a_step(name, spec, check_value(name, spec, text, parameters))
         except ControlError as exc:
             errors[name] = str(exc)
     return values, errors
+
+
+def on_a_step(name: str, spec: Mapping[str, Any], value: Any) -> Any:
+    """``value``, if the control's slider can hold it; a link's value between two steps would show (and soon
+    play) the nearest step while the game plays the value: ``ControlError`` instead."""
+    step, low = spec.get("step"), spec.get("min") or 0
+    if spec.get("type") in ("SliderInt", "SliderFloat") and step and not _on_steps(value, low, step):
+        raise ControlError(name, f"{spec.get('label', name)}: {_number(value)} is not a step of this page's slider "
+                                 f"({_number(low)} to {_number(spec.get('max'))} in steps of {_number(step)})")
+    return value
 
 
 def check_endpoint_text(url: str) -> str:
@@ -259,5 +274,5 @@ def shorten(value: Any, limit: int = 400) -> str:
 
 
 __all__ = ["BUILTIN", "ControlError", "GENERAL", "LLM", "check_endpoint_text", "check_value",
-           "check_values", "controls_of", "initial_values", "loopback_model", "make_policy", "page_endpoint",
+           "check_values", "controls_of", "initial_values", "loopback_model", "make_policy", "on_a_step", "page_endpoint",
            "policy_choices", "query_values", "reported", "resolve_endpoint", "shorten"]

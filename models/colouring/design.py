@@ -2,8 +2,9 @@
 
 Each of the study's 38 players held a node of one of six graphs and saw either its
 neighbours' colours (``local``), also their degrees (``degrees``), or the whole
-network (``global``; here: the degrees and the network's conflict count, the part of
-the whole picture a player could act on). k is each graph's chromatic number, known
+network (``global``: every node's colour and every link, as the study's high-information
+view drew the whole graph; the degrees and the conflict count, which that picture shows
+at a glance, are given too). k is each graph's chromatic number, known
 by construction (``graphs.py``): 2 on the cycle family, 3 on preferential attachment.
 """
 
@@ -24,9 +25,9 @@ GRAPHS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
 })
 #: what a player sees, besides its neighbours' colours
 VIEWS: Mapping[str, Mapping[str, bool]] = MappingProxyType({
-    "local": {"show_degrees": False, "show_conflicts": False},
-    "degrees": {"show_degrees": True, "show_conflicts": False},
-    "global": {"show_degrees": True, "show_conflicts": True},
+    "local": {"show_degrees": False, "show_conflicts": False, "show_network": False},
+    "degrees": {"show_degrees": True, "show_conflicts": False, "show_network": False},
+    "global": {"show_degrees": True, "show_conflicts": True, "show_network": True},
 })
 
 
@@ -59,7 +60,8 @@ def describe(parameters: Mapping[str, Any]) -> str:
         words[0] += f" (m={p.get('links', 2)})"
     for key in ("chords", "leaders", "links"):
         p.pop(key, None)
-    seen = [what for what, key in (("degrees", "show_degrees"), ("conflicts", "show_conflicts")) if p.pop(key, False)]
+    seen = [what for what, key in (("degrees", "show_degrees"), ("conflicts", "show_conflicts"),
+                                   ("the whole network", "show_network")) if p.pop(key, False)]
     words.append(f"k={p.pop('k', 2)}")
     words.append("sees colours" + "".join(f" + {s}" for s in seen))
     words.extend(f"{key}={value}" for key, value in p.items())

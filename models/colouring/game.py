@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from llm_mesa import Game, LlmEstimate, LlmSupport, PolicyCatalog, StudyDesign, Table, categorical, continuous, count, share
+from llm_mesa import Extensions, Game, LlmEstimate, LlmSupport, PolicyCatalog, StudyDesign, Table, categorical, continuous, count, share
 
 from .design import CONDITIONS, GROUPS, RULES, describe
 from .parameters import COLOURS, PARAMETERS
@@ -63,6 +63,8 @@ class ColouringGame(Game):
     state_scale = categorical(*COLOURS, label="colour")  # named colours: each drawn in its colour
     measures = MEASURES
     headline_measure = "solved"
+    extensions = Extensions(analysis=f"{PACKAGE}.analysis", figures=f"{PACKAGE}.figures",
+                            view=f"{PACKAGE}.view:ColouringView")
 
     def build(self, parameters: Mapping[str, Any], policy: Any, seed: int) -> Any:
         from .model import ColouringModel
@@ -93,7 +95,9 @@ class ColouringGame(Game):
                     neighbour_colours=("purple",) * degree, colours=COLOURS[: p["k"]], n_players=p["n"],
                     max_rounds=p["max_rounds"], payoff=p["payoff"],
                     neighbour_degrees=(10,) * degree if p["show_degrees"] else None,
-                    conflicts=10 * degree if p["show_conflicts"] else None, inertia=p["inertia"])
+                    conflicts=10 * degree if p["show_conflicts"] else None, inertia=p["inertia"],
+                    network_colours=("purple",) * p["n"] if p["show_network"] else None,
+                    links=tuple((u, v) for u, v in graph.edges) if p["show_network"] else None)
         prompt = "\n".join(m["content"] for m in ColouringPrompt().messages(view))
         completion = endpoint.max_tokens or endpoint.max_completion_tokens or 40
         return LlmEstimate(calls=p["n"] * p["max_rounds"], rounds=p["max_rounds"],

@@ -71,7 +71,9 @@ class Player(FixedAgent, PolicyAgent):
             n_players=model.n, max_rounds=model.max_rounds, payoff=model.payoff,
             neighbour_degrees=tuple(len(model.neighbours[v]) for v in neighbours) if model.show_degrees else None,
             conflicts=model.count_conflicts() if model.show_conflicts else None, inertia=model.inertia,
-            game_key=model.game_key, update=model.update, activation=model.activation)
+            game_key=model.game_key, update=model.update, activation=model.activation,
+            network_colours=model.colouring() if model.show_network else None,
+            links=tuple(model.edges) if model.show_network else None)
 
     def advance(self) -> None:
         move: Move = self.pending
@@ -101,7 +103,7 @@ class ColouringModel(mesa.Model):
         self.n = graph.number_of_nodes()
         self.colours: tuple[str, ...] = COLOURS[: p["k"]]
         self.inertia, self.max_rounds, self.payoff = p["inertia"], p["max_rounds"], p["payoff"]
-        self.show_degrees, self.show_conflicts = p["show_degrees"], p["show_conflicts"]
+        self.show_degrees, self.show_conflicts, self.show_network = p["show_degrees"], p["show_conflicts"], p["show_network"]
         self.update = p["update"]
         self.activation: int | None = None  # the turn being taken (None under synchronous rounds)
         self.order_rng = activation_stream(seed)  # its own stream: one seed, one game, under every scheme
@@ -181,13 +183,15 @@ class ColouringModel(mesa.Model):
         The order is drawn from the game's activation stream; each turn sits out with
         probability ``inertia`` (one draw per turn), and each decision has its own tie
         stream, drawn beforehand in turn order. A turn waits only for the earlier turns
-        of its neighbours (of everyone, when agents see the network's conflict count).
+        of its neighbours (of everyone, when agents see the network's conflict count or the
+        whole network).
         """
         order = [v for v in turn_order(self.update, self.n, self.order_rng)
                  if self.sit_out_rng.random() >= self.inertia]
         rngs = [random.Random(self.decision_rng.getrandbits(64)) for _ in order]
         everyone = range(self.n)
-        waits = dependencies(order, (lambda v: everyone) if self.show_conflicts else (lambda v: self.neighbours[v]))
+        sees_all = self.show_conflicts or self.show_network
+        waits = dependencies(order, (lambda v: everyone) if sees_all else (lambda v: self.neighbours[v]))
         self.depth += depth(waits)
 
         def observe(player: Player, turn: int) -> View:

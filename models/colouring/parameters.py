@@ -5,6 +5,11 @@ The bounds validate (a network of 100,000 agents is a game); the explorer's slid
 offer the ranges a page plays well (``control_range``: up to 300 agents, 60 chords,
 500 rounds), and a value beyond them typed or given in a link widens its slider.
 
+Inertia and what the agents are shown change nothing that is drawn (the graph, the
+start, who sits a round out: one uniform per agent and round whatever the inertia), so
+they stay out of an experiment's seeds (``in_seed=False``): every inertia level and every
+view of a graph family plays the same graphs and starts, and their comparisons are paired.
+
 In a module of its own, with no Mesa and no model, so that the game's entry point
 and the model both import it and neither imports the other.
 """
@@ -43,13 +48,16 @@ PARAMETERS = ParameterSet.of(
     Parameter("k", int, 2, "colours the agents choose among (the study: the graph's chromatic number)",
               low=2, high=len(COLOURS), label="Colours (k)"),
     Parameter("inertia", float, 0.0, "each round, the chance that an agent keeps its colour whatever it sees "
-              "(it is not asked); the others decide by their policy", low=0, high=1, step=0.05, label="Inertia"),
+              "(it is not asked); the others decide by their policy", low=0, high=1, step=0.05, label="Inertia",
+              in_seed=False),
     Parameter("initial", str, "random", "the start: each agent a colour at random, or everyone the first colour",
               choices=INITIAL, label="Initial colours"),
     Parameter("show_degrees", bool, False, "agents also see how many neighbours each neighbour has "
-              "(the study's second view)", label="Show degrees"),
-    Parameter("show_conflicts", bool, False, "agents also see how many conflicts the whole network has "
-              "(a summary of the study's global view)", label="Show conflicts"),
+              "(the study's second view)", label="Show degrees", in_seed=False),
+    Parameter("show_conflicts", bool, False, "agents also see how many conflicts the whole network has",
+              label="Show conflicts", in_seed=False),
+    Parameter("show_network", bool, False, "agents see the whole network: every node's colour and every link "
+              "(the study's high-information view)", label="Show the whole network", in_seed=False),
     UPDATE,
     Parameter("max_rounds", int, 100, "round limit (the study's 300 s at 3 s a round: 100)", low=1, high=MAX_ROUNDS,
               label="Max rounds", control_range=(1, 500), round_limit=True),

@@ -29,8 +29,9 @@ NAME = "colouring"
 class View:
     """What one agent sees when it decides: the rules of its game and its neighbourhood.
 
-    ``neighbour_degrees`` and ``conflicts`` are None unless the game shows them
-    (``show_degrees``, ``show_conflicts``).
+    ``neighbour_degrees``, ``conflicts`` and ``network_colours`` (every node's colour,
+    in node order) with ``links`` (every edge) are None unless the game shows them
+    (``show_degrees``, ``show_conflicts``, ``show_network``).
     """
 
     agent: int
@@ -48,6 +49,8 @@ class View:
     game_key: str = ""
     update: str = "synchronous"  # how turns are taken (llm_mesa.UPDATE_SCHEMES)
     activation: int | None = None  # the turn's index in its round (None: synchronous)
+    network_colours: tuple[str, ...] | None = None
+    links: tuple[tuple[int, int], ...] | None = None
 
     @property
     def in_conflict(self) -> bool:

@@ -115,14 +115,15 @@ class ConsensusAgent(FixedAgent, PolicyAgent):
         """The rounds played so far, the last ``history`` of them: colours after each, messages received in it.
 
         Round 1 has none (``Rounds.history[0]`` is the start, not a round played). When agents take
-        turns (``update`` not synchronous) the window ends with the round being played, as far as
-        this agent can see it at its turn: the colours now and the messages received so far in it.
+        turns (``update`` not synchronous) the last ``history`` rounds played are followed by the
+        round being played, as far as this agent can see it at its turn: the colours now and the
+        messages received so far in it (a window of 10 shows 10 rounds played, then the round so far).
         """
         model = self.model
         history = model._rounds.history
         records = []
         turns = model.activation is not None and model.history_rounds > 0
-        first = max(1, model.round - model.history_rounds + 1 + turns)
+        first = max(1, model.round - model.history_rounds + 1)
         played = self._played
         for r in range(first, model.round + 1):
             record = played.get(r)

@@ -326,7 +326,9 @@ def _game_graph(row: pd.Series, edges: pd.DataFrame | None = None):
         return graph
     if str(row["topology"]) not in ("ba", "er", "ws", "caveman"):
         return None
-    return build_topology(str(row["topology"]), int(row["n"]), random.Random(int(row["seed"])))
+    ring = row.get("ring_degree")
+    return build_topology(str(row["topology"]), int(row["n"]), random.Random(int(row["seed"])),
+                          ws_k=4 if ring is None or pd.isna(ring) else int(ring))
 
 
 def sweep_transitions(games: pd.DataFrame, agents: pd.DataFrame,

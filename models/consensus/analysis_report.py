@@ -51,8 +51,10 @@ __all__ = ["DEFAULT_MAX_TRANSITIONS", "FORMULA_FACTORS", "MIN_GAMES", "analyze",
 
 #: Condition factors of the games table, in the order the default formula names them.
 FORMULA_FACTORS = ("topology", "communication", "preferences", "label", "direct_messages", "n", "model")
-#: Fewer finished games than this and no test can run: bad input, not a skipped test.
-MIN_GAMES = 3
+#: No finished game and there is nothing to analyse: bad input. From one game on, every part is
+#: reported, a test that cannot run on so few games skipped with its reason (a report of one game
+#: is what a researcher checks first).
+MIN_GAMES = 1
 DEFAULT_MAX_TRANSITIONS = 20_000
 #: the options of ``configure`` and their defaults (the Python API takes them as keywords)
 OPTIONS = {"formula": None, "max_transitions": DEFAULT_MAX_TRANSITIONS, "sample_seed": 0, "fit_seed": 0,

@@ -54,7 +54,7 @@ MAX_BATCH_NODES = 1 << 20
 #: most bytes of uniform draws held at once (rounds are drawn in blocks within it)
 DRAW_MEMORY = 64 << 20
 #: the set-up parameters that fix what is drawn before the first round (with the seed)
-_DRAWN = ("n", "topology", "preferences", "minority", "minority_colour", "initial")
+_DRAWN = ("n", "topology", "ring_degree", "preferences", "minority", "minority_colour", "initial")
 
 
 def batchable(request: PlayRequest) -> bool:

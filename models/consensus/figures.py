@@ -223,17 +223,20 @@ def _messages_panel(report: Mapping[str, Any], games: pd.DataFrame) -> Panel:
                  caption=caption, published=published)
 
 
-def _shares_panel(title: str, rows: Any, value: str, xlabel: str, report: Mapping[str, Any]) -> Panel:
+def _shares_panel(title: str, rows: Any, value: str, xlabel: str, report: Mapping[str, Any],
+                  bounds: tuple[str, str] = ("ci_low", "ci_high")) -> Panel:
+    """One point per condition x model with its bar from ``bounds`` (an interval, or the range); the table as is."""
     if isinstance(rows, Mapping):
         return _skipped(title, rows["skipped"])
     models, conditions = report["models"], report["conditions"]
-    series = {m: {r["condition"]: (r[value], r.get("ci_low"), r.get("ci_high")) for r in rows if r["model"] == m}
+    low, high = bounds
+    series = {m: {r["condition"]: (r[value], r.get(low), r.get(high)) for r in rows if r["model"] == m}
               for m in models}
     drawn_values = [r[value] for r in rows if r[value] is not None]
     if not drawn_values:
-        return Panel(title, skipped_figure(title, "no game gives a value to draw (e.g. none reached consensus)"),
-                     pd.DataFrame(rows), skipped="nothing to draw")
-    limits = SHARE_LIMITS if value == "rate" else (0, max(drawn_values + [r.get("ci_high") or 0 for r in rows]) * 1.08)
+        reason = "no game gives a value to draw (e.g. none reached consensus)"
+        return Panel(title, skipped_figure(title, reason), pd.DataFrame(rows), skipped=reason)
+    limits = SHARE_LIMITS if value == "rate" else (0, max(drawn_values + [r.get(high) or 0 for r in rows]) * 1.08)
     groups = [[m] for m in models] if len(models) > FACET_ABOVE else [list(models)]
     figure, axes = facets(len(groups), cols=4, width=2.9 if len(groups) > 1 else 6.4,
                           height=0.7 + 0.3 * len(conditions), sharex=True, sharey=True)
@@ -256,7 +259,6 @@ def report_panels(sweep: Any, report: Mapping[str, Any]) -> list[Panel]:
     games = tag_schemes(sweep.games)  # the report's conditions name their scheme when several were played
     if "invalid" in games.columns and report.get("invalid_games_left_out"):
         games = games[~games["invalid"].fillna(False).astype(bool)]
-    rounds = [dict(r, ci_low=r["min"], ci_high=r["max"]) for r in report["rounds_to_consensus"]]
     rounds_title = "Rounds to consensus (games that reached it: mean, range)"
     pseudo_title = "Pseudo-equilibrium (echo chamber) share (95 % Wilson intervals)"
     return [
@@ -269,7 +271,8 @@ def report_panels(sweep: Any, report: Mapping[str, Any]) -> list[Panel]:
         drawn("Largest component: no communication against local", none_vs_local_panel, report),
         drawn("Stubbornness against consensus", _stubbornness_panel, report, games),
         drawn("Message effects", _messages_panel, report, games),
-        drawn(rounds_title, _shares_panel, rounds_title, rounds, "mean", "rounds", report),
+        drawn(rounds_title, _shares_panel, rounds_title, report["rounds_to_consensus"], "mean", "rounds", report,
+              ("min", "max")),
         drawn(pseudo_title, _shares_panel, pseudo_title, report["pseudo_equilibrium"], "rate",
               "share of games ending in a pseudo-equilibrium", report),
         *([drawn("Consensus rate by update scheme", schemes_panel, report)]

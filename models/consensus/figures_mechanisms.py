@@ -21,6 +21,8 @@ __all__ = ["components_panel", "majority_panel", "none_vs_local_panel"]
 
 #: the study's one published none-vs-local pair (Mistral on BA, SPEC A "Largest component")
 PUBLISHED_NONE_LOCAL = {"ba": (28.7, 23.4)}
+#: tick labels of the box and dot plots: readable at the size the report shows a figure
+TICKS = 8
 
 
 def colour_of(models: list[str], model: str) -> str:
@@ -96,8 +98,8 @@ def components_panel(report: Mapping[str, Any], games: pd.DataFrame) -> Panel:
     if "skipped" in comp:
         return _skipped(title, comp["skipped"])
     conditions, models = report["conditions"], [m for m in report["models"] if m in comp["per_model"]]
-    figure, axes = facets(len(models), cols=4, width=2.9, height=0.55 + 0.3 * len(conditions), sharex=True,
-                          sharey=True)
+    figure, axes = facets(len(models), cols=4, width=2.9 if len(models) > 1 else 6.4,
+                          height=0.75 + 0.34 * len(conditions), sharex=True, sharey=True)
     rows = []
     baseline = games.groupby("condition")["largest_component_baseline_mean"].mean()
     for ax, model in zip(axes, models):
@@ -121,10 +123,10 @@ def components_panel(report: Mapping[str, Any], games: pd.DataFrame) -> Panel:
                 patch.set_alpha(0.5)
         ax.scatter([baseline.get(c, np.nan) for c in conditions], range(len(conditions)), marker="|", s=120,
                    color="black", zorder=3, label="random-colouring baseline (mean)")
-        ax.set_yticks(range(len(conditions)), conditions, fontsize=6)
+        ax.set_yticks(range(len(conditions)), conditions, fontsize=TICKS)
         ax.set_ylim(len(conditions) - 0.5, -0.5)
-        ax.set_title(model, fontsize=8)
-        ax.tick_params(axis="x", labelsize=7)
+        ax.set_title(model, fontsize=9)
+        ax.tick_params(axis="x", labelsize=TICKS)
     figure.supxlabel("largest same-colour component at the end (agents)", fontsize=8)
     handles, labels = axes[0].get_legend_handles_labels() if axes else ([], [])
     legend_outside(figure, handles=handles, labels=labels)
@@ -159,16 +161,17 @@ def none_vs_local_panel(report: Mapping[str, Any]) -> Panel:
         ax.scatter([r["mean_local"] for r in cells], range(len(cells)), marker="o", color=colour,
                    label="local messages (mean)", zorder=2)
         for y, row in enumerate(cells):
-            ax.annotate(f"p={row['p_holm']:.2g}", (max(row["mean_none"], row["mean_local"]), y), xytext=(4, -3),
+            shown = f"p={row['p_holm']:.2g}" if row.get("p_holm") is not None else "no test (one game each)"
+            ax.annotate(shown, (max(row["mean_none"], row["mean_local"]), y), xytext=(4, -3),
                         textcoords="offset points", fontsize=6, color="#555555")
             if row["topology"] in PUBLISHED_NONE_LOCAL:
                 n, loc = PUBLISHED_NONE_LOCAL[row["topology"]]
                 ax.scatter([n, loc], [y + 0.25, y + 0.25], marker="x", color="black", s=14, zorder=3,
                            label="published (Mistral, BA): none, local")
-        ax.set_yticks(range(len(cells)), names, fontsize=6)
+        ax.set_yticks(range(len(cells)), names, fontsize=TICKS)
         ax.set_ylim(len(cells) - 0.5, -0.6)
-        ax.set_title(model, fontsize=8)
-        ax.tick_params(axis="x", labelsize=7)
+        ax.set_title(model, fontsize=9)
+        ax.tick_params(axis="x", labelsize=TICKS)
     figure.supxlabel("mean largest same-colour component (agents)", fontsize=8)
     handles: dict[str, Any] = {}
     for ax in axes:

@@ -32,7 +32,7 @@ from .conditions import (
 from .parameters import PARAMETERS
 
 
-def mean_degree(topology: str, n: int) -> float:
+def mean_degree(topology: str, n: int, ring_degree: int = 4) -> float:
     """The expected mean degree of the study's topologies at ``n`` nodes (``llm_mesa.graphs.build_topology``)."""
     if topology == "er":
         return 0.2 * (n - 1)
@@ -40,7 +40,7 @@ def mean_degree(topology: str, n: int) -> float:
         return 2 * 2 * (n - 2) / n  # m = 2 edges for each of the n - m nodes added
     if topology == "caveman":
         return 3.0  # cliques of 4, one edge of each rewired to the next clique
-    return 4.0  # ws: ring degree 4
+    return float(ring_degree)  # ws: rewiring keeps the ring's number of links
 
 #: what a decision's free text may leave missing in one game (string columns of the LLM tables)
 _TEXT = {c: "string" for c in ("message", "reason", "diary", "answer", "outcome", "failed", "text", "server")}
@@ -128,7 +128,7 @@ class ConsensusGame(Game):
 
         full = {**PARAMETERS.defaults(), **parameters}
         n, rounds, window = full["n"], full["max_rounds"], full["history"]
-        degree = max(1, min(n - 1, round(mean_degree(full["topology"], n))))
+        degree = max(1, min(n - 1, round(mean_degree(full["topology"], n, full["ring_degree"]))))
         neighbours = tuple(range(1, degree + 1))
         prompt = PROMPT_VARIANTS[full["prompt"]]
         talk = full["communication"] != "none"

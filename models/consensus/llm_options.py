@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from llm_mesa.llm.dialects import endpoint_manifest
 from llm_mesa.llm.endpoint import EndpointError, add_endpoint_arguments, endpoint_from_spec
-from llm_mesa.llm.recording import add_recording_arguments, recording_from_args, store_from_args
+from llm_mesa.llm.recording import add_recording_arguments, game_recording, store_from_args
 from llm_mesa.llm.usage import Usage
 from llm_mesa.policy import parse_policy_spec
 
@@ -108,7 +108,7 @@ def llm_setup_from_args(args: argparse.Namespace, specs: list[str]) -> LLMSetup:
     from .llm_policy import LLMConsensusPolicy
 
     endpoints = {spec: endpoint_from_spec(parse_policy_spec(spec)[1], args, repr(spec)) for spec in dict.fromkeys(specs)}
-    _, mode = recording_from_args(args)  # contradictory recording options fail before any call or file
+    _, mode = game_recording(args)  # contradictory recording options fail before any call or file
     if args.max_cost is not None and any(ep.price is None for ep in endpoints.values()):
         raise EndpointError("--max-cost needs --price PROMPT,COMPLETION (per 1M tokens)")
     store = store_from_args(args)  # records by default (the library only when given a store); checked before any call

@@ -23,6 +23,9 @@ PARAMETERS = ParameterSet.of(
     Parameter("n", int, 36, "number of agents (the study: 36; its replication 20)", low=2, high=MAX_AGENTS, label="N (agents)"),
     Parameter("topology", str, "ba", "the graph: Erdős–Rényi, Barabási–Albert, Watts–Strogatz or connected caveman",
               choices=TOPOLOGIES, label="Topology"),
+    Parameter("ring_degree", int, 4, "Watts–Strogatz only: each node's links to its nearest ring neighbours before "
+              "rewiring with p = 0.5, an even number below N (the study did not say; SPEC: k = 4)", low=2,
+              high=MAX_AGENTS, step=2, label="WS ring degree"),
     Parameter("preferences", str, "random",
               "random: half prefer red; minority: the --minority hubs prefer --minority-colour; "
               "explicit: a colour per node (library only)",
@@ -72,6 +75,6 @@ PARAMETERS = ParameterSet.of(
 #: when set away from their default, so every game played before they existed keeps its key.
 #: They, and ``assign``, stay out of an experiment's derived seeds (``in_seed=False``): they change
 #: nothing that is drawn, so a follow-up's axis over them plays the same graphs at every level.
-KEYED_WHEN_SET = ("history", "message_cost", "update")
+KEYED_WHEN_SET = ("history", "message_cost", "update", "ring_degree")
 
 __all__ = ["KEYED_WHEN_SET", "MAX_AGENTS", "MAX_ROUNDS", "PARAMETERS", "RULES_WORDINGS"]

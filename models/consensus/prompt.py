@@ -299,8 +299,9 @@ class ConsensusPrompt:
         closing = [self._closing_room(len(r.messages)) if talk else 0 for r in obs.history]
 
         def frame(keep: int) -> list[str]:  # the heading, and the line counting the rounds left out
-            shown = keep or window
-            lines = [words["head"].format(window=f"{shown} {plural(shown, 'round')}" if shown > 1 else "round")]
+            shown = obs.history[window - keep:] if keep else obs.history
+            played = sum(not r.current for r in shown) or len(shown)  # the round so far names itself in its row
+            lines = [words["head"].format(window=f"{played} {plural(played, 'round')}" if played > 1 else "round")]
             if keep < window:
                 lines.append(words["cut_rounds"].format(count=window - keep, rounds=plural(window - keep, "round"),
                                                         chars=budget))

@@ -1,7 +1,7 @@
 """The consensus study's published numbers (SPEC part A), and which of our games they match.
 
 A published cell is matched by its condition (topology, communication,
-preference design, opponent label, private messages, N = 36), never by a
+preference design, opponent label, private messages, N = 36, synchronous rounds), never by a
 condition's name, so a sweep with its own names is compared all the same; a
 published model by a pattern on our model's name (e.g. ``Qwen/Qwen2.5-3B-Instruct``).
 """
@@ -43,6 +43,9 @@ TOTALS = "open models 165/2160 (7.6 %); closed model 129/180; human experiments 
 
 def _cell(row: Mapping[str, Any]) -> tuple[str, str, str, str] | None:
     if str(row.get("direct_messages", False)) == "True" or int(row.get("n", 36)) != 36:
+        return None
+    update = row.get("update")
+    if isinstance(update, str) and update != "synchronous":  # the study's rounds were synchronous
         return None
     key = tuple(str(row.get(k, d)) for k, d in (("topology", "ba"), ("communication", "none"),
                                                 ("preferences", "random"), ("label", "llm")))

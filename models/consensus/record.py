@@ -253,6 +253,8 @@ def summary_row(parameters: Mapping[str, Any], colours: list[str], preferences: 
         "history": parameters.get("history", 10),
         "message_cost": cost,
         "update": parameters.get("update", "synchronous"),
+        # a ring degree other than the study's is a column of its own (tables written before it keep their schema)
+        **({"ring_degree": parameters["ring_degree"]} if parameters.get("ring_degree", 4) != 4 else {}),
         "consensus": consensus,
         "rounds": rounds,
         # the longest chains of the rounds' turns, summed (one per synchronous round): what bounds an LLM

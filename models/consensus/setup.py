@@ -71,6 +71,9 @@ def game_setup(rng: random.Random, seed: int | None, mesa_seed: Any = None, *,
         parse_assignment(values["assign"], "assign")  # its syntax, checked before any game is played
     if values["direct_messages"] and values["communication"] == "none":
         raise ConsensusConfigError("private messages need communication local or global; add --comm local")
+    if values["ring_degree"] % 2:
+        raise ConsensusConfigError(f"--ring-degree {values['ring_degree']} is odd: a ring links each node to as many "
+                                   "neighbours on either side, so use an even number (e.g. 4)")
     n, topology, preferences = values["n"], values["topology"], values["preferences"]
     initial: str | Sequence[str] = values["initial"] if initial_colours is None else initial_colours
     if drawn is not None and (assign is not None or graph is not None):
@@ -78,7 +81,7 @@ def game_setup(rng: random.Random, seed: int | None, mesa_seed: Any = None, *,
     if drawn is not None:
         g = drawn.graph
     else:
-        g = normalise_graph(graph) if graph is not None else build_topology(topology, n, rng)
+        g = normalise_graph(graph) if graph is not None else build_topology(topology, n, rng, ws_k=values["ring_degree"])
     size = g.number_of_nodes()
     parameters = {**values, "n": size, "topology": "custom" if graph is not None else topology, "policy": _spec(policy),
                   "assign": _assignment_manifest(assign),

@@ -35,7 +35,7 @@ LLM_TOKENS = {"prompt_tokens": "prompt tokens", "completion_tokens": "completion
 LLM_FAILURES = {"failures": "failed decisions", "calls": "calls"}
 LEGEND = {"fill": "colour now", "ring": "preference", "flagged": "neighbourhood disagrees", "marked": "flippers",
           "plain": "neighbourhood agrees", "groups": "same-colour groups"}
-GAME_CONTROLS = ("topology", "n", "preferences", "communication", "label", "update")
+GAME_CONTROLS = ("topology", "ring_degree", "n", "preferences", "communication", "label", "update")
 
 
 def consensus_charts(rounds: pd.DataFrame, n: int, *, current_round: int | None = None,
@@ -108,10 +108,11 @@ class ConsensusView(GameView):
 
     def controls(self) -> dict[str, dict[str, Any]]:
         game = PARAMETERS.controls(list(GAME_CONTROLS), n={"min": 8, "max": MAX_N, "step": 4},
+                                   ring_degree={"min": 2, "max": 12, "step": 2},
                                    preferences={"values": ["random", "minority"]})
         return {
             **game,
-            MIX: {"type": "Select", "value": "majority-inertia", "values": mix_choices(),
+            MIX: {"type": "Combobox", "value": "majority-inertia", "values": mix_choices(),
                   "label": "Policies (default | selector=policy)"},
             "llm_endpoint": {"type": "InputText", "value": BUILTIN,
                              "label": "LLM endpoint (base URL, or loopback: the built-in stand-in)"},

@@ -20,7 +20,7 @@ from llm_mesa.views.controls import ControlError, page_endpoint
 
 #: the stand-in's model the LLM controls start with: it answers as majority-with-inertia would
 LOOPBACK_MODEL = "rule:majority-inertia"
-#: policy mixes offered in the controls: "default | selector=policy | ..."
+#: policy mixes the control offers; any other may be typed: "default | selector=policy | ..."
 POLICY_MIXES = (
     "majority-inertia",
     "majority-inertia:inertia=0.5",

@@ -91,11 +91,11 @@ def speaker_endpoint(args: argparse.Namespace):
 
 def _llm_speaker(args: argparse.Namespace):
     from llm_mesa.llm.preflight_check import schedule
-    from llm_mesa.llm.recording import recording_from_args, store_from_args
+    from llm_mesa.llm.recording import game_recording, store_from_args
 
     from .llm_speaker import LLMSpeaker
 
-    _, mode = recording_from_args(args)  # contradictory options fail before any call or file
+    _, mode = game_recording(args)  # contradictory options fail before any call or file
     endpoint = speaker_endpoint(args)
     store = store_from_args(args)  # records by default (the library only when given a store); checked before any call
     if mode != "replay":  # a strict replay calls nothing; a fill checks only when a call misses the recording

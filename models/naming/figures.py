@@ -80,10 +80,12 @@ def _curves_panel(report: Mapping[str, Any]) -> Panel:
             if sub.empty:
                 continue
             colour = _colour(report["models"], model)
-            sd = sub["agreement_sd"].fillna(0)
-            ax.plot(sub["round"], sub["agreement_mean"], color=colour, label=model, linewidth=1.2)
-            ax.fill_between(sub["round"], sub["agreement_mean"] - sd, sub["agreement_mean"] + sd, color=colour,
-                            alpha=0.2, linewidth=0)
+            mean = pd.to_numeric(sub["agreement_mean"], errors="coerce")
+            sd = pd.to_numeric(sub["agreement_sd"], errors="coerce")  # None at one seed: no spread to draw
+            ax.plot(sub["round"], mean, color=colour, label=model, linewidth=1.2)
+            if sd.notna().any():
+                ax.fill_between(sub["round"], mean - sd.fillna(0.0), mean + sd.fillna(0.0), color=colour,
+                                alpha=0.2, linewidth=0)
         ax.set_title(condition, fontsize=8)
         ax.set_ylim(*SHARE_LIMITS)
         ax.tick_params(labelsize=7)
@@ -97,6 +99,8 @@ def _curves_panel(report: Mapping[str, Any]) -> Panel:
     caption = "Agreement: the most common valid name said in a round / N (each agent's latest name under one " \
               "pairing). Every condition is drawn, Schema (the study's headline) first. The table: final " \
               "agreement, mean and SD over seeds."
+    if frame["agreement_sd"].isna().all():
+        caption += " One seed a cell: each line is one game, with no spread to shade (SD needs two seeds)."
     return Panel(title, svg_text(figure), table, caption=caption)
 
 
@@ -188,13 +192,23 @@ def _mixed_panel(report: Mapping[str, Any]) -> Panel:
     if isinstance(mixed, Mapping):
         return _skipped(title, mixed["skipped"])
     table = pd.DataFrame(mixed)
-    figure, ax = new_figure()
-    numeric = [c for c in table.columns if pd.api.types.is_numeric_dtype(table[c])][:1]
-    labels = table.drop(columns=numeric).astype(str).agg(" / ".join, axis=1)
-    ax.barh(range(len(table)), table[numeric[0]] if numeric else 0)
-    ax.set_yticks(range(len(table)), labels, fontsize=7)
-    ax.set_xlabel(numeric[0] if numeric else "")
-    return Panel(title, svg_text(figure), table)
+    keys = [c for c in ("condition", "speaker") if c in table.columns]  # one bar per speaker of a condition
+    numeric = [c for c in table.columns if c not in keys and pd.api.types.is_numeric_dtype(table[c])]
+    measure = "holding_top_name" if "holding_top_name" in numeric else (numeric[0] if numeric else None)
+    if measure is None:
+        reason = "the per-speaker table holds no number to draw"
+        return Panel(title, skipped_figure(title, reason), table, skipped=reason)
+    figure, ax = new_figure(6.4, 1.0 + 0.28 * len(table))
+    labels = table[keys].astype(str).agg(" / ".join, axis=1) if keys else table.index.astype(str)
+    ax.barh(range(len(table)), pd.to_numeric(table[measure], errors="coerce").fillna(0.0))
+    ax.set_yticks(range(len(table)), labels, fontsize=8)
+    ax.set_ylim(len(table) - 0.5, -0.5)
+    ax.set_xlabel(measure.replace("_", " ") + (" (share of the speaker's agents)" if measure == "holding_top_name" else ""))
+    if measure == "holding_top_name":
+        ax.set_xlim(*SHARE_LIMITS)
+    return Panel(title, svg_text(figure), table,
+                 caption="Per condition and speaker (the models of a mixed population apart): the share of its agents "
+                         "holding the most common name at the end; the table has every per-speaker mean.")
 
 
 def report_panels(sweep: Any, report: Mapping[str, Any]) -> list[Panel]:

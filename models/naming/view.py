@@ -106,6 +106,11 @@ def outcomes_chart(rounds: pd.DataFrame, last_round: int, current_round: int | N
                       last_round, current_round)
 
 
+def _place(model, agent) -> int:
+    """An agent's place among the players: the number the page shows it by (its prompt names its own id)."""
+    return next(i for i, a in enumerate(model.players) if a is agent)
+
+
 class NamingView(GameView):
     """SIGN's page: speakers (rules or an LLM), agreement, names in use and decoding outcomes."""
 
@@ -116,7 +121,7 @@ class NamingView(GameView):
         return "llm-mesa: naming game (SIGN)"
 
     def controls(self) -> dict[str, dict[str, Any]]:
-        game = PARAMETERS.controls(["n", "mode", "alpha", "pairing"], n={"min": 2, "max": 48, "step": 2})
+        game = PARAMETERS.controls(["n", "mode", "alpha", "pairing"], n={"min": 2, "max": 48, "step": 1})
         return {
             **game,
             "memory": {"type": "SliderInt", "value": 5, "min": 0, "max": 10, "step": 1, "label": "Memory K (nl: always 0)"},
@@ -189,10 +194,12 @@ class NamingView(GameView):
         return list(model.players)
 
     def agent_rows(self, model, index: int) -> dict[str, str]:
+        """Agent ``index`` (its place among the players, as the selector and the utterances count them)."""
         agent = model.players[index]
         said = agent.utterance
-        return {"agent": str(agent.unique_id), "holds": agent.name, "memory": ", ".join(agent.memory) or "-",
-                "speaker": agent.speaker.spec(), "partner": str(agent.partner.unique_id) if agent.partner else "-",
+        return {"agent": str(index), "in its prompt": f"agent {agent.unique_id}", "holds": agent.name,
+                "memory": ", ".join(agent.memory) or "-", "speaker": agent.speaker.spec(),
+                "partner": str(_place(model, agent.partner)) if agent.partner else "-",
                 "said": (said.name or "-") if said else "-", "decoded by": said.outcome if said else "-",
                 "last reply": (said.replies or ["-"])[-1] if said else "-"}
 
@@ -219,8 +226,8 @@ class NamingView(GameView):
         return out
 
     def messages(self, model) -> pd.DataFrame:
-        said = [{"agent": a.unique_id, "held": a.name, "said": a.utterance.name or "-", "decoded by": a.utterance.outcome,
-                 "reply": (a.utterance.replies or ["-"])[-1]} for a in model.players if a.utterance is not None]
+        said = [{"agent": i, "held": a.name, "said": a.utterance.name or "-", "decoded by": a.utterance.outcome,
+                 "reply": (a.utterance.replies or ["-"])[-1]} for i, a in enumerate(model.players) if a.utterance is not None]
         return pd.DataFrame(said, columns=["agent", "held", "said", "decoded by", "reply"])
 
     def snapshot(self, model, selected: int = 0):
