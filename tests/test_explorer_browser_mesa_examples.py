@@ -23,7 +23,7 @@ from test_explorer_browser import (  # noqa: F401 - fixtures
 )
 
 pytestmark = pytest.mark.slow
-CHART = {"schelling": "happy", "boltzmann_wealth_model": "shares", "pd_grid": "Cooperating-Agents"}
+CHART = {"schelling": "happy", "boltzmann_wealth_model": "Gini", "pd_grid": "Cooperating-Agents"}
 SMALL = {"schelling": "?width=12&height=12", "boltzmann_wealth_model": "?n=40", "pd_grid": "?width=12&height=12"}
 
 
