@@ -217,3 +217,16 @@ def test_structured_values_are_read_field_by_field():
     Pair = namedtuple("Pair", "a b")
     assert fields_of(Pair(1, 2)) == {"a": 1, "b": 2} and fields_of({"x": 1}) == {"x": 1}
     assert fields_of("text") is None and fields_of(3) is None
+
+
+def test_the_legend_counts_every_flagged_node_even_those_a_diamond_draws():
+    import networkx as nx
+
+    graph = nx.path_graph(4)
+    picture = NetworkPicture(graph=graph, layout={v: (float(v), 0.0) for v in graph}, state=["a", "a", "b", "b"],
+                             round_number=1, flagged=[True, True, True, False], marked=(0, 3),
+                             legend={"flagged": "in conflict", "marked": "changed"}, scale=categorical("a", "b"))
+    spec = network_spec(picture)
+    shapes = [n["shape"] for n in spec["datasets"]["nodes"]]
+    assert shapes == ["marked", "flagged", "flagged", "marked"]  # a flagged node that changed is drawn a diamond
+    assert "■ 3 in conflict (1 of them drawn ◆) · ◆ 2 changed" in " ".join(spec["title"]["subtitle"])

@@ -221,7 +221,9 @@ def network_spec(picture: NetworkPicture, *, selected: int | None = None, width:
     empty = " · grey: no agent" if fill.numeric and any(s is None for s in state) else ""
     subtitle = [" · ".join(keys) + bands + empty + sample]
     if picture.flagged is not None or marked:
-        subtitle.append(f"■ {flagged} {labels['flagged']} · ◆ {len(marked)} {labels['marked']} (black ring)")
+        every = sum(bool(f) for f in picture.flagged) if picture.flagged is not None else flagged
+        both = f" ({every - flagged} of them drawn ◆)" if every > flagged else ""  # a diamond hides the square
+        subtitle.append(f"■ {every} {labels['flagged']}{both} · ◆ {len(marked)} {labels['marked']} (black ring)")
     if found is not None:
         words = f"{len(found.members)} {legend.get('groups', 'same-state groups')}, largest {found.largest} of {n}"
     else:
