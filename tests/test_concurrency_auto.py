@@ -53,6 +53,21 @@ def test_until_the_server_says_what_it_takes_every_call_ready_is_let_in():
     assert rule.limit == 400  # what the server took holds, demand or not
 
 
+def test_a_round_within_the_start_is_never_held_back_by_a_probe_and_a_larger_burst_is_probed_once():
+    """A 36-agent round goes whole every round (a probe at half of it cost a 5-round game a latency, 1.39x the
+    bound as a process); a burst beyond the start, which no fixed default would send, gets one probe at half."""
+    small = AdaptiveLimit()
+    small.wanted(36)
+    for _ in range(6):
+        window(small, queued=False)
+        assert small.limit == AUTO_START and small.probe is None
+    assert small.history["probes"] == 0
+    burst = AdaptiveLimit()
+    burst.wanted(1000)
+    window(burst, queued=False)
+    assert burst.limit == 500 and burst.history["probes"] == 1
+
+
 def test_a_429_cuts_to_what_the_server_took_and_earlier_refusals_do_not_cut_again():
     rule = AdaptiveLimit()
     before_cut = rule.epoch

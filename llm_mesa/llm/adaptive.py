@@ -216,8 +216,10 @@ class AdaptiveLimit:
             self._probed(median)
             return
         if not self._saturated:  # no call waited: the latency is the workload's, not the limit's
-            if not self.learned and not self._demand_probed and self.limit >= 2 * LATENCY_FLOOR:
-                self._demand_probed = True  # all the calls that were ready went: would half of them go faster?
+            if not self.learned and not self._demand_probed and self.limit > AUTO_START:
+                # a burst beyond what a fixed default would send went at once: would half of it go faster? (a
+                # round within AUTO_START is what any limit sends; holding half of it back costs it a latency)
+                self._demand_probed = True
                 self._start_probe(median, self.limit // 2)
                 return
             self.baseline = None  # start the baseline afresh
