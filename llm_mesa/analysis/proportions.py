@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Sequence
 
 import numpy as np
@@ -49,8 +50,12 @@ def adjust_pvalues(pvalues: Sequence[float | None]) -> dict[str, list[float | No
     present = ~np.isnan(values)
     out = {"bonferroni": [None] * len(values), "holm": [None] * len(values)}
     if present.any():
-        for method in ("bonferroni", "holm"):
-            adjusted = multipletests(values[present], method=method)[1]
-            for index, value in zip(np.flatnonzero(present), adjusted):
-                out[method][index] = float(value)
+        gc.freeze()  # statsmodels' Holm runs gc.collect() on every call: a full pass over the whole heap (~0.1 s)
+        try:
+            for method in ("bonferroni", "holm"):
+                adjusted = multipletests(values[present], method=method)[1]
+                for index, value in zip(np.flatnonzero(present), adjusted):
+                    out[method][index] = float(value)
+        finally:
+            gc.unfreeze()
     return out
