@@ -76,7 +76,7 @@ def fast_sweep_transitions(games: pd.DataFrame, agents: pd.DataFrame, edges: pd.
         return pd.DataFrame(), left_out
     game = np.concatenate([np.full(len(f[1]), f[0]) for f in frames])
     return pd.DataFrame({
-        "game": pd.Series(pd.Categorical.from_codes(game, categories=pd.Index(names, dtype=object))).astype(str),
+        "game": pd.Categorical.from_codes(game, categories=pd.Index(names, dtype=object)),  # codes, not a string a row
         "agent": np.concatenate([f[2] for f in frames]),
         "round": np.concatenate([f[1] for f in frames]),
         "blue_share_neighbours": np.concatenate([f[3] for f in frames]),
