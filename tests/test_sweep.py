@@ -295,3 +295,18 @@ def test_a_failing_game_in_a_worker_keeps_the_finished_games_of_its_batch(tmp_pa
                   processes=2, batch_size=100, model_options=FAST, game="consensus")
     kept = read_sweep(out)
     assert sorted(kept["seed"]) == [0, 1] and set(kept["policy"]) == {"voter"}
+
+
+def test_an_llm_sweep_takes_a_models_library_only_options_and_judges_its_games(tmp_path):
+    """A condition may carry what only the model takes (``explicit_preferences``: a colour per node, library
+    only); the core's verdict reads the game's own parameters and leaves those to the model."""
+    colours = ["red" if v < 6 else "blue" for v in range(12)]
+    condition = {"n": 12, "topology": "caveman", "preferences": "explicit", "explicit_preferences": colours}
+    with LoopbackServer(seed=2) as server:
+        spec = f"llm:base_url={server.base_url},model=rule:stubborn,timeout=10"
+        result = run_sweep({"cliques": condition}, spec, 2, tmp_path / "s", model_options=LLM_OPTIONS,
+                           game="consensus", tables=["agents"])
+    games = result.results
+    assert len(games) == 2 and not games["invalid"].any() and (games["calls"] == 12 * games["rounds"]).all()
+    start = read_sweep(tmp_path / "s", "agents").query("round == 0").sort_values(["seed", "node"])
+    assert all(list(part["preference"]) == colours for _, part in start.groupby("seed"))

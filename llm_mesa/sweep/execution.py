@@ -58,7 +58,8 @@ class GameTask:
             from llm_mesa.decisions import judge
 
             game = get_game(self.game)
-            judge(row, game.failure_share(game.parameters.validate(self.parameters, complete=True)))
+            declared = {k: v for k, v in self.parameters.items() if k in game.parameters}  # not a model's extras
+            judge(row, game.failure_share(game.parameters.validate(declared, complete=True)))
         return GameResult(row, {name: df.assign(**key) for name, df in result.tables.items()})
 
 
