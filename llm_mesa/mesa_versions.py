@@ -34,6 +34,7 @@ import numbers
 import random
 import re
 import types
+from collections.abc import Mapping
 from typing import Any
 
 import mesa
@@ -114,6 +115,21 @@ def scenario_fields(scenario: Any) -> tuple[dict[str, Any], int | None]:
     return fields, None if seed is None else int(seed)
 
 
+def example_game_arguments(parameters: Any, given: Mapping[str, Any], seed: int | None, rng: int | None,
+                           scenario: Any) -> tuple[int | None, dict[str, Any]]:
+    """A game model's seed and validated parameters (``parameters``: its ``ParameterSet``) from how it was called.
+
+    ``rng`` is ``seed`` under Mesa's name; a ``scenario`` (the example's own, or any Mesa ``Scenario``: Mesa's
+    SolaraViz resets a model with one) lends the game's parameters among its fields and, when no seed is
+    given, its seed. Keyword arguments given win over the scenario's."""
+    seed = rng if seed is None else seed
+    if scenario is not None:
+        fields, lent = scenario_fields(scenario)
+        given = {**{k: v for k, v in fields.items() if k in parameters}, **given}
+        seed = lent if seed is None else seed
+    return seed, parameters.validate(given, complete=True)
+
+
 def model_arguments(rng: Any, scenario: Any) -> dict[str, Any]:
     """What a game model passes to ``mesa.Model.__init__``: its seed, or its scenario.
 
@@ -187,5 +203,5 @@ class MesaVersionError(LlmMesaError):
 
 
 __all__ = ["HAS_BATCH_RUN", "MESA_4", "MESA_VERSION", "MesaVersionError", "RoundsDataSet", "SCENARIO_KEYS",
-           "game_ended", "model_arguments", "network_space", "scenario_class", "scenario_fields", "seed_streams",
+           "example_game_arguments", "game_ended", "model_arguments", "network_space", "scenario_class", "scenario_fields", "seed_streams",
            "track_rounds"]

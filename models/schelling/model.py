@@ -25,7 +25,7 @@ from mesa.examples.basic.schelling.agents import SchellingAgent
 from mesa.examples.basic.schelling.model import Schelling, SchellingScenario
 
 from llm_mesa import Policy, decide_all, make_policy
-from llm_mesa.mesa_versions import game_ended, scenario_fields, track_rounds
+from llm_mesa.mesa_versions import example_game_arguments, game_ended, track_rounds
 
 from .parameters import EXAMPLE, NAME, PARAMETERS
 from .policies import MOVE, STAY, MesaRule, View
@@ -64,15 +64,9 @@ class SchellingModel(Schelling):
 
     def __init__(self, policy: str | Policy = "mesa", seed: int | None = None, *, rng: int | None = None,
                  scenario: Any = None, **parameters: Any) -> None:
-        """``rng`` is ``seed`` under Mesa's name; a ``scenario`` (the example's own, or any Mesa ``Scenario``:
-        Mesa's SolaraViz resets a model with one) lends the game's parameters among its fields and, when no seed
-        is given, its seed."""
-        seed = rng if seed is None else seed
-        if scenario is not None:
-            fields, lent = scenario_fields(scenario)
-            parameters = {**{k: v for k, v in fields.items() if k in PARAMETERS}, **parameters}
-            seed = lent if seed is None else seed
-        p = PARAMETERS.validate(parameters, complete=True)
+        """Called as Mesa calls its example (``rng=``, ``scenario=``) or as a game (``seed``, parameters):
+        ``example_game_arguments`` reads which."""
+        seed, p = example_game_arguments(PARAMETERS, parameters, seed, rng, scenario)
         super().__init__(scenario=SchellingScenario(rng=seed, **{name: p[name] for name in EXAMPLE}))
         self.seed, self.parameters = seed, p
         self.max_rounds, self.round = p["max_rounds"], 0
