@@ -30,11 +30,11 @@ class Person:
         self._thread.join(timeout=5)
 
     def _run(self) -> None:
-        answered = set()
+        last = None  # held, not its id: a freed question's id can come back as the next round's
         while not self._stop.is_set():
             question = self.seat.question
-            if question is not None and id(question) not in answered:
-                answered.add(id(question))
+            if question is not None and question is not last:
+                last = question
                 self.seen.append(question.asked.facts)
                 values = self.script(question.asked.facts.round, question.asked.facts)
                 alternative = self.alternative
