@@ -55,7 +55,8 @@ def test_until_the_server_says_what_it_takes_every_call_ready_is_let_in():
 
 def test_a_round_within_the_start_is_never_held_back_by_a_probe_and_a_larger_burst_is_probed_once():
     """A 36-agent round goes whole every round (a probe at half of it cost a 5-round game a latency, 1.39x the
-    bound as a process); a burst beyond the start, which no fixed default would send, gets one probe at half."""
+    bound as a process); a burst beyond the start, which no fixed default would send, whose calls waited behind
+    each other at the server (its answers spread: a server taking 400 at a time), gets one probe at half."""
     small = AdaptiveLimit()
     small.wanted(36)
     for _ in range(6):
@@ -64,8 +65,24 @@ def test_a_round_within_the_start_is_never_held_back_by_a_probe_and_a_larger_bur
     assert small.history["probes"] == 0
     burst = AdaptiveLimit()
     burst.wanted(1000)
-    window(burst, queued=False)
+    ticket = Ticket(burst.epoch, 1000)
+    for i in range(1000):
+        burst.answered(ticket, None, 1.0 + i // 400, now=0.0, queued=False)  # served 400 at a time
     assert burst.limit == 500 and burst.history["probes"] == 1
+
+
+def test_a_burst_the_server_answers_as_fast_as_its_fastest_call_is_never_probed():
+    """1,000 calls at once, each answered after the server's latency (the first round of a 1,000-agent game):
+    none waited behind another, so holding half back would cost the next round a latency and gain nothing
+    (a 1,000-agent game's second round took 2.1 s of a 1 s latency with the probe)."""
+    rule = AdaptiveLimit()
+    rule.wanted(1000)
+    for _ in range(5):
+        ticket = Ticket(rule.epoch, 1000)
+        for i in range(1000):
+            rule.answered(ticket, None, 1.0 + i * 1e-4, now=0.0, queued=False)  # the client's own spread
+        assert rule.limit == 1000 and rule.probe is None
+    assert rule.history["probes"] == 0
 
 
 def test_a_429_cuts_to_what_the_server_took_and_earlier_refusals_do_not_cut_again():

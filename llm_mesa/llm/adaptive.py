@@ -76,7 +76,11 @@ class AdaptiveLimit:
         there: the calls in flight made it worse, and the probe's limit stands (a cut). As slow:
         the server slowed down, the baseline follows it and the limit comes back.
       A window in which no call waited starts the baseline afresh (its latency is the
-      workload's: another model, another prompt).
+      workload's: another model, another prompt). Once, such a window of more than ``AUTO_START``
+      calls whose median is above ``LATENCY_RISE`` times the fastest answer seen (some calls
+      waited behind others at the server) is probed at half the calls; a burst answered as fast
+      as the fastest call queued nowhere, and holding half of it back would only cost a round a
+      latency.
     """
 
     LATENCY_RISE = 1.5
@@ -104,6 +108,7 @@ class AdaptiveLimit:
         self._clean = 0  # clean windows in a row near the last cut
         self._patience = self.PATIENCE  # clean windows near the last cut before a probe one above it
         self._demand_probed = False  # the one probe at half the calls that follows demand has been made
+        self._fastest = float("inf")  # the fastest answer seen: what a call takes when none waits behind others
         self._descending = False  # probes that paid are halving the limit further
         self._refusals = 0  # 429s and 5xx since the last answer
         self._pauses = 0  # the group back-off's step
@@ -170,6 +175,7 @@ class AdaptiveLimit:
             if ticket.epoch == self.epoch:
                 self._set(max(1, self.limit // 2), cut=True)
         elif kind is None:
+            self._fastest = min(self._fastest, latency_s)
             self._refusals = self._pauses = 0
             self._before_refusals, self._takes_nothing = None, False
             if ticket.epoch == self.epoch:
@@ -216,9 +222,12 @@ class AdaptiveLimit:
             self._probed(median)
             return
         if not self._saturated:  # no call waited: the latency is the workload's, not the limit's
-            if not self.learned and not self._demand_probed and self.limit > AUTO_START:
-                # a burst beyond what a fixed default would send went at once: would half of it go faster? (a
-                # round within AUTO_START is what any limit sends; holding half of it back costs it a latency)
+            if not self.learned and not self._demand_probed and self.limit > AUTO_START \
+                    and median > self.LATENCY_RISE * self._fastest:
+                # a burst beyond what a fixed default would send went at once and is slower than the fastest
+                # answer seen (some calls waited behind others at the server): would half of it go faster? (a
+                # round within AUTO_START is what any limit sends, and a burst served as fast as the fastest call
+                # queued nowhere: holding half of either back costs the round a latency and cannot speed it up)
                 self._demand_probed = True
                 self._start_probe(median, self.limit // 2)
                 return
