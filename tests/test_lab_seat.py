@@ -209,3 +209,35 @@ def test_under_turns_a_seat_is_asked_at_each_of_its_turns_and_replays_turn_by_tu
     recorded, replayed = states(game, session.model), states(game, again)
     pd.testing.assert_frame_equal(recorded[0], replayed[0])
     assert recorded[1] == replayed[1] and llm.usage.replayed == len(session.answers)
+
+
+#: Mesa's own example games (grids, no network), small enough for a seat's agent to decide every round
+EXAMPLE_GAMES = {"schelling": ({"width": 6, "height": 6, "max_rounds": 3}, "mesa"),
+                 "boltzmann_wealth_model": ({"n": 30, "width": 3, "height": 3, "max_rounds": 3}, "mesa"),
+                 "pd_grid": ({"width": 4, "height": 4, "max_rounds": 3, "activation_order": "Random"}, "mesa")}
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLE_GAMES))
+def test_a_person_seated_in_a_mesa_example_game_answers_from_its_form_and_the_llm_policy_replays_it(name, tmp_path):
+    """No seat code in these games: the form comes from the game's answer schema, the keys from the core's."""
+    parameters, policy = EXAMPLE_GAMES[name]
+    store = ResponseStore(tmp_path / "calls.sqlite", "record")
+    session = LabSession(get_game(name), parameters, policy, 7, 1, deadline=5.0, store=store)
+    seat = session.seats[0]
+
+    def last_offered(round_number, facts):  # the last value of every decision field: not always the rule's choice
+        form = seat.question.asked.form.alternatives[0]
+        return {f.name: f.choices[-1] if f.choices else f.high for f in form.decisions}
+
+    play(session, {1: last_offered})
+    store.close()
+    assert session.state == "ended" and session.answers and session.timeouts == 0
+    game = get_game(name)
+    llm = game.llm_policy(human_endpoint(), ResponseStore(tmp_path / "calls.sqlite", "replay"))
+    again = game.place(session.parameters, policy, 7, {seat.agent: llm})
+    while again.running:
+        again.step()
+    recorded, replayed = states(game, session.model), states(game, again)
+    pd.testing.assert_frame_equal(recorded[0], replayed[0])
+    assert recorded[1] == replayed[1]
+    assert llm.usage.calls == llm.usage.replayed == len(session.answers)
