@@ -24,6 +24,7 @@ files' ``game =`` and its sweeps' label.
 
 from __future__ import annotations
 
+import argparse
 import functools
 import re
 import sys
@@ -205,6 +206,15 @@ def forget_warnings() -> None:
     _warned.clear()
 
 
+def game_argument(name: str) -> str:
+    """``--game``'s type on every command: the name of a game that may be played, or argparse's one error line
+    saying why not (for an entry point left out: which distribution and entry point, and the rule it broke)."""
+    if name in game_names():
+        return name
+    refused = refused_games()
+    raise argparse.ArgumentTypeError(refused.get(name) or f"unknown game {name!r}; choose one of: {_known()}")
+
+
 def _known() -> str:
     return ", ".join(game_names()) or "none (install a game: pip install -e . installs the project's own)"
 
@@ -219,5 +229,5 @@ def default_game(given: str | None = None, *, option: str = "--game") -> Game:
     raise GameError(f"several games are installed; choose one with {option} ({_known()})")
 
 
-__all__ = ["ENTRY_POINT_GROUP", "GAME_NAME", "RESERVED_NAMES", "default_game", "forget_warnings", "game_names",
+__all__ = ["ENTRY_POINT_GROUP", "GAME_NAME", "RESERVED_NAMES", "default_game", "forget_warnings", "game_argument", "game_names",
            "get_game", "installed_games", "name_problem", "refused_games", "register_game", "unregister_game"]

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from llm_mesa.errors import LlmMesaError
-from llm_mesa.registry import default_game, game_names, get_game
+from llm_mesa.registry import default_game, game_argument, game_names, get_game
 from llm_mesa.views import view_of
 from llm_mesa.views.runs import REPLAY_DIR_ENV, run_directory
 from llm_mesa.views.sweeps import SWEEP_DIR_ENV, SweepGames
@@ -42,7 +42,7 @@ class VizError(LlmMesaError):
 
 def configure(parser: argparse.ArgumentParser) -> None:
     names = game_names()
-    parser.add_argument("--game", choices=names, default=None,
+    parser.add_argument("--game", type=game_argument, metavar="{" + ",".join(names) + "}", default=None,
                         help="which game to play" + (f" (default: {names[0]}, the only one installed)" if len(names) == 1
                                                      else "; required when several are installed"))
     parser.add_argument("--replay", metavar="DIR", type=Path, default=None,

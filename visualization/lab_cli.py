@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_mesa.errors import LlmMesaError
-from llm_mesa.registry import default_game, game_names
+from llm_mesa.registry import default_game, game_argument, game_names
 
 DEFAULT_PORT = 8522
 LAB_APP = "llm_mesa.visualization.lab_app"
@@ -58,7 +58,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
     names = game_names()
     lab = parser.add_argument_group("the lab")
-    lab.add_argument("--game", choices=names, default=None,
+    lab.add_argument("--game", type=game_argument, metavar="{" + ",".join(names) + "}", default=None,
                      help="which game" + (f" (default: {names[0]}, the only one installed)" if len(names) == 1
                                           else "; required when several are installed"))
     lab.add_argument("--seats", type=int, required=True, help="how many agents are people (each gets a link)")

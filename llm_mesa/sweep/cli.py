@@ -36,7 +36,7 @@ from llm_mesa.games import Game
 from llm_mesa.llm.endpoint import ENDPOINT_OPTIONS, add_endpoint_arguments, endpoint_with_options, shared_concurrency
 from llm_mesa.llm.recording import add_recording_arguments, recording_from_args, recording_requested
 from llm_mesa.policy import parse_policy_spec
-from llm_mesa.registry import default_game, game_names
+from llm_mesa.registry import default_game, game_argument, game_names
 from llm_mesa.sweep.breaker import check_finished, closing_line
 from llm_mesa.sweep.engine import BudgetReached, play_sweep
 from llm_mesa.sweep.experiment import MAX_REPETITIONS, ExperimentError, load_experiment
@@ -55,7 +55,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "the options below then only override its endpoint, policies, repetitions and execution")
     grid = parser.add_argument_group("grid")
     names = game_names(warn=True)  # the entry points left out, each in one warning line
-    grid.add_argument("--game", default=None, choices=names, metavar="{" + ",".join(names) + "}",
+    grid.add_argument("--game", default=None, type=game_argument, metavar="{" + ",".join(names) + "}",
                       help="the game to sweep" + (f" (default {names[0]}, the only one installed)" if len(names) == 1
                                                   else "; required: several games are installed"))
     grid.add_argument("--conditions", default=None,
