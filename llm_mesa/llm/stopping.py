@@ -31,8 +31,11 @@ from typing import Any, NoReturn
 GRACE_S = 3.0
 #: how often the grace looks whether any attempt is still in flight
 _POLL_S = 0.05
+#: the longest a thread that waits for work sleeps at once: a signal the kernel hands to another thread (the
+#: loop's, a game's) only sets Python's flag, and the main thread runs the handler when it next wakes
+SIGNAL_POLL_S = 0.2
 
-__all__ = ["GRACE_S", "SpendingStopped", "clear_stop", "final", "hold", "interrupted", "request_stop", "requested"]
+__all__ = ["GRACE_S", "SIGNAL_POLL_S", "SpendingStopped", "clear_stop", "final", "hold", "interrupted", "request_stop", "requested"]
 
 
 class SpendingStopped(BaseException):

@@ -311,8 +311,8 @@ def _drain(pending: set[Any], finished: Callable[[Sequence[GameResult]], None], 
     finish; on an interrupt or a tripped breaker, also stop spending (``llm_mesa.llm.stopping``): the
     games in flight end within the grace, unfinished, and are left out."""
     try:
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+        while pending:  # woken every stopping.SIGNAL_POLL_S: a signal the kernel gave a game's thread reaches this one
+            done, pending = wait(pending, timeout=stopping.SIGNAL_POLL_S, return_when=FIRST_COMPLETED)
             _deliver(done, finished, batched=batched)
     except BaseException as exc:
         stop = stops_spending(exc)
@@ -325,7 +325,9 @@ def _drain(pending: set[Any], finished: Callable[[Sequence[GameResult]], None], 
         running = [f for f in pending if not f.cancelled()]
         try:
             if running:
-                done, _ = wait(running)
+                while not all(f.done() for f in running):  # a second interrupt reaches this thread too
+                    wait(running, timeout=stopping.SIGNAL_POLL_S)
+                done = running
                 try:
                     _deliver(done, finished, batched=batched)
                 except BaseException:
