@@ -220,3 +220,36 @@ def cells_hold_their_pictures(page) -> None:
         }
         return out; }""")
     assert outside == [], outside
+
+
+def test_the_compare_page_the_sweep_browser_and_a_lab_stay_on_the_machine(tmp_path, browser):  # noqa: F811
+    """The explorer's other pages and the lab's seat and host pages, each served by its command under the audit."""
+    from test_lab_browser import running_lab, wait_round
+
+    audit = Audit(tmp_path / "audit")
+    requests = RequestLog(browser)
+    port = free_port()
+    with serving([CLI, "viz", "--game", "consensus", "--compare", "--port", str(port)], port,
+                 tmp_path / "compare.log", env=audit.env()):
+        page = requests.page()
+        page.goto(f"http://127.0.0.1:{port}/")
+        page.locator(NODES).first.wait_for(state="attached", timeout=120_000)
+    sweep = tmp_path / "sweep"
+    subprocess.run([CLI, "sweep", "--game", "consensus", "--conditions", "ba-none", "--policies", "voter",
+                    "--seeds", "2", "--set", "n=12", "--set", "max_rounds=3", "--set", "baseline_permutations=0",
+                    "--tables", "agents", "--quiet", "--out", str(sweep)], check=True, capture_output=True,
+                   env=audit.env())
+    port = free_port()
+    with serving([CLI, "viz", "--sweep", str(sweep), "--port", str(port)], port, tmp_path / "sweep.log",
+                 env=audit.env()):
+        page = requests.page()
+        page.goto(f"http://127.0.0.1:{port}/")
+        page.locator(".llm-mesa-sweep-table").wait_for(timeout=120_000)
+    with running_lab(tmp_path, "--game", "consensus", "--seats", "1", "--policy", "majority-inertia",
+                     "--deadline", "5", "--set", "n=8", "--set", "max_rounds=2", env=audit.env()) as lab:
+        host, seat = requests.page(), requests.page()
+        host.goto(lab.urls["host"])
+        seat.goto(lab.urls["seat 1"])
+        wait_round(seat, 1, 2, timeout=120_000)
+    requests.context.close()
+    assert_stayed_home(audit, requests, "llm-mesa", "--compare", "--sweep", "lab")
