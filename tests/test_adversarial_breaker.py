@@ -98,6 +98,28 @@ def test_the_breaker_stops_a_sweep_failing_for_one_cause_and_counts_invalid_game
         assert "every game is invalid" in err.strip().splitlines()[-1]
 
 
+def test_a_slow_writer_does_not_let_the_games_run_past_the_breaker(tmp_path, monkeypatch):
+    """The breaker sees a game after it is written, on the sweep's own thread: while that thread writes (the first
+    write of a process imports the Parquet stack, a second or more on a slow machine), no further game may start,
+    or a grid of quickly failing games is played whole before the breaker sees the first of them."""
+    import time
+
+    from llm_mesa.sweep import read_sweep
+    from llm_mesa.sweep.output import SweepOutput
+
+    append = SweepOutput.append
+
+    def slow_append(self, results):
+        time.sleep(1.0)
+        append(self, results)
+
+    monkeypatch.setattr(SweepOutput, "append", slow_append)
+    with HostileServer(game_handler(counted(lambda n: raw("not json")))) as server:
+        got, _, err = sweep(server.base_url, tmp_path / "s", 4)
+    assert got == 3 and "stopped:" in err.strip().splitlines()[-1], err
+    assert 4 <= len(read_sweep(tmp_path / "s")) <= 4 + 4 < GAMES  # the run that tripped it and the games in flight
+
+
 def test_a_registered_game_that_reports_invalid_games_trips_the_breaker_too(tmp_path, capsys):
     """The breaker reads the row's verdict, whatever game wrote it: a game of the test's own."""
     from llm_mesa import Policy, make_policy, register_policy

@@ -10,6 +10,7 @@ raised after they are written.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import multiprocessing
 import os
@@ -230,8 +231,13 @@ def run_here(tasks: list[GameTask], store: StoreOptions | None, tables: tuple[st
                 raise error
         return
     pool = ThreadPoolExecutor(games_in_flight, thread_name_prefix="game")
+    waiting = iter(tasks)
+
+    def start(count: int) -> set[Any]:  # a game starts as one ends and is written: the breaker sees it first
+        return {pool.submit(play_game, task, store, tables) for task in itertools.islice(waiting, count)}
+
     try:
-        _drain({pool.submit(play_game, t, store, tables) for t in tasks}, finished, batched=False)
+        _drain(start(games_in_flight), finished, batched=False, more=start)
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
 
@@ -306,14 +312,17 @@ def stops_spending(exc: BaseException) -> bool:
 
 
 def _drain(pending: set[Any], finished: Callable[[Sequence[GameResult]], None], batched: bool,
-           on_stop: Callable[[], None] | None = None) -> None:
-    """Write each future's games as it finishes; on an error, start nothing more but keep the games that
-    finish; on an interrupt or a tripped breaker, also stop spending (``llm_mesa.llm.stopping``): the
-    games in flight end within the grace, unfinished, and are left out."""
+           on_stop: Callable[[], None] | None = None, more: Callable[[int], set[Any]] | None = None) -> None:
+    """Write each future's games as it finishes (``more(n)``: then start up to ``n`` more, one for each that
+    ended); on an error, start nothing more but keep the games that finish; on an interrupt or a tripped
+    breaker, also stop spending (``llm_mesa.llm.stopping``): the games in flight end within the grace,
+    unfinished, and are left out."""
     try:
         while pending:  # woken every stopping.SIGNAL_POLL_S: a signal the kernel gave a game's thread reaches this one
             done, pending = wait(pending, timeout=stopping.SIGNAL_POLL_S, return_when=FIRST_COMPLETED)
             _deliver(done, finished, batched=batched)
+            if more is not None and done:
+                pending |= more(len(done))
     except BaseException as exc:
         stop = stops_spending(exc)
         if stop:
