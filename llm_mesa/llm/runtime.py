@@ -29,16 +29,14 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import concurrent.futures
 import contextlib
 import gc
 import os
 import threading
-import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any
 
-from llm_mesa.llm.stopping import SIGNAL_POLL_S
+from llm_mesa.llm.stopping import interrupted, waited_for
 
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
@@ -188,27 +186,11 @@ def run_sync[T](coro: Coroutine[Any, Any, T] | Awaitable[T], timeout: float | No
             return future.result()
     except KeyboardInterrupt:
         # in the waiting thread: no new call leaves, the calls in flight get their grace (llm_mesa.llm.stopping)
-        from llm_mesa.llm.stopping import interrupted
-
         interrupted(future)
         raise
     except BaseException:
         future.cancel()
         raise
-
-
-def waited_for(future: concurrent.futures.Future, timeout: float | None = None) -> bool:
-    """Wait until ``future`` is done (True) or ``timeout`` seconds pass (False), waking every
-    ``SIGNAL_POLL_S``: an interrupt then reaches a main thread that waits, whichever thread the kernel gave
-    it to (a sweep signalled while every game waited on its calls played on for 13 s, 96 calls)."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        left = SIGNAL_POLL_S if deadline is None else min(SIGNAL_POLL_S, deadline - time.monotonic())
-        if left <= 0:
-            return future.done()
-        done, _ = concurrent.futures.wait([future], timeout=left)
-        if done:
-            return True
 
 
 async def _await[T](aw: Awaitable[T]) -> T:

@@ -334,8 +334,7 @@ def _drain(pending: set[Any], finished: Callable[[Sequence[GameResult]], None], 
         running = [f for f in pending if not f.cancelled()]
         try:
             if running:
-                while not all(f.done() for f in running):  # a second interrupt reaches this thread too
-                    wait(running, timeout=stopping.SIGNAL_POLL_S)
+                stopping.waited_for(running)  # a second interrupt reaches this thread too
                 done = running
                 try:
                     _deliver(done, finished, batched=batched)
