@@ -219,7 +219,10 @@ class PolicyCatalog:
     configurations for sweeps (``label -> spec``; default: a ``rules`` group of
     every registered rule policy at its defaults); ``parameter`` is what the
     game's model calls the policy (``policy``, ``speaker``); ``populations`` says
-    whether one game may split its agents among several policies (``A + B``).
+    whether one game may split its agents among several policies (``A + B``); ``observed``,
+    ``"module:function"``, reads the decisions a run recorded for ``llm-mesa fit``:
+    ``function(tables, parameters, seed)`` -> an iterable of ``(agent, round, observation, decision)``
+    from a game's tables (a mapping of table name -> DataFrame), its parameters and seed.
     """
 
     module: str | None = None
@@ -227,6 +230,7 @@ class PolicyCatalog:
     groups: Mapping[str, Mapping[str, str]] = _EMPTY
     parameter: str = "policy"
     populations: bool = False
+    observed: str | None = None
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,18 @@ class Policy:
     #: True when ``decide_vector`` decides a whole round of a binary-opinion game
     vectorised: ClassVar[bool] = False
 
+    #: what ``llm-mesa fit`` estimates of this rule: parameter name -> (lowest, highest) value it may take;
+    #: empty: a rule with nothing to estimate (it still takes part when it gives ``distribution``)
+    fit_parameters: ClassVar[dict[str, tuple[float, float]]] = {}
+
+    def distribution(self, observation: Any) -> dict[Any, float]:
+        """How likely this policy makes each decision it may make on ``observation`` (they sum to 1).
+
+        What a rule declares so that ``llm-mesa fit`` can weigh recorded decisions against it (its
+        likelihood) and play it again; a policy that does not give it takes no part in fitting.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not declare how likely its decisions are")
+
     def decide_vector(self, colours, preferences, adjacency, rng: random.Random):
         """Every agent's next colour code (1 = blue) at once, from 0/1 arrays.
 
