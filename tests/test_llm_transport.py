@@ -32,6 +32,7 @@ from llm_mesa.llm import (
     complete,
     dialects,
     endpoint_from_args,
+    event_loop,
     gather_sync,
     negotiated_dialect,
     parse_json_answer,
@@ -153,7 +154,7 @@ def test_run_sync_refuses_a_foreign_gather_and_times_out():
 def test_a_new_process_gets_a_new_loop(monkeypatch):
     first = runtime.get_loop()
     run_sync(transport.aclose_clients())  # this process keeps the first loop: close its HTTP sessions now
-    monkeypatch.setattr(runtime, "_pid", -1)  # as after a fork: the thread is not ours
+    monkeypatch.setattr(event_loop, "_pid", -1)  # as after a fork: the thread is not ours
     second = runtime.get_loop()
     assert second is not first and second.is_running()
     assert run_sync(doubled(21)) == 42

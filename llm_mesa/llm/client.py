@@ -153,7 +153,7 @@ async def _call(endpoint: Endpoint, request: LLMRequest) -> LLMResult:
                                          queue_s, answer.cached_tokens, server.base_url)
                 elif status < 400:
                     kind = "redirect"
-                    message = f"HTTP {status}: {redirect_advice(server.base_url, path, headers, client.api_key)}"
+                    message = f"HTTP {status}: {wire.redirect_advice(server.base_url, path, headers, client.api_key)}"
                 else:
                     body_text = content[:4096].decode("utf-8", "replace")
                     if request.schema is not None and dialects.is_response_format_refusal(status, body_text):
@@ -263,16 +263,6 @@ async def _live_call(endpoint: Endpoint, request: LLMRequest) -> LLMResult:
 def _replays(result: LLMResult) -> bool:
     """Is a recorded result the server's answer (replayed by a rerun), not a failure of the service?"""
     return result.error is None or result.error in ANSWER_FAILURES
-
-
-def redirect_advice(base_url: str, path: str, headers: Any, key: str | None = None) -> str:
-    """What a redirect answer means for ``--base-url``: where it points, and that it is not followed."""
-    location = wire.redact(str((headers or {}).get("location") or "")[:300], key)
-    if not location:
-        return "a redirect without a Location; llm-mesa follows no redirect: check --base-url"
-    suggestion = location[: -len(path)] if location.endswith(path) else None
-    hint = f"pass --base-url {suggestion} if that server is meant" if suggestion else "check --base-url"
-    return f"redirected to {location}; llm-mesa follows no redirect (it would send the prompt there): {hint}"
 
 
 # -- preflight --------------------------------------------------------------------------------

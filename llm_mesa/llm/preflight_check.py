@@ -134,9 +134,7 @@ def _quiet(message: str) -> None:
 
 
 def _redirect(endpoint: Endpoint, path: str, headers) -> str:
-    from llm_mesa.llm.client import redirect_advice
-
-    return redirect_advice(endpoint.base_url, path, headers)
+    return wire.redirect_advice(endpoint.base_url, path, headers)
 
 
 def _judge_probe(endpoint: Endpoint, key: str | None, probe, listed: list[str] | None) -> None:

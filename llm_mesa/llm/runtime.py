@@ -31,17 +31,13 @@ import asyncio
 import atexit
 import contextlib
 import gc
-import os
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any
 
+from llm_mesa.llm.event_loop import get_loop, in_runtime_thread, started_loop
 from llm_mesa.llm.stopping import interrupted, waited_for
 
-_lock = threading.Lock()
-_loop: asyncio.AbstractEventLoop | None = None
-_thread: threading.Thread | None = None
-_pid: int | None = None
 _shutdown_hooks: list[Callable[[], Coroutine[Any, Any, Any]]] = []
 
 #: the youngest generation's collection threshold while calls are in flight (Python's default: 700)
@@ -73,55 +69,6 @@ def deferred_collection():
             if _gc_waiters == 0 and _gc_saved is not None:
                 gc.set_threshold(*_gc_saved)
                 _gc_saved = None
-
-
-def _new_loop() -> asyncio.AbstractEventLoop:
-    """uvloop's loop where it is installed (unless ``LLM_MESA_EVENT_LOOP=asyncio``), else asyncio's."""
-    if os.environ.get("LLM_MESA_EVENT_LOOP", "uvloop") != "asyncio":
-        try:
-            import uvloop
-        except ImportError:
-            pass
-        else:
-            return uvloop.new_event_loop()
-    return asyncio.new_event_loop()
-
-
-def _serve(loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
-    asyncio.set_event_loop(loop)
-    loop.call_soon(ready.set)
-    loop.run_forever()
-
-
-def get_loop() -> asyncio.AbstractEventLoop:
-    """The process-wide background loop, started on first use (and after a fork)."""
-    global _loop, _thread, _pid
-    loop, pid = _loop, _pid
-    if loop is not None and pid == os.getpid() and _thread is not None and _thread.is_alive():
-        return loop
-    with _lock:
-        if _loop is not None and _pid == os.getpid() and _thread is not None and _thread.is_alive():
-            return _loop
-        loop = _new_loop()
-        ready = threading.Event()
-        thread = threading.Thread(target=_serve, args=(loop, ready), name="llm-mesa-loop", daemon=True)
-        thread.start()
-        ready.wait()
-        _loop, _thread, _pid = loop, thread, os.getpid()
-        return loop
-
-
-def started_loop() -> asyncio.AbstractEventLoop | None:
-    """The process's background loop if it has been started (and still runs), else None; starts nothing."""
-    loop, thread = _loop, _thread
-    if loop is None or _pid != os.getpid() or thread is None or not thread.is_alive():
-        return None
-    return loop
-
-
-def in_runtime_thread() -> bool:
-    """True when called from the background loop's own thread."""
-    return _thread is not None and _pid == os.getpid() and threading.current_thread() is _thread
 
 
 async def gather(*aws: Awaitable[Any], return_exceptions: bool = False) -> list[Any]:
@@ -211,8 +158,8 @@ def on_shutdown(hook: Callable[[], Coroutine[Any, Any, Any]]) -> None:
 
 @atexit.register
 def _shutdown() -> None:
-    loop = _loop
-    if loop is None or _pid != os.getpid() or _thread is None or not _thread.is_alive():
+    loop = started_loop()
+    if loop is None:
         return
     for hook in _shutdown_hooks:
         try:

@@ -29,6 +29,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, NoReturn
 
+from llm_mesa.llm.event_loop import started_loop
+
 #: seconds the attempts in flight may take to come back after a stop, their answers kept
 GRACE_S = 3.0
 #: how often the grace looks whether any attempt is still in flight
@@ -83,8 +85,6 @@ def final() -> bool:
 
 def request_stop(grace_s: float = GRACE_S) -> None:
     """Stop spending (see the module docstring); a second request ends the grace at once."""
-    from llm_mesa.llm.runtime import started_loop
-
     with _stop.lock:
         again, _stop.requested = _stop.requested, True
     loop = started_loop()
@@ -96,8 +96,6 @@ def request_stop(grace_s: float = GRACE_S) -> None:
 
 def clear_stop() -> None:
     """Let the process spend again, once the work a stop ended has ended."""
-    from llm_mesa.llm.runtime import started_loop
-
     with _stop.lock:
         _stop.requested = _stop.final = False
     loop = started_loop()

@@ -206,5 +206,14 @@ async def read_body(response: Any, max_bytes: int) -> bytes:
     return b"".join(chunks)
 
 
-__all__ = ["MAX_ANSWER_BYTES", "MAX_TOKENS_PER_CALL", "Completion", "Malformed", "TooLarge", "parse_completion",
+def redirect_advice(base_url: str, path: str, headers: Any, key: str | None = None) -> str:
+    """What a redirect answer means for ``--base-url``: where it points, and that it is not followed."""
+    location = redact(str((headers or {}).get("location") or "")[:300], key)
+    if not location:
+        return "a redirect without a Location; llm-mesa follows no redirect: check --base-url"
+    suggestion = location[: -len(path)] if location.endswith(path) else None
+    hint = f"pass --base-url {suggestion} if that server is meant" if suggestion else "check --base-url"
+    return f"redirected to {location}; llm-mesa follows no redirect (it would send the prompt there): {hint}"
+
+__all__ = ["redirect_advice", "MAX_ANSWER_BYTES", "MAX_TOKENS_PER_CALL", "Completion", "Malformed", "TooLarge", "parse_completion",
            "parse_model_list", "rate_window", "read_body", "redact", "retry_after_s"]
