@@ -43,7 +43,6 @@ from typing import TYPE_CHECKING, Any
 
 from llm_mesa.errors import LlmMesaError
 from llm_mesa.policy import Policy
-from llm_mesa.update import turn_key
 
 if TYPE_CHECKING:
     from mesa import Agent, Model
@@ -130,15 +129,25 @@ class DecisionLedger:
 
 @dataclass(frozen=True)
 class Turn:
-    """Whose decision is being made: the agent and, under turns, the activation."""
+    """Whose decision is being made: the agent, under turns the activation, and the round when the caller knows
+    it better than the model's step count (a decision asked before the model's own step runs)."""
 
     agent: Agent
     activation: int | None = None
+    round: int | None = None
 
 
 _turn: ContextVar[Turn | None] = ContextVar("llm_mesa_turn", default=None)
 _ledgers: weakref.WeakKeyDictionary[Any, DecisionLedger] = weakref.WeakKeyDictionary()
 _ledgers_lock = threading.Lock()
+
+
+def turn_key(game_key: str, agent: int, round_number: int, activation: int | None) -> str:
+    """A decision's sample key: the game, the agent and the round, and under turns the activation,
+    since an agent may act twice in a round (``random-asynchronous``). A synchronous key is the one
+    games recorded before turns existed, so their recordings replay."""
+    key = f"g={game_key}|agent={agent}|round={round_number}"
+    return key if activation is None else f"{key}|act={activation}"
 
 
 def game_key(name: str, parameters: Mapping[str, Any], seed: Any) -> str:
@@ -175,7 +184,8 @@ def round_of(model: Model) -> int:
 def sample_key(turn: Turn) -> str:
     """The decision's sample key: the game, the agent, the round and, under turns, the activation."""
     model = turn.agent.model
-    return turn_key(ledger_of(model).game_key, turn.agent.unique_id, round_of(model), turn.activation)
+    number = turn.round if turn.round is not None else round_of(model)
+    return turn_key(ledger_of(model).game_key, turn.agent.unique_id, number, turn.activation)
 
 
 @contextlib.contextmanager
@@ -323,4 +333,4 @@ def judge(row: dict[str, Any], failure_share: float) -> dict[str, Any]:
 
 __all__ = ["DEFAULT_FAILURE_SHARE", "Decided", "DecisionError", "DecisionLedger", "LLMPolicy", "Question", "Turn",
            "as_turn", "bind_game", "decide", "decision_fields", "deciding", "fields_from_usage", "game_key", "judge",
-           "ledger_of", "request_of", "round_of", "sample_key"]
+           "ledger_of", "request_of", "round_of", "sample_key", "turn_key"]

@@ -31,6 +31,19 @@ class InvalidGame(LlmMesaError):
     exit_status = INVALID_GAME
 
 
+class GameError(LlmMesaError):
+    """An unknown game or a game that cannot be played as asked; the message names the fix."""
+
+
+class RunawayGame(InvalidGame):
+    """A model still running past its game's step limit: it never stops (exit status 3)."""
+
+
+class GameHookError(LlmMesaError):
+    """A hook of a game's own (a table reader, a summary, an estimate, a seat's facts, ...) raised: the message
+    names the game, the hook and what it raised, in one line, never a traceback deep in the game's code."""
+
+
 class LlmMesaWarning(UserWarning):
     """Something the user should know that does not stop the command (the CLI prints it as one line)."""
 
@@ -40,4 +53,5 @@ def one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split("\n")).strip() or type(exc).__name__
 
 
-__all__ = ["BAD_INPUT", "BUDGET_REACHED", "INVALID_GAME", "InvalidGame", "LlmMesaError", "LlmMesaWarning", "one_line"]
+__all__ = ["BAD_INPUT", "BUDGET_REACHED", "INVALID_GAME", "GameError", "GameHookError", "InvalidGame", "LlmMesaError",
+           "LlmMesaWarning", "RunawayGame", "one_line"]

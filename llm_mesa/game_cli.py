@@ -10,12 +10,13 @@ and manifest (all or nothing, checked before the game is played).
 from __future__ import annotations
 
 import argparse
-import sys
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
+from llm_mesa import declared, play
 from llm_mesa.errors import InvalidGame
-from llm_mesa.games import Game, run_model, usage_fields
+from llm_mesa.game_hooks import load_target
+from llm_mesa.games import Game
 from llm_mesa.json_values import checked_row, json_text
 
 
@@ -23,8 +24,6 @@ def command_of(game: Game) -> ModuleType | SimpleNamespace:
     """The module of ``game``'s subcommand (``configure``, ``run``): its own (``Game.extensions.cli``),
     or the generic one."""
     if game.extensions.cli is not None:
-        from llm_mesa.games import load_target
-
         return load_target(game.extensions.cli)
     return for_game(game)
 
@@ -39,13 +38,13 @@ def for_game(game: Game) -> SimpleNamespace:
 
 
 def configure(game: Game, parser: argparse.ArgumentParser) -> None:
-    from llm_mesa.policy import available_policies
+    from llm_mesa.registry import available_policies
 
     group = parser.add_argument_group("game")
     game.parameters.add_arguments(group)
     group.add_argument("--seed", type=int, default=1, help="seed of everything random (default 1)")
-    policies = available_policies(game.name)
-    first = game.first_policy() if policies else None
+    policies = available_policies(game)
+    first = declared.first_policy(game) if policies else None
     group.add_argument("--policy", default=first, help="the agents' policy, NAME[:k=v,...]; one of: "
                        + (", ".join(policies) or "(none registered)") + f" (default {first})")
     out = parser.add_argument_group("output")
@@ -61,13 +60,13 @@ def configure(game: Game, parser: argparse.ArgumentParser) -> None:
 
 def _policy(game: Game, args: argparse.Namespace) -> tuple[Any, Any]:
     """(the policy to build with, the store to close) from ``--policy`` and the endpoint options."""
-    from llm_mesa.policy import PolicyError, make_policy, parse_policy_spec
+    from llm_mesa.policy import PolicyError, parse_policy_spec
 
     if args.policy is None:
         raise PolicyError(f"the {game.name} game registers no policy; register one with llm_mesa.register_policy")
     name, options = parse_policy_spec(args.policy)
     if name != "llm":
-        make_policy(args.policy, game.name)  # a bad spec fails here, in one line
+        declared.make_policy(game, args.policy)  # a bad spec fails here, in one line
         return args.policy, None
     if not game.llm.policy:
         raise PolicyError(f"the {game.name} game has no LLM policy; choose one of its rule policies")
@@ -80,7 +79,7 @@ def _policy(game: Game, args: argparse.Namespace) -> tuple[Any, Any]:
     store = store_from_args(args)  # the store is checked before any call, the pre-flight's included
     if mode != "replay":  # a strict replay calls nothing; a fill checks only when a call misses the recording
         schedule(endpoint, lazy=mode == "replay-fill")
-    return game.llm_policy(endpoint, store), store
+    return declared.llm_policy(game, endpoint, store), store
 
 
 def run(game: Game, args: argparse.Namespace) -> int:
@@ -90,19 +89,17 @@ def run(game: Game, args: argparse.Namespace) -> int:
         check_output_dir(args.out)
     parameters = game.parameters.validate(game.parameters.from_args(args), complete=True)
     policy, store = _policy(game, args)
-    model = game.make_model(parameters, policy, args.seed)
+    model = play.make_model(game, parameters, policy, args.seed)
     try:
-        rounds = run_model(model, *game.step_limit(parameters))
+        rounds = play.run_model(model, *play.step_limit(game, parameters))
     finally:
         if store is not None:
             store.close()
-    summary = {**game.summary_row(model), **usage_fields(policy)}
-    summary.setdefault("rounds", rounds)
-    if not isinstance(policy, str):  # LLM agents: the core's verdict, whatever the game's summary holds
-        game.judge(summary, model, parameters, [policy])
+    llms = [] if isinstance(policy, str) else [policy]  # LLM agents: the core's verdict, whatever the summary holds
+    summary = play.finish(game, model, parameters, llms, steps=rounds).row
     summary = checked_row({"game": game.name, **summary, "policy": args.policy, "seed": args.seed})
     if args.out is not None:
-        tables = game.run_tables(model)
+        tables = declared.run_tables(game, model)
         manifest = build_manifest(game.name, parameters, summary=summary, policy=args.policy, seed=args.seed)
         write_run(args.out, tables, summary, manifest)
     if args.json:
@@ -113,7 +110,7 @@ def run(game: Game, args: argparse.Namespace) -> int:
         from llm_mesa.llm.diagnosis import diagnose
 
         why = diagnose(getattr(policy, "usage", None), [getattr(policy, "endpoint", None)])
-        raise InvalidGame(f"the game is invalid: {invalid_words(summary, game.failure_share(parameters))}"
+        raise InvalidGame(f"the game is invalid: {invalid_words(summary, play.failure_share(game, parameters))}"
                           + (f"; {why}" if why else ""))
     return 0
 
@@ -127,7 +124,7 @@ def invalid_words(row: dict[str, Any], failure_share: float) -> str:
 
 
 def format_summary(game: Game, summary: dict[str, Any], out: str | None) -> str:
-    lines = [f"{game.name}: {game.outcome(summary)} (policy {summary['policy']}, seed {summary['seed']})"]
+    lines = [f"{game.name}: {declared.outcome(game, summary)} (policy {summary['policy']}, seed {summary['seed']})"]
     width = max((len(k) for k in summary), default=0)
     for key, value in summary.items():
         if key in ("game", "policy", "seed"):
@@ -138,8 +135,3 @@ def format_summary(game: Game, summary: dict[str, Any], out: str | None) -> str:
         lines.append(f"  written to: {out}")
     return "\n".join(lines)
 
-
-if __name__ == "__main__":
-    from llm_mesa.cli import main
-
-    sys.exit(main(sys.argv[1:]))

@@ -8,7 +8,7 @@ extensions). ``llm_mesa.games`` re-exports every one of them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -29,7 +29,9 @@ class Table:
     ``key``: the columns that identify a row within one game (a sweep adds
     condition, policy and seed); ``types``: pandas types of columns that may be
     all missing in one game (so every game's part reads back alike); ``needs``:
-    tables kept with it (per-agent rows are read against the network's edges).
+    tables kept with it (per-agent rows are read against the network's edges); ``read``: how the
+    table is read from a finished (or running) model, ``read(model) -> DataFrame`` or
+    ``"module:function"`` (None: the core's default, from the model's DataCollector).
     """
 
     name: str
@@ -37,6 +39,7 @@ class Table:
     doc: str = ""
     types: Mapping[str, str] = field(default=_EMPTY, hash=False)
     needs: tuple[str, ...] = ()
+    read: Callable[[Any], pd.DataFrame] | str | None = field(default=None, compare=False)
 
 
 #: the default table: the model's DataCollector, one row per round (round 0 is the start)
@@ -226,6 +229,7 @@ class PolicyCatalog:
     """
 
     module: str | None = None
+    rules: Mapping[str, Callable[..., Any]] = _EMPTY
     lazy: Mapping[str, tuple[str, str]] = _EMPTY
     groups: Mapping[str, Mapping[str, str]] = _EMPTY
     parameter: str = "policy"
@@ -250,30 +254,67 @@ class LlmSupport:
     (Endpoint field -> value), applied where the user set none; ``behaviours``: the
     module that registers the stand-in server's behaviours for the game's prompts;
     ``failure_share``: the share of failed LLM decisions above which a game is invalid,
-    a number or the name of the game's parameter that holds it.
+    a number or the name of the game's parameter that holds it; ``estimate``: one game's LLM use at
+    most, ``estimate(game, parameters, endpoint) -> LlmEstimate`` (for ``sweep --dry-run`` and
+    budgets; None: the dry run says it cannot tell). ``policy`` and ``estimate`` may be values or
+    ``"module:attribute"``; ``behaviours`` a module that registers behaviours when imported, or
+    the behaviours as values (kind -> ``factory(params, model)``, as ``register_behaviour`` takes).
     """
 
-    policy: str | None = None
+    policy: Callable[..., Any] | str | None = None
     endpoint_defaults: Mapping[str, Any] = _EMPTY
-    behaviours: str | None = None
+    behaviours: Mapping[str, Callable[..., Any]] | str | None = None
     failure_share: float | str = 0.1
+    estimate: Callable[..., LlmEstimate | None] | str | None = None
+
+
+Hook = Callable[..., Any] | str | None
 
 
 @dataclass(frozen=True)
 class Extensions:
-    """Modules that improve on the core's generic output, each imported only when used.
+    """What improves on the core's defaults, each a value or ``"module:attribute"`` loaded only when used.
 
-    ``cli``: the game's own subcommand (``configure(parser)``, ``run(args)``; default: the
+    Modules: ``cli``, the game's own subcommand (``configure(parser)``, ``run(args)``; default: the
     generic one); ``analysis``: ``configure``, ``analyze``, ``format_report`` (default: per-policy
-    summaries of the summary row); ``figures``: ``report_panels`` (default: those
-    summaries drawn); ``view``: ``"module:Class"`` of a ``llm_mesa.views.GameView``
-    subclass (default: the generic view of the model's network and rounds).
+    summaries of the summary row); ``figures``: ``report_panels`` (default: those summaries drawn);
+    ``view``: ``"module:Class"`` of a ``llm_mesa.views.GameView`` subclass (default: the generic view
+    of the model's space and rounds).
+
+    Hooks, each called with the game first (``llm_mesa.play`` and ``llm_mesa.declared`` call them,
+    and name the game and the hook in one line when one raises):
+
+    * what a page draws: ``state(game, agent)``, the agent's state (default: its ``state`` attribute, else the
+      game's ``GameView.state_attribute``);
+    * words for people: ``outcome(game, row) -> str`` (progress lines; default: the rounds played),
+      ``describe(game, parameters) -> str`` (listings; default ``k=v`` pairs),
+      ``headline(game, games, conditions, policies) -> str | None`` (the table a sweep ends with;
+      default: games and numeric means per condition and policy);
+    * playing: ``summary(game, model) -> dict`` (a finished game's row; default: the model's
+      ``summary()``, else its DataCollector's last row); ``run_tables(game, model) -> {name: DataFrame}``
+      (what a run folder holds; default: every table); ``play(game, request) -> GameResult`` (one game
+      the game's own way; the core still judges its row); ``play_batch(game, requests)`` and
+      ``batch_size(game, request)`` (many games at once, e.g. as arrays); ``check(game, parameters,
+      seed)`` (build, not play: bad input fails before a sweep); ``place(game, parameters, policy, seed,
+      placed) -> model`` (the lab's seats built in, for a model that fixes anything from its policies
+      when it is built).
     """
 
     cli: str | None = None
     analysis: str | None = None
     figures: str | None = None
     view: str | None = None
+    state: Hook = None
+    outcome: Hook = None
+    describe: Hook = None
+    headline: Hook = None
+    summary: Hook = None
+    run_tables: Hook = None
+    play: Hook = None
+    play_batch: Hook = None
+    batch_size: Hook = None
+    check: Hook = None
+    place: Hook = None
 
 
 __all__ = ["Extensions", "GameResult", "LlmEstimate", "LlmSupport", "PlayRequest", "PolicyCatalog", "ROUNDS", "SCALE_KINDS",

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import importlib
 import random
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -97,10 +98,20 @@ class _Entry:
 
 
 _REGISTRY: dict[tuple[str, str], _Entry] = {}  # keyed by (game, name): each game has its own "llm"
+#: policies a game imports only when asked for (game, name) -> (module, summary), and the module that registers a
+#: game's rule policies (game -> module): pushed here by the game's own ``PolicyCatalog`` when its ``Game`` class is
+#: defined, never looked up in the game registry
+_LAZY: dict[tuple[str, str], tuple[str, str]] = {}
+_MODULES: dict[str, str] = {}
+LLM_SUMMARY = "an LLM agent behind any OpenAI-compatible endpoint"
 
 
 def register_policy(name: str, game: str, summary: str = ""):
-    """Class decorator: make a policy available to the CLI, sweeps and explorer."""
+    """Class decorator: make a policy available by name to the game ``game`` (its CLI, sweeps and pages).
+
+    The older way to give a game its policies; a game may instead list them as values,
+    ``PolicyCatalog(rules={"follow": Follow})``.
+    """
 
     def wrap(cls):
         cls.name = name
@@ -111,28 +122,69 @@ def register_policy(name: str, game: str, summary: str = ""):
     return wrap
 
 
-def available_policies(game: str | None = None) -> dict[str, str]:
-    """Registered policy names (for one game, or all) with their one-line summary."""
-    from llm_mesa.registry import game_names, get_game, installed_games
+def register_catalogue(game: str, module: str | None, lazy: Mapping[str, tuple[str, str]]) -> None:
+    """Remember where the game's policies are registered: the module of its rule policies, and those imported only
+    when asked for (name -> (module, summary))."""
+    if module:
+        _MODULES[game] = module
+    for name, entry in lazy.items():
+        _LAZY[(game, name)] = tuple(entry)
 
-    games = [game] if game else [g.name for g in installed_games()]  # a broken plugin is a warning, not a crash
-    names: dict[str, str] = {}
-    for g in games:
-        _load_game(g)
-        names.update({n: e.summary for (eg, n), e in _REGISTRY.items() if eg == g})
-        if g in game_names():
-            found = get_game(g)
-            for n, (_, summary) in found.policies.lazy.items():
-                names.setdefault(n, summary)
-            if found.llm.policy:
-                names.setdefault("llm", "an LLM agent behind any OpenAI-compatible endpoint")
+
+def _imported(game: str) -> None:
+    module = _MODULES.pop(game, None)
+    if module is not None:
+        importlib.import_module(module)
+
+
+def _game_name(game: Any) -> str:
+    return game if isinstance(game, str) else getattr(game, "name", "")
+
+
+def _rules_of(game: Any) -> Mapping[str, Callable[..., Policy]]:
+    catalogue = None if isinstance(game, str) else getattr(game, "policies", None)
+    return getattr(catalogue, "rules", None) or {}
+
+
+def policies_of(game: Any) -> dict[str, str]:
+    """The game's policy names with their one-line summary: its catalogue's values, those registered under its
+    name, those it imports when asked for, and ``llm`` where it has an LLM policy. ``game`` is a ``Game`` or a
+    game's name (then only what its modules registered so far)."""
+    name = _game_name(game)
+    _imported(name)
+    names = {n: (getattr(f, "__doc__", None) or n).strip().split("\n")[0] for n, f in _rules_of(game).items()}
+    names.update({n: e.summary for (g, n), e in _REGISTRY.items() if g == name})
+    for (g, n), (_, summary) in _LAZY.items():
+        if g == name:
+            names.setdefault(n, summary)
+    if not isinstance(game, str) and getattr(getattr(game, "llm", None), "policy", None):
+        names.setdefault("llm", LLM_SUMMARY)
     return dict(sorted(names.items()))
 
 
-def registered_rule_policies(game: str) -> list[str]:
-    """The names of the game's registered policies that answer at once (no endpoint), in registration order."""
-    _load_game(game)
-    return [n for (g, n), e in _REGISTRY.items() if g == game and not getattr(e.factory, "is_async", False)]
+def available_policies(game: Any) -> dict[str, str]:
+    """The policy names of one game (a ``Game``, or a name whose modules are imported) with their summaries.
+
+    ``llm_mesa.available_policies`` (``llm_mesa.registry``) takes a game's name and loads the game first."""
+    return policies_of(game)
+
+
+def rule_policy_names(game: Any) -> list[str]:
+    """The game's policies that answer at once (no endpoint), in the order they were declared or registered."""
+    name = _game_name(game)
+    _imported(name)
+    found = [n for n, f in _rules_of(game).items() if not getattr(f, "is_async", False)]
+    found += [n for (g, n), e in _REGISTRY.items() if g == name and not getattr(e.factory, "is_async", False)
+              and n not in found]
+    return found
+
+
+registered_rule_policies = rule_policy_names  # the older name
+
+
+def policy_names_in(spec: str) -> list[str]:
+    """The policy names a spec mentions: ``"llm:model=a + stubborn"`` -> ``["llm", "stubborn"]``."""
+    return [part.strip().partition(":")[0].strip() for part in re.split(r"[+;]", spec) if part.strip()]
 
 
 def _parse_value(text: str) -> Any:
@@ -160,30 +212,36 @@ def parse_policy_spec(spec: str) -> tuple[str, dict[str, Any]]:
     return name.strip(), kwargs
 
 
-def make_policy(spec: str | Policy, game: str, **overrides: Any) -> Policy:
-    """Build a policy from a registry spec string (or pass a policy through)."""
+def make_policy(spec: str | Policy, game: Any, **overrides: Any) -> Policy:
+    """Build a policy from a spec string (or pass a policy through).
+
+    ``game`` is a ``Game`` (its catalogue's rules come first) or a game's name (the policies its modules
+    registered). A policy the game imports only when asked for is imported here. Use
+    ``llm_mesa.make_policy`` to have a game loaded by its name first.
+    """
     if isinstance(spec, Policy):
         return spec
     name, kwargs = parse_policy_spec(spec)
     kwargs.update(overrides)
-    from llm_mesa.registry import game_names, get_game
-
-    _load_game(game)
-    if (game, name) not in _REGISTRY and game in game_names():
-        lazy = get_game(game).policies.lazy.get(name)
-        if lazy is not None:
+    game_name = _game_name(game)
+    _imported(game_name)
+    factory = _rules_of(game).get(name)
+    if factory is None:
+        lazy = _LAZY.get((game_name, name))
+        if (game_name, name) not in _REGISTRY and lazy is not None:
             importlib.import_module(lazy[0])
-    entry = _REGISTRY.get((game, name))
-    if entry is None:
-        known = ", ".join(available_policies(game))
-        raise PolicyError(f"unknown {game} policy {name!r}; choose one of: {known}")
-    accepted = _parameters_of(entry.factory)
+        entry = _REGISTRY.get((game_name, name))
+        factory = entry.factory if entry is not None else None
+    if factory is None:
+        known = ", ".join(policies_of(game)) or "none registered"
+        raise PolicyError(f"unknown {game_name} policy {name!r}; choose one of: {known}")
+    accepted = _parameters_of(factory)
     unknown = sorted(set(kwargs) - accepted) if accepted is not None else []
     if unknown:
         takes = ", ".join(sorted(accepted)) or "no parameters"
-        raise PolicyError(f"unknown parameter(s) {', '.join(unknown)} of {game} policy {name!r}; it takes: {takes}")
+        raise PolicyError(f"unknown parameter(s) {', '.join(unknown)} of {game_name} policy {name!r}; it takes: {takes}")
     try:
-        return entry.factory(**kwargs)
+        return factory(**kwargs)
     except PolicyError:
         raise
     except (TypeError, ValueError) as exc:
@@ -202,13 +260,3 @@ def _parameters_of(factory: Callable[..., Policy]) -> set[str] | None:
         return None
     return {n for n, p in signature.parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
 
-
-def _load_game(game: str) -> None:
-    """Import the game's rule policies (through the game registry: the core names no game).
-
-    A game defined in a script (not installed) registers its policies itself.
-    """
-    from llm_mesa.registry import game_names, get_game
-
-    if game in game_names():
-        get_game(game).load_policies()

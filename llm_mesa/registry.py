@@ -30,9 +30,10 @@ import re
 import sys
 import warnings
 from importlib.metadata import EntryPoint, entry_points
+from typing import Any
 
-from llm_mesa.errors import LlmMesaWarning, one_line
-from llm_mesa.games import Game, GameError
+from llm_mesa.errors import GameError, LlmMesaWarning, one_line
+from llm_mesa.games import Game
 from llm_mesa.parameters import ParameterError, ParameterSet
 
 ENTRY_POINT_GROUP = "llm_mesa.games"
@@ -40,7 +41,7 @@ ENTRY_POINT_GROUP = "llm_mesa.games"
 GAME_NAME = re.compile(r"[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*")
 GAME_NAME_MAX = 40
 #: names a game may not take: the core's own commands (``llm_mesa.cli.CORE_SUBCOMMANDS``) and help
-RESERVED_NAMES = frozenset({"sweep", "serve", "local", "viz", "analyze", "report", "lab", "help"})
+RESERVED_NAMES = frozenset({"sweep", "serve", "local", "viz", "analyze", "report", "lab", "help", "fit", "card"})
 
 _registered: dict[str, Game] = {}
 _loaded: dict[tuple[str, str], Game] = {}  # (name, entry point value) -> the game it loaded
@@ -229,5 +230,48 @@ def default_game(given: str | None = None, *, option: str = "--game") -> Game:
     raise GameError(f"several games are installed; choose one with {option} ({_known()})")
 
 
-__all__ = ["ENTRY_POINT_GROUP", "GAME_NAME", "RESERVED_NAMES", "default_game", "forget_warnings", "game_argument", "game_names",
-           "get_game", "installed_games", "name_problem", "refused_games", "register_game", "unregister_game"]
+def available_policies(game: str | Game | None = None) -> dict[str, str]:
+    """The policy names of one game (a ``Game`` or its name), or of every game that loads, with their summaries."""
+    from llm_mesa import declared
+    from llm_mesa.policy import policies_of
+
+    games = [game] if game is not None else installed_games()
+    names: dict[str, str] = {}
+    for found in games:
+        found = get_game(found) if isinstance(found, str) else found
+        declared.load_policies(found)
+        names.update(policies_of(found))
+    return dict(sorted(names.items()))
+
+
+def make_policy(spec: Any, game: str | Game, **overrides: Any) -> Any:
+    """A policy of the game ``game`` (a ``Game`` or its name, loaded first) from its spec (or a policy, passed through)."""
+    from llm_mesa import declared
+    from llm_mesa.policy import Policy
+    from llm_mesa.policy import make_policy as build
+
+    if isinstance(spec, Policy):
+        return spec
+    found = get_game(game) if isinstance(game, str) else game
+    declared.load_policies(found, spec)
+    return build(spec, found, **overrides)
+
+
+def game_behaviours() -> dict[str, Any]:
+    """The stand-in server's behaviours every game that loads declares (kind -> factory; a game whose
+    ``llm.behaviours`` is a module has it imported, and its module registers its own); a game that fails to load is
+    one warning line, and the others serve. The loopback asks here: the registry knows no server."""
+    from llm_mesa import declared
+
+    found: dict[str, Any] = {}
+    for game in installed_games():
+        try:
+            found.update(declared.behaviours(game))
+        except Exception as exc:  # noqa: BLE001  (someone else's module: it must not stop the others)
+            _warn(f"the {game.name} game's stand-in behaviours cannot be loaded: {type(exc).__name__}: {one_line(exc)}")
+    return found
+
+
+__all__ = ["ENTRY_POINT_GROUP", "GAME_NAME", "RESERVED_NAMES", "available_policies", "default_game", "forget_warnings",
+           "game_argument", "game_behaviours", "game_names", "get_game", "installed_games", "make_policy", "name_problem",
+           "refused_games", "register_game", "unregister_game"]

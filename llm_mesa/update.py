@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from llm_mesa.decisions import turn_key
 from llm_mesa.parameters import Parameter
 
 if TYPE_CHECKING:  # a game's parameter module imports UPDATE: it stays free of Mesa
@@ -98,14 +99,6 @@ def depth(deps: Sequence[Sequence[int]]) -> int:
     for waits in deps:
         level.append(1 + max((level[d] for d in waits), default=0))
     return max(level, default=0)
-
-
-def turn_key(game_key: str, agent: int, round_number: int, activation: int | None) -> str:
-    """A decision's sample key: the game, the agent and the round, and under turns the activation,
-    since an agent may act twice in a round (``random-asynchronous``). A synchronous key is the one
-    games recorded before turns existed, so their recordings replay."""
-    key = f"g={game_key}|agent={agent}|round={round_number}"
-    return key if activation is None else f"{key}|act={activation}"
 
 
 Apply = Callable[["PolicyAgent", Any, int], None]

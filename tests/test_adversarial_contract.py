@@ -106,10 +106,10 @@ RUNAWAY = [
 @pytest.mark.parametrize("limit, rounds, says", [r[1:] for r in RUNAWAY], ids=[r[0] for r in RUNAWAY])
 def test_a_model_that_never_stops_is_stopped_at_its_bound_with_exit_3(limit, rounds, says, capsys, tmp_path,
                                                                      monkeypatch):
-    import llm_mesa.games
+    import llm_mesa.play
 
     assert STEP_LIMIT == 100_000  # the documented core limit; lowered here so the row plays in milliseconds
-    monkeypatch.setattr(llm_mesa.games, "STEP_LIMIT", 500)
+    monkeypatch.setattr(llm_mesa.play, "STEP_LIMIT", 500)
     parameters = ParameterSet.of(*(Parameter(p.name, p.kind, p.default, p.help, low=p.low, high=p.high,
                                              round_limit=p.name == limit) for p in tiny().parameters))
     name = f"endless{'-limited' if limit else ''}"

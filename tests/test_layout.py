@@ -119,11 +119,17 @@ def test_a_game_imports_no_other_game():
         assert crossings(f"models/{game}", others) == []
 
 
+#: the parameters the core itself defines for the games built on it (a Mesa model's step limit, its cap on agents)
+CORE_PARAMETERS = {m for p in (ROOT / "llm_mesa").rglob("*.py")
+                   for m in re.findall(r'Parameter\("([a-z_]+)"', p.read_text())}
+
+
 def game_words() -> re.Pattern[str]:
     """The tree's games' names and their parameters' many-word names (``max_rounds``), as whole words."""
     from llm_mesa.registry import get_game
 
     words = set(GAMES) | {p.name for g in GAMES for p in get_game(g).parameters if "_" in p.name}
+    words -= CORE_PARAMETERS  # the core's own, which it gives games (the Mesa adapter's step limit)
     return re.compile(r"\b(" + "|".join(sorted(words)) + r")\b", re.IGNORECASE)
 
 
@@ -148,8 +154,9 @@ def test_every_game_in_the_tree_is_registered_and_whole_in_its_folder():
     assert set(GAMES) <= set(game_names())
     for name in GAMES:
         game = get_game(name)
-        modules = [game.policies.module, *(m for m, _ in game.policies.lazy.values()), game.llm.behaviours,
-                   *(target.partition(":")[0] for target in (game.llm.policy, *vars(game.extensions).values()) if target)]
+        targets = (game.llm.policy, game.llm.behaviours, game.llm.estimate, *vars(game.extensions).values())
+        modules = [game.policies.module, *(m for m, _ in game.policies.lazy.values()),
+                   *(target.partition(":")[0] for target in targets if isinstance(target, str))]
         for module in filter(None, modules):
             assert module.startswith(f"llm_mesa.models.{name}."), module
             assert (ROOT / "models" / name / (module.rsplit(".", 1)[1] + ".py")).exists(), module

@@ -26,7 +26,6 @@ is not any real model's tokenizer.
 from __future__ import annotations
 
 import functools
-import importlib
 import json
 import random
 import re
@@ -296,19 +295,18 @@ def _register(name: str, factory: BehaviourFactory, summary: str, params: str,
 
 
 def load_game_behaviours() -> None:
-    """Import every installed game's behaviours module, once (through the game registry)."""
+    """Register every installed game's behaviours, once: the game registry imports their modules and gives those
+    declared as values."""
     global _games_loaded
     if _games_loaded:
         return
     with _load_lock:
         if _games_loaded:
             return
-        from llm_mesa.registry import installed_games
+        from llm_mesa.registry import game_behaviours
 
-        for game in installed_games():  # a game that fails to load is one warning line; the others serve
-            module = game.llm.behaviours
-            if module:
-                importlib.import_module(module)
+        for kind, factory in game_behaviours().items():  # modules registered theirs as they were imported
+            register_behaviour(kind, factory)
         _games_loaded = True
 
 

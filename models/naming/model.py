@@ -34,6 +34,7 @@ from llm_mesa.policy import Policy, PolicyError, make_policy
 from llm_mesa.rounds import PolicyAgent, play_round
 
 from . import metrics
+from . import speakers as _speakers  # noqa: F401  (registers the rule speakers the model names)
 from .observation import OUTCOMES, NamingConfigError, NamingObservation, Utterance, name_index
 from .observation import lexicon as make_lexicon
 from .parameters import PARAMETERS
