@@ -18,6 +18,7 @@ from mesa.examples.advanced.pd_grid.model import PdGrid
 from mesa.examples.basic.boltzmann_wealth_model.model import BoltzmannScenario, BoltzmannWealth
 from mesa.examples.basic.schelling.model import Schelling, SchellingScenario
 
+from llm_mesa import declared, play
 from llm_mesa.cli import main
 from llm_mesa.games import PlayRequest
 from llm_mesa.llm import Endpoint, ResponseStore
@@ -229,9 +230,9 @@ def test_each_stand_in_refuses_a_prompt_it_cannot_read_with_a_400(name):
     """The pre-flight's 1-token call is no game prompt: HTTP 400 saying what the behaviour reads, never an answer."""
     import openai
 
-    from llm_mesa.loopback import behaviours_of
+    from llm_mesa.loopback import listed_behaviours
 
-    assert list(behaviours_of(get_game(name).llm.behaviours)) == [f"{name}:mesa"]
+    assert f"{name}:mesa" in listed_behaviours() and list(get_game(name).llm.behaviours) == [f"{name}:mesa"]
     with LoopbackServer(seed=1) as server:
         client = openai.OpenAI(base_url=server.base_url, api_key="unused", max_retries=0)
         with pytest.raises(openai.BadRequestError, match=f"{name}:mesa reads"):
@@ -257,16 +258,20 @@ def play_fixed(name: str, answer: dict, parameters: dict, seed: int = 6):
 def test_schelling_agents_move_exactly_when_their_choice_says_so():
     """Mesa's rule moves an agent iff it was unhappy (a mover lands on another, empty cell); agents that always
     stay never leave their cell and keep the start's happiness."""
-    rule = get_game("schelling").play(PlayRequest({"width": 15, "height": 15, "max_rounds": 5}, "mesa", 6, ("agents",)))
+    rule = play.play(get_game("schelling"), PlayRequest({"width": 15, "height": 15, "max_rounds": 5}, "mesa", 6,
+                                                        ("agents", "decisions")))
     agents = rule.tables["agents"].sort_values(["agent", "round"])
     before = agents.groupby("agent").shift(1)
     stepped = before["x"].notna()
     moved = (agents["x"] != before["x"]) | (agents["y"] != before["y"])
-    assert (moved[stepped] == ~before["happy"][stepped].astype(bool)).all() and moved.any()
-    assert (agents["choice"][stepped] == before["happy"][stepped].map({True: "stay", False: "move"})).all()
+    assert (moved[stepped] == (agents["move"][stepped] == "move")).all() and moved.any()
+    made = rule.tables["decisions"]  # what each saw: the share of its type, against the homophily (the example's rule)
+    seen = made["view_similar"] + made["view_other"]
+    unhappy = (made["view_similar"] / seen.where(seen > 0)).fillna(0) < made["view_homophily"]
+    assert (made["answer"] == unhappy.map({True: "move", False: "stay"})).all()
     stay = play_fixed("schelling", {"choice": "stay"}, {"width": 15, "height": 15, "max_rounds": 3})
     kept = stay.tables["agents"]
-    assert kept.groupby("agent")[["x", "y", "happy"]].nunique().eq(1).all().all()
+    assert kept.groupby("agent")[["x", "y"]].nunique().eq(1).all().all()
     assert stay.row["moves"] == 0 and stay.tables["rounds"]["happy"].nunique() == 1
 
 
@@ -296,20 +301,21 @@ def test_the_dry_run_counts_calls_and_the_turns_one_after_another(capsys):
     """Schelling asks every agent at once each step; Boltzmann one agent at a time; pd_grid's Random order
     chains only neighbours' turns."""
     endpoint = Endpoint(DOWN, "any")
-    schelling = get_game("schelling").estimate({"width": 10, "height": 10, "density": 0.5, "max_rounds": 7}, endpoint)
-    assert (schelling.calls, schelling.rounds) == (50 * 7, 7) and schelling.may_stop_early
-    boltzmann = get_game("boltzmann_wealth_model").estimate({"n": 30, "max_rounds": 5}, endpoint)
+    schelling = declared.estimate(get_game("schelling"), {"width": 10, "height": 10, "density": 0.5, "max_rounds": 7},
+                                  endpoint)
+    assert (schelling.calls, schelling.rounds) == (100 * 7, 7) and schelling.may_stop_early  # at most every cell
+    boltzmann = declared.estimate(get_game("boltzmann_wealth_model"), {"n": 30, "max_rounds": 5}, endpoint)
     assert boltzmann.calls == boltzmann.rounds == 150
     pd_grid = get_game("pd_grid")
-    orders = {order: pd_grid.estimate({"activation_order": order, "width": 10, "height": 10, "max_rounds": 2}, endpoint)
-              for order in ("Simultaneous", "Random", "Sequential")}
+    orders = {order: declared.estimate(pd_grid, {"activation_order": order, "width": 10, "height": 10, "max_rounds": 2},
+                                       endpoint) for order in ("Simultaneous", "Random", "Sequential")}
     assert {o: e.calls for o, e in orders.items()} == dict.fromkeys(orders, 200)
     assert orders["Simultaneous"].rounds == 2 and 2 < orders["Random"].rounds < 100 and orders["Sequential"].rounds == 200
     status, out, err = cli(capsys, "sweep", "--game", "schelling", "--policies", "llm", "--model", "schelling:mesa",
                            "--base-url", DOWN, "--seeds", 3, "--set", "width=10", "--set", "height=10",
                            "--set", "max_rounds=7", "--dry-run", "--price", "0.1,0.3")
     assert status == 0, err
-    assert "games: 3" in out and "calls: at most 1,680" in out and "cost: at most" in out
+    assert "games: 3" in out and "calls: at most 2,100" in out and "cost: at most" in out
 
 
 @pytest.mark.skipif(not MESA_4, reason="Mesa 4's data recorders: on Mesa 3 a game's rounds are its DataCollector's")

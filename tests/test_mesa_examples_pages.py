@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from llm_mesa.cli import main
+from llm_mesa import declared, play
 from llm_mesa.registry import get_game
 from llm_mesa.sweep import run_sweep
 from llm_mesa.views import GameView, view_of
@@ -31,7 +32,7 @@ def test_the_controls_are_the_parameters_over_their_declared_ranges_with_the_mes
     controls = view.controls()
     assert type(view) is GameView
     assert list(controls) == [*game.parameters.names, "policy", "llm_endpoint", "llm_model", "seed"]
-    assert controls["policy"]["values"] == ["mesa", "llm"] and controls["policy"]["value"] == "mesa"
+    assert controls["policy"]["values"] == ["mesa", "random", "llm"] and controls["policy"]["value"] == "mesa"
     assert controls["llm_endpoint"]["value"] == "loopback" and controls["llm_model"]["value"] == f"{name}:mesa"
     for parameter in game.parameters:
         spec = controls[parameter.name]
@@ -55,8 +56,8 @@ def test_step_plays_the_example_on_its_grid_and_the_charts_draw_its_datacollecto
     agents = view.agents(model)
     assert snapshot.agents == len(agents) == len(model.agents)
     cells = set(model.grid.all_cells)
-    assert all(agent.cell in cells and agent.state == getattr(agent, STATE_OF[name]) for agent in agents)
-    assert snapshot.agent["state"] == str(agents[2].state) and snapshot.agent["policy"] == "mesa"
+    assert all(agent.cell in cells and view.state_of(agent) == getattr(agent, STATE_OF[name]) for agent in agents)
+    assert snapshot.agent["state"] == str(view.state_of(agents[2])) and snapshot.agent["policy"] == "mesa"
     collected = model.datacollector.get_model_vars_dataframe()
     assert list(snapshot.rounds.columns) == ["round", *collected.columns] and len(snapshot.rounds) == 2
     from llm_mesa.views.charts import series_title
@@ -151,15 +152,16 @@ def test_mesas_solaraviz_components_find_each_game_from_its_model(name):
 def test_the_agents_table_keeps_each_agents_state_first_and_its_cell_every_round(name):
     """What a replay draws a grid from: one row per agent and round, its ``state`` the first field, its x and y."""
     game = get_game(name)
-    model = game.make_model({**SMALL[name], "max_rounds": 3}, "mesa", 2)
+    view = view_of(game)
+    model = play.make_model(game, {**SMALL[name], "max_rounds": 3}, "mesa", 2)
     while model.running:
         model.step()
-    table = game.table(model, "agents")
+    table = declared.table(game, model, "agents")
     assert list(table.columns[:2]) == ["round", "agent"] and {"x", "y"} <= set(table.columns)
-    last = table[table["round"] == model.round].set_index("agent")
-    now = {a.unique_id: (a.state, tuple(a.cell.coordinate)) for a in model.agents}
+    last = table[table["round"] == view.round_number(model)].set_index("agent")
+    now = {a.unique_id: (view.state_of(a), tuple(a.cell.coordinate)) for a in model.agents}
     assert {i: (row[table.columns[2]], (row["x"], row["y"])) for i, row in last.iterrows()} == now
-    assert sorted(table["round"].unique()) == list(range(model.round + 1))
+    assert sorted(table["round"].unique()) == list(range(view.round_number(model) + 1))
 
 
 @pytest.mark.parametrize("name", GAMES)
@@ -174,7 +176,6 @@ def test_mesas_solaraviz_reset_builds_each_example_game_again(name):
     kwargs = _build_model_init_kwargs(model, values, add_scenario_when_empty=True, require_model_accepts_scenario=True)
     assert "scenario" in kwargs
     again = type(model)(**kwargs)
-    assert again.parameters == model.parameters
     for built in (model, again):
         while built.running:
             built.step()

@@ -91,6 +91,10 @@ def view_for(model: Any, game: str | Game | GameView | None = None) -> GameView:
         return view_of(game)
     if isinstance(game, str):
         return view_of(get_game(game))
+    from llm_mesa.adapter.hooks import HOOKS
+
+    if model in HOOKS:  # a Mesa model played through the adapter: its class is Mesa's own, its game the hooks'
+        return view_of(HOOKS[model].game)
     kind = type(model)
     if kind not in _views:
         module = kind.__module__

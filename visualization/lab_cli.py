@@ -213,7 +213,7 @@ def _policy(game: Any, spec: str, args: argparse.Namespace, store: Any) -> Any:
     built: list[Any] = []
     for part in parts:
         if parse_policy_spec(part)[0] != "llm":
-            make_policy(part, game.name)  # a bad spec fails here, in one line
+            make_policy(part, game)  # a bad spec fails here, in one line
             built.append(part)
             continue
         if not game.llm.policy:

@@ -213,7 +213,7 @@ def plan_policy(game: Game, label: str, target: Any, endpoint: Any) -> tuple[str
     spec = str(target)
     if parse_policy_spec(spec)[0] == "llm":
         return "llm", llm_endpoint(spec, endpoint)
-    make_policy(spec, game.name)  # raises PolicyError that names the fix
+    make_policy(spec, game)  # raises PolicyError that names the fix
     return spec, None
 
 

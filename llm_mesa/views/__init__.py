@@ -133,8 +133,11 @@ class GameView:
 
     # --- one round of a live model --------------------------------------------------------
     def round_number(self, model: Model) -> int:
-        """The round the model has played: its ``round``, else its DataCollector's rows after round 0."""
-        value = getattr(model, "round", None)
+        """The round the model has played: its ``round`` (or, for a Mesa model played through the adapter, the steps its
+        hooks counted), else its DataCollector's rows after round 0."""
+        from llm_mesa.adapter.hooks import HOOKS
+
+        value = HOOKS[model].round if model in HOOKS else getattr(model, "round", None)
         if isinstance(value, int) and not isinstance(value, bool):
             return value
         collector = getattr(model, "datacollector", None)
@@ -159,7 +162,14 @@ class GameView:
 
     def state_of(self, agent: Any) -> Any:
         """What a page fills an agent's node or cell by: its ``state_attribute`` (None: no agent)."""
-        return getattr(agent, self.state_attribute, None) if agent is not None else None
+        if agent is None:
+            return None
+        declared = self.game.extensions.state
+        if declared is not None:
+            from llm_mesa.game_hooks import call
+
+            return call(self.game, "state", declared, self.game, agent)
+        return getattr(agent, self.state_attribute, None)
 
     def picture(self, model: Model) -> Picture | None:
         """The model's space at this round, each node or cell filled by its agents' ``state`` (as the game's

@@ -81,6 +81,14 @@ def agent_rows(view: GameView, model: Any, index: int) -> dict[str, str]:
     if agent is None:
         return {"agent": str(index), "state": "(no agent on this node)"}
     rows = {"agent": str(index), "state": words(view.state_of(agent))}
+    from llm_mesa.adapter.hooks import HOOKS, agent_details
+
+    if model in HOOKS:  # a Mesa model played through the adapter: its policies and decisions are the hooks'
+        spec, seen, answer = agent_details(model, agent)
+        rows["policy"] = spec
+        rows.update(field_rows(OBSERVATION, seen) if seen else {})
+        rows.update(field_rows(ANSWER, answer) if answer is not None else {})
+        return rows
     policy = getattr(agent, "policy", None)
     if policy is not None:
         spec = getattr(policy, "spec", None)

@@ -255,7 +255,7 @@ def make_policy(view: GameView, values: Mapping[str, Any], policy: str | None = 
         from llm_mesa.policy import make_policy as make
 
         try:
-            make(spec, game.name)
+            make(spec, game)
         except (PolicyError, ValueError) as exc:
             raise ControlError(view.policy_control, f"policy {spec!r}: {exc}") from None
         return spec

@@ -1,0 +1,230 @@
+"""One decision an LLM takes in a Mesa model that was not written for llm-mesa: what a researcher declares.
+
+A ``Decision`` names, for the agents of one class, the method in which the model's own rule
+decides (``method``), what the agent sees there (``view``), the rule itself as a function of
+that view (``rule``, which becomes the ``mesa`` policy's answer and the stand-in's), the answers
+it may take (``choices``), what the agent is told (``rules`` first, the same for every agent, so
+servers cache them; ``state`` last), how an answer is carried out (``act``), and when it is taken
+(``timing``). ``llm_mesa.MesaGame`` turns a model class and its decisions into a game.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import string
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from llm_mesa.errors import GameError
+
+#: the most characters one field of a prompt holds; a longer one is cut, and the prompt says how much was left out
+FIELD_CHARS = 600
+
+#: when a decision is taken: on the state at the start of the model's step (all of a step's calls at once), or at
+#: the agent's own turn, seeing the turns before it (calls wait only on the turns they depend on)
+TIMINGS = ("step", "turn")
+
+
+class View(dict):
+    """What one agent sees at one decision (its fields, as the prompt's templates name them), and which decision."""
+
+    def __init__(self, fields: Mapping[str, Any], decision: str, variant: str = "study",
+                 choices: tuple[str, ...] = ()) -> None:
+        super().__init__(fields)
+        self.decision, self.variant, self.choices = decision, variant, choices
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def when(*answers: str) -> Callable[[Any, str, Callable[[], Any]], Any]:
+    """An ``act`` that lets the model's own method run when the answer is one of ``answers``, and skips it otherwise
+    (a sheep that chose not to eat does not eat)."""
+    def act(agent: Any, answer: str, original: Callable[[], Any]) -> Any:
+        return original() if answer in answers else None
+
+    return act
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One decision of one kind of agent; see the module docstring.
+
+    Args:
+        agents: the agents' class (or classes): every agent that is an instance decides.
+        method: the agent's method in which the decision is taken; the model calls it as it always does.
+        choices: the answers the decision may take (``{"choice": one of them}`` is the answer's schema).
+        view: what the agent sees, ``view(agent) -> {field: value}``: every field the templates name.
+        rule: the model's own rule, ``rule(view) -> answer``, or how likely it makes each answer
+            (``{answer: probability}``) for a rule that draws.
+        rules: the rules the agent is told (the system message), ``str.format`` fields from the view.
+        state: the agent's state (the user message), likewise; ``{round}`` is the step.
+        act: how an answer is carried out, ``act(agent, answer, original)``, ``original`` the model's own method
+            bound to the agent (``when("eat")``: run it when the answer is ``eat``).
+        name: the decision's name in tables and prompts' keys (default: the method's).
+        ask: whether a call of ``method`` is a decision at all, ``ask(agent) -> bool`` (else the model's own
+            method runs); default: always.
+        timing: ``"step"`` or ``"turn"`` (``TIMINGS``), or ``timing(model)`` giving one of them.
+        depends_on: for turns, the agents whose turns can change what an agent sees, ``depends_on(agent)``; its
+            call is asked as soon as those turns are done (default: every turn before it, one call at a time).
+        failed: what a failed LLM decision becomes (an answer, or ``failed(view) -> answer``; default the first
+            choice).
+        answer_field: the answer's field name in its JSON object.
+        read: how the stand-in server turns the texts it reads in a prompt back into a view (``read(texts) ->
+            view``); default: numbers and words read as they look.
+        render: the template fields from a view (``render(view) -> fields``), where a field is not printed as is.
+        prompts: further variants of the prompt, ``{name: (rules, state)}``, offered as the game's ``prompt``
+            parameter; the declared ``rules`` and ``state`` are the variant ``study``.
+        template_hash: what identifies the prompt's wording in recorded calls (default: a hash of the templates).
+        numbered_turns: recorded calls carry the turn's place in the step (as older recordings of a game did).
+    """
+
+    agents: type | tuple[type, ...]
+    method: str
+    choices: tuple[str, ...]
+    view: Callable[[Any], Mapping[str, Any]]
+    rule: Callable[[Mapping[str, Any]], Any]
+    rules: str
+    state: str
+    act: Callable[[Any, str, Callable[[], Any]], Any]
+    name: str = ""
+    ask: Callable[[Any], bool] | None = None
+    timing: str | Callable[[Any], str] = "turn"
+    depends_on: Callable[[Any], Iterable[Any]] | None = None
+    failed: Any = None
+    answer_field: str = "choice"
+    read: Callable[[Mapping[str, str]], Mapping[str, Any]] | None = None
+    render: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
+    prompts: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    template_hash: str | None = None
+    numbered_turns: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.choices or len(set(self.choices)) != len(self.choices):
+            raise GameError(f"a decision needs distinct choices (got {self.choices!r})")
+        if not self.name:
+            object.__setattr__(self, "name", self.method)
+        if isinstance(self.timing, str) and self.timing not in TIMINGS:
+            raise GameError(f"a decision's timing is one of {', '.join(TIMINGS)} (got {self.timing!r})")
+        if "study" in self.prompts:
+            raise GameError("the declared rules and state are the prompt variant 'study'; name the others otherwise")
+
+    # --- the answer ---------------------------------------------------------------------------
+    @property
+    def schema(self) -> dict[str, Any]:
+        return {"type": "object", "properties": {self.answer_field: {"type": "string", "enum": list(self.choices)}},
+                "required": [self.answer_field], "additionalProperties": False}
+
+    @property
+    def reminder(self) -> str:
+        shown = " or ".join(json.dumps({self.answer_field: choice}) for choice in self.choices)
+        return f"Answer only with the JSON object {shown}."
+
+    def decode(self, text: str) -> str | None:
+        """The answer in a reply (any case), or None."""
+        from llm_mesa.llm import parse_json_answer
+
+        data = parse_json_answer(text)
+        said = str(data.get(self.answer_field, "")).strip().lower() if data else ""
+        return next((choice for choice in self.choices if choice.lower() == said), None)
+
+    def failed_answer(self, view: Mapping[str, Any]) -> str:
+        if self.failed is None:
+            return self.choices[0]
+        return self.failed(view) if callable(self.failed) else self.failed
+
+    def distribution(self, view: Mapping[str, Any]) -> dict[str, float]:
+        """How likely the model's own rule makes each answer on ``view``."""
+        said = self.rule(view)
+        if isinstance(said, Mapping):
+            return {choice: float(said.get(choice, 0.0)) for choice in self.choices}
+        return {choice: float(choice == said) for choice in self.choices}
+
+    def certain(self, view: Mapping[str, Any]) -> str | None:
+        """The rule's answer where it is certain (a rule that does not draw), else None."""
+        chances = self.distribution(view)
+        best = max(chances, key=chances.get)
+        return best if chances[best] == 1.0 else None
+
+    def timing_of(self, model: Any) -> str:
+        return self.timing(model) if callable(self.timing) else self.timing
+
+    # --- the prompt ---------------------------------------------------------------------------
+    def variants(self) -> dict[str, tuple[str, str]]:
+        return {"study": (self.rules, self.state), **self.prompts}
+
+    def hash_of(self, variant: str) -> str:
+        if variant == "study" and self.template_hash:
+            return self.template_hash
+        rules, state = self.variants()[variant]
+        return hashlib.sha256((rules + state).encode()).hexdigest()[:12]
+
+    def fields(self, view: Mapping[str, Any]) -> dict[str, Any]:
+        """The templates' fields from a view, each at most ``FIELD_CHARS`` long (so every prompt is bounded)."""
+        fields = dict(self.render(view)) if self.render is not None else dict(view)
+        for name, value in fields.items():
+            text = str(value)
+            if len(text) > FIELD_CHARS:
+                kept = text[:FIELD_CHARS - 48]
+                fields[name] = f"{kept} ... ({len(text) - len(kept)} more characters left out)"
+        return fields
+
+    def messages(self, view: Mapping[str, Any], variant: str = "study") -> list[dict[str, str]]:
+        """The rules as the system message, the agent's state as the user's."""
+        rules, state = self.variants()[variant]
+        fields = self.fields(view)
+        return [{"role": "system", "content": rules.format(**fields)}, {"role": "user", "content": state.format(**fields)}]
+
+    def prompt(self, messages: list[dict[str, str]]) -> str:
+        """The same call as one raw prompt, for a server in completion mode."""
+        return f"{messages[0]['content']}\n\n{messages[1]['content']}\nAnswer:"
+
+    def parse(self, full: str) -> dict[str, Any] | None:
+        """The view a prompt of this decision was written from (any variant), read back from the prompt's text as
+        the stand-in server sees it (chat messages joined as ``role\ntext``, or one raw prompt); None when the text
+        is not one of this decision's prompts."""
+        for rules, state in self.variants().values():
+            for shape in (f"system\n{rules}\nuser\n{state}", f"{rules}\n\n{state}\nAnswer:"):
+                texts = _match(shape, full)
+                if texts is not None:
+                    return dict(self.read(texts)) if self.read is not None else {k: _value(v) for k, v in texts.items()}
+        return None
+
+
+def _pattern(template: str) -> re.Pattern[str]:
+    """A regular expression that matches what ``template.format(...)`` writes, each field a named group."""
+    parts, seen = [], set()
+    for literal, name, _, _ in string.Formatter().parse(template):
+        parts.append(re.escape(literal))
+        if name is None:
+            continue
+        if name in seen:
+            parts.append(f"(?P={name})")
+        else:
+            seen.add(name)
+            parts.append(f"(?P<{name}>.*?)")
+    return re.compile("".join(parts) + r"(?=\n|\Z)", re.DOTALL)
+
+
+def _match(template: str, text: str) -> dict[str, str] | None:
+    found = _pattern(template).match(text)
+    return None if found is None else found.groupdict()
+
+
+def _value(text: str) -> Any:
+    """A field as it reads: a whole number, a number, true/false, else the text."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return {"True": True, "False": False}.get(text, text)
+
+
+__all__ = ["Decision", "FIELD_CHARS", "TIMINGS", "View", "when"]

@@ -1,0 +1,1 @@
+"""Mesa's own Schelling segregation model (``mesa.examples.basic.schelling``), imported unchanged, as a game."""
