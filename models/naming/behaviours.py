@@ -2,13 +2,15 @@
 
 Registered with the loopback endpoint when it first lists or builds behaviours
 (``NamingGame.behaviours_module``): ``naming:echo``, ``naming:noisy?p=0.3`` and
-``naming:babble``.
+``naming:babble``. They read every variant of the prompt the game declares (``prompts.VARIANTS``)
+by that variant's own templates, and any other prompt by the study's lines.
 """
 
 from __future__ import annotations
 
 import random
 import re
+from functools import cache
 
 from llm_mesa.loopback.behaviours import (
     Behaviour,
@@ -18,14 +20,31 @@ from llm_mesa.loopback.behaviours import (
     probability_param,
     register_behaviour,
 )
+from llm_mesa.prompt_templates import pattern
 
 _NAMING_NAME = re.compile(r"Your current proposed name is\s+([^\s.,;]+)", re.I)
 _NAMING_SCHEMA = re.compile(r"(?:Reply|Follow) EXACTLY one line(?: as)?\s*:\s*@say", re.I)
 _NAME_NUMBER = re.compile(r"(\D*)(\d+)$")
 
 
+_NAMING_GROUPS = {"agent_id": r"\d+", "round_id": r"\d+", "name": r"[^\s.,;{}]+"}
+
+
+@cache
+def _variant_prompts() -> tuple[tuple[re.Pattern[str], bool], ...]:
+    """Each declared variant's first prompt as a regular expression, per mode (Schema first), with its mode."""
+    from .prompts import VARIANTS
+
+    return tuple((re.compile(pattern(texts["prompt"].replace("{instruction}", texts[mode]), _NAMING_GROUPS)), mode == "schema")
+                 for texts in VARIANTS.values() for mode in ("schema", "nl"))
+
+
 def _naming_state(prompt: PromptView) -> tuple[str, bool]:
-    """(current name, schema mode) read from a SIGN prompt."""
+    """(current name, schema mode) read from a SIGN prompt: a declared variant's, else the study's lines."""
+    for variant, schema in _variant_prompts():
+        found = variant.search(prompt.last_user)
+        if found is not None:
+            return found.group("name"), schema
     name = last_match(_NAMING_NAME, prompt.last_user, prompt.full)
     if name is None:
         raise PromptNotUnderstood("the naming prompt has no line like 'Your current proposed name "
