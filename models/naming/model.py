@@ -37,6 +37,7 @@ from . import metrics
 from .observation import OUTCOMES, NamingConfigError, NamingObservation, Utterance, name_index
 from .observation import lexicon as make_lexicon
 from .parameters import PARAMETERS
+from .prompts import TEMPLATES
 
 _DEFAULTS = PARAMETERS.defaults()
 PAIRINGS: tuple[str, ...] = PARAMETERS["pairing"].choices
@@ -140,10 +141,13 @@ class NamingModel(mesa.Model):
         self.stop_at_consensus: bool = checked["stop_at_consensus"]
         self.convergence_basis: str = checked["convergence_basis"]
         self.prompt: str = checked["prompt"]
-        # the prompt enters the key only away from the study's (games recorded before variants keep theirs)
+        # the prompt enters the key only away from the study's (games recorded before variants keep theirs), a
+        # template file by its content (a copy restored elsewhere replays)
+        template = TEMPLATES.load(self.prompt)
         self.game_key = (f"naming|n={self.n}|mode={self.mode}|k={self.memory_size}|alpha={self.alpha}"
                          f"|pairing={self.pairing}|m={len(self.lexicon)}|seed={self.seed}"
-                         + (f"|prompt={self.prompt}" if self.prompt != _DEFAULTS["prompt"] else ""))
+                         + ("" if self.prompt == _DEFAULTS["prompt"] else
+                            f"|prompt=file:{template.hash}" if template.is_file else f"|prompt={self.prompt}"))
         speakers = self._speakers(speaker)
         for index in range(self.n):
             NamingAgent(self, self.random.choice(self.lexicon), speakers[index], self.memory_size)
