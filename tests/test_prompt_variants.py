@@ -274,6 +274,22 @@ def test_llm_agents_on_the_stand_in_play_each_consensus_variant_and_replay_it_ex
     store.close()
 
 
+@pytest.mark.parametrize("variant", sorted(PROMPT_VARIANTS))
+def test_a_rule_read_through_any_variant_plays_the_rules_own_game(server, variant):
+    """Theory: majority-with-inertia at inertia 0 is deterministic (a tie keeps the colour), and with threshold 0.7
+    it reads the preference too. The stand-in answering as that rule from a variant's prompt must play, round for
+    round, the game the rule plays itself: the variant carried every fact the rule decides on."""
+    game = {"n": 16, "topology": "ba", "max_rounds": 8, "baseline_permutations": 0, "rng": 11, "initial": "random"}
+    rule = ConsensusModel(policy="majority-inertia:inertia=0,threshold=0.7", **game)
+    rule.run()
+    policy = LLMConsensusPolicy(Endpoint(server.base_url, "rule:majority-inertia?inertia=0&threshold=0.7&talk=0",
+                                         timeout=5.0))
+    llm = ConsensusModel(policy=policy, prompt=variant, **game)
+    llm.run()
+    assert llm.colour_history == rule.colour_history and not policy.usage.failures
+    assert len({tuple(c) for c in rule.colour_history}) > 2  # colours moved: the facts were put to use
+
+
 def test_llm_speakers_on_the_stand_in_play_each_naming_variant_and_replay_it_exactly(tmp_path, server):
     hashes = set()
     for variant in NAMING_VARIANTS:
