@@ -360,3 +360,27 @@ def test_the_example_templates_the_docs_use_carry_every_fact():
     for obs in NAMING_OBSERVATIONS:
         obs = replace(obs, prompt=f"file:{examples / 'naming-plain.toml'}")
         assert missing_naming_facts(build_prompt(obs), retry_suffix(obs), obs) == [], obs.mode
+
+
+@pytest.mark.parametrize("game, levels", [("consensus", ["study", "terse", "markdown"]), ("naming", ["study", "terse"])])
+def test_an_experiments_prompt_axis_plays_the_same_games_at_every_level(tmp_path, game, levels):
+    """The prompt changes nothing that is drawn: its levels get the same derived seeds (paired comparisons),
+    and those of the study's wording are the seeds the experiment had without the axis."""
+    from llm_mesa.sweep.experiment import parse_experiment
+
+    (tmp_path / "mine.toml").write_text(USER_CONSENSUS if game == "consensus" else USER_NAMING)
+    levels = [*levels, f"file:{tmp_path / 'mine.toml'}"]
+    plain = parse_experiment({"game": game, "repetitions": 3, "seed": 4, "parameters": {"n": 12}}).seeds()
+    crossed = parse_experiment({"game": game, "repetitions": 3, "seed": 4, "parameters": {"n": 12},
+                                "axes": {"prompt": levels}}).seeds()
+    assert len(crossed) == len(levels) and len({tuple(s) for s in crossed.values()}) == 1
+    assert list(next(iter(crossed.values()))) == list(next(iter(plain.values())))
+
+
+def test_the_stand_in_reads_a_naming_file_of_ones_own_in_schema_mode_by_its_say_form(tmp_path, server):
+    (tmp_path / "mine.toml").write_text(USER_NAMING)
+    speaker = LLMSpeaker(sign_endpoint(server.base_url, "naming:echo"))
+    model = NamingModel(n=6, mode="schema", memory=5, speaker=speaker, rng=4, max_rounds=3,
+                        prompt=f"file:{tmp_path / 'mine.toml'}").run()
+    summary = model.summary()
+    assert summary["outcomes"]["schema"] == summary["utterances"] == 18 and not speaker.usage.failures

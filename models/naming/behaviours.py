@@ -23,7 +23,9 @@ from llm_mesa.loopback.behaviours import (
 from llm_mesa.prompt_templates import pattern
 
 _NAMING_NAME = re.compile(r"Your current proposed name is\s+([^\s.,;]+)", re.I)
-_NAMING_SCHEMA = re.compile(r"(?:Reply|Follow) EXACTLY one line(?: as)?\s*:\s*@say", re.I)
+#: a Schema prompt asks for the @say form (an NL prompt never shows it); the form carries the current name
+_NAMING_SCHEMA = re.compile(r"@say\s*\{\s*name\s*:", re.I)
+_NAMING_SAY = re.compile(r"@say\s*\{\s*name\s*:\s*([^\s}]+)\s*\}", re.I)
 _NAME_NUMBER = re.compile(r"(\D*)(\d+)$")
 
 
@@ -45,12 +47,16 @@ def _naming_state(prompt: PromptView) -> tuple[str, bool]:
         found = variant.search(prompt.last_user)
         if found is not None:
             return found.group("name"), schema
-    name = last_match(_NAMING_NAME, prompt.last_user, prompt.full)
-    if name is None:
-        raise PromptNotUnderstood("the naming prompt has no line like 'Your current proposed name "
-                                  "is C3.'; the naming behaviours read that line")
     schema = last_match(_NAMING_SCHEMA, prompt.last_user, prompt.full) is not None
-    return name.group(1), schema
+    name = last_match(_NAMING_NAME, prompt.last_user, prompt.full)
+    if name is not None:
+        return name.group(1), schema
+    # a prompt of one's own in Schema mode: the name its @say form shows (not the reminder's placeholder Ck)
+    said = next((m.group(1) for m in _NAMING_SAY.finditer(prompt.last_user) if m.group(1) != "Ck"), None)
+    if said is None:
+        raise PromptNotUnderstood("the naming prompt has no line like 'Your current proposed name "
+                                  "is C3.' and no '@say {name: C3}' form; the naming behaviours read those")
+    return said, schema
 
 
 def _another_name(name: str) -> str:
