@@ -197,6 +197,23 @@ def file_path(value: str) -> Path:
     return Path(text).expanduser().absolute()
 
 
+def read_template_file(value: Any, declared: Mapping[str, Template]) -> tuple[Path, bytes]:
+    """The path and bytes of the file a ``file:PATH`` value names; any other value that is no declared
+    variant's name is refused (one ``TemplateError`` line)."""
+    if not isinstance(value, str):
+        raise TemplateError(f"a prompt is a variant's name or file:PATH, not {type(value).__name__}")
+    if not value.startswith(FILE_PREFIX):
+        raise TemplateError(f"unknown prompt {value!r}; choose one of: {', '.join(declared)}, or file:PATH "
+                            f"for a template of your own ({DOCS})")
+    path = file_path(value)
+    try:
+        return path, read_bounded(path, "a prompt template", fix=DOCS, max_bytes=MAX_TEMPLATE_BYTES)
+    except OutsideDataError as exc:
+        if not path.exists():
+            raise TemplateError(f"no prompt file {path}; give the path of a template file ({DOCS})") from None
+        raise TemplateError(str(exc)) from None
+
+
 def load_template(value: str, declared: Mapping[str, Template], parts: Mapping[str, Part]) -> Template:
     """The template a prompt value names: a declared variant, or ``file:PATH`` read and checked.
 
@@ -204,20 +221,9 @@ def load_template(value: str, declared: Mapping[str, Template], parts: Mapping[s
     that cannot be read or is not TOML, an unknown part, a placeholder the game does not fill
     or one a part must have.
     """
-    if not isinstance(value, str):
-        raise TemplateError(f"a prompt is a variant's name or file:PATH, not {type(value).__name__}")
-    if value in declared:
+    if isinstance(value, str) and value in declared:
         return declared[value]
-    if not value.startswith(FILE_PREFIX):
-        raise TemplateError(f"unknown prompt {value!r}; choose one of: {', '.join(declared)}, or file:PATH "
-                            f"for a template of your own ({DOCS})")
-    path = file_path(value)
-    try:
-        data = read_bounded(path, "a prompt template", fix=DOCS, max_bytes=MAX_TEMPLATE_BYTES)
-    except OutsideDataError as exc:
-        if not path.exists():
-            raise TemplateError(f"no prompt file {path}; give the path of a template file ({DOCS})") from None
-        raise TemplateError(str(exc)) from None
+    path, data = read_template_file(value, declared)
     return parse_template_file(data, path, declared, parts, value)
 
 
@@ -243,7 +249,7 @@ class Templates:
             for part, text in template.texts.items():
                 check_part(part, parts[part], text, f"variant {name}")
         self.parts, self.declared, self.check = dict(parts), dict(declared), check
-        self._files: dict[tuple[str, bytes], Template] = {}
+        self._files: dict[tuple[str, str, bytes], Template] = {}
 
     @property
     def default(self) -> str:
@@ -259,23 +265,18 @@ class Templates:
         return "{" + ",".join(self.declared) + "}|file:PATH"
 
     def load(self, value: str) -> Template:
-        if value in self.declared:
+        """The template a value names (``load_template``), a file parsed once per content and path."""
+        if isinstance(value, str) and value in self.declared:
             return self.declared[value]
-        if not isinstance(value, str) or not value.startswith(FILE_PREFIX):
-            return load_template(value, self.declared, self.parts)  # its error
-        path = file_path(value)
-        try:
-            data = read_bounded(path, "a prompt template", fix=DOCS, max_bytes=MAX_TEMPLATE_BYTES)
-        except OutsideDataError:
-            return load_template(value, self.declared, self.parts)  # the error names the path and the fix
-        key = (str(path), hashlib.sha256(data).digest())
+        path, data = read_template_file(value, self.declared)
+        key = (value, str(path), hashlib.sha256(data).digest())
         template = self._files.get(key)
-        if template is None or template.name != value:
-            if len(self._files) >= 64:
-                self._files.clear()
+        if template is None:
             template = parse_template_file(data, path, self.declared, self.parts, value)
             if self.check is not None:
                 self.check(template)  # what the game asks beyond placeholders (one TemplateError line)
+            if len(self._files) >= 64:
+                self._files.clear()
             self._files[key] = template
         return template
 
@@ -352,4 +353,4 @@ def check_template_files(before: Mapping[str, Any] | None, now: Mapping[str, Map
 
 
 __all__ = ["FILE_PREFIX", "Part", "Template", "TemplateError", "Templates", "check_part", "check_template_files",
-           "load_template", "pattern", "placeholders", "template_files", "template_parameters", "texts_hash"]
+           "load_template", "pattern", "placeholders", "read_template_file", "template_files", "template_parameters", "texts_hash"]
