@@ -167,7 +167,16 @@ def read_toml_file(path: str | os.PathLike[str], what: str, *, fix: str,
                    max_bytes: int = MAX_TOML_FILE_BYTES) -> dict[str, Any]:
     """A TOML file's tables, or one ``OutsideDataError`` line (missing files are the caller's to name)."""
     path = Path(path)
-    data = _read_bounded(path, what, max_bytes, fix)
+    return loads_toml(_read_bounded(path, what, max_bytes, fix), path, what, fix=fix)
+
+
+def read_bounded(path: str | os.PathLike[str], what: str, *, fix: str, max_bytes: int = MAX_TOML_FILE_BYTES) -> bytes:
+    """A file's bytes, or one ``OutsideDataError`` line: for a reader that hashes exactly what it parses."""
+    return _read_bounded(Path(path), what, max_bytes, fix)
+
+
+def loads_toml(data: bytes, path: str | os.PathLike[str], what: str, *, fix: str) -> dict[str, Any]:
+    """The tables of TOML ``data`` read from ``path`` (named in the one-line errors)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -219,4 +228,4 @@ def _json_kind(value: Any) -> str:
 
 
 __all__ = ["DIGEST_KEY", "MAX_DEPTH", "Malformed", "OutsideDataError", "check_seal", "check_tree", "content_digest",
-           "is_valid_text", "loads_json", "read_json_file", "read_toml_file", "seal"]
+           "is_valid_text", "loads_json", "loads_toml", "read_bounded", "read_json_file", "read_toml_file", "seal"]

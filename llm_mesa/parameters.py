@@ -79,6 +79,8 @@ class Parameter:
             raise ParameterError(f"{self.name} needs a value; {self._expected()}")
         try:
             converted = self._cast(value)
+        except ParameterError:
+            raise  # a kind that checks its values (a prompt template) says what is wrong itself
         except (TypeError, ValueError):
             raise ParameterError(f"{self.name}={value!r} is not {self._expected()}") from None
         self.check(converted)
@@ -148,8 +150,9 @@ class Parameter:
     def control_spec(self) -> dict[str, Any]:
         """This parameter as an explorer control (Mesa's ``model_params`` format)."""
         label = self.label or self.name.replace("_", " ")
-        if self.choices is not None:
-            return {"type": "Select", "value": self.default, "values": list(self.choices), "label": label}
+        choices = self.choices if self.choices is not None else getattr(self.kind, "choices", None)
+        if choices is not None:  # a kind may offer choices beyond which it takes more (a prompt: file:PATH)
+            return {"type": "Select", "value": self.default, "values": list(choices), "label": label}
         if self.kind is bool:
             return {"type": "Checkbox", "value": bool(self.default), "label": label}
         if self.kind in (int, float) and self.low is not None and self.high is not None:
@@ -217,7 +220,8 @@ class ParameterSet:
             if p.kind is bool and not default:
                 parser.add_argument(p.option, dest=p.name, action="store_true", help=p.help)
                 continue
-            metavar = p.name.upper() if p.choices is None else "{" + ",".join(map(str, p.choices)) + "}"
+            metavar = getattr(p.kind, "metavar", None) or (
+                p.name.upper() if p.choices is None else "{" + ",".join(map(str, p.choices)) + "}")
             parser.add_argument(p.option, dest=p.name, default=default, type=_ArgumentType(p),
                                 metavar=metavar, help=p.help + shown)
 

@@ -75,9 +75,10 @@ def test_the_wording_of_the_rules_is_a_parameter_and_a_sweep_axis(tmp_path, serv
 
 def test_every_wording_the_parameter_offers_has_its_template():
     from llm_mesa.models.consensus.parameters import PARAMETERS, RULES_WORDINGS
-    from llm_mesa.models.consensus.prompt import PROMPT_VARIANTS
+    from llm_mesa.models.consensus.prompt_variants import PROMPT_VARIANTS
 
-    assert tuple(PROMPT_VARIANTS) == RULES_WORDINGS == PARAMETERS["prompt"].choices
+    assert tuple(PROMPT_VARIANTS) == RULES_WORDINGS == PARAMETERS["prompt"].kind.choices
+    assert PARAMETERS["prompt"].control_spec()["values"] == list(RULES_WORDINGS)  # the explorer offers each
 
 
 def test_the_rules_are_built_once_a_game_and_are_each_games_own():

@@ -14,7 +14,7 @@ from llm_mesa import TURN_RULES, PlayRequest, Policy, get_game
 from llm_mesa.analysis import game_analysis
 from llm_mesa.models.consensus.model import ConsensusModel
 from llm_mesa.models.consensus.observation import ConsensusDecision
-from llm_mesa.models.consensus.prompt import PROMPT_VARIANTS
+from llm_mesa.models.consensus.prompt_variants import PROMPT_VARIANTS
 
 GAME = get_game("consensus")
 SCHEMES = ("synchronous", "random-sequential", "random-asynchronous")

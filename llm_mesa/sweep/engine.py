@@ -38,6 +38,7 @@ import pandas as pd
 from llm_mesa.errors import BUDGET_REACHED, LlmMesaError, one_line
 from llm_mesa.games import Game, GameResult
 from llm_mesa.llm.limits import limits_in_use
+from llm_mesa.prompt_templates import check_template_files, template_files
 from llm_mesa.run_output import package_versions
 
 from .breaker import CircuitBreaker
@@ -179,6 +180,8 @@ def play_sweep(spec: SweepSpec, progress: Progress | None = None) -> SweepResult
         "policies": {label: grid_policy_entry(s, ep) for label, (s, ep) in spec.policies.items()},
         "seeds": spec.shared_seeds if spec.shared_seeds is not None else {c: list(v) for c, v in spec.seeds.items()},
     }
+    # the prompt template files the conditions name: their text and hash, kept so the sweep can be replayed
+    templates = template_files(game.parameters, spec.conditions)
     output.previous_manifest()  # a manifest that is not one is refused before anything is made
     if not output.single_file:
         output.out.mkdir(exist_ok=True)
@@ -188,7 +191,9 @@ def play_sweep(spec: SweepSpec, progress: Progress | None = None) -> SweepResult
         output.recover()  # a kill's leftovers: an unfinished compaction, uncommitted parts, temporary files
         previous = output.previous_manifest()
         check_grid_unchanged(previous, grid)
+        check_template_files((previous or {}).get("templates"), templates)
         grid = check_same_grid(previous, grid, spec.extend)
+        templates = {**(previous or {}).get("templates", {}), **templates}
 
         done_keys = output.keys()
         tasks = [GameTask(game.name, c, label, seed, spec.conditions[c], s, ep)
@@ -213,6 +218,7 @@ def play_sweep(spec: SweepSpec, progress: Progress | None = None) -> SweepResult
             "command": list(spec.command),
             "versions": package_versions(),
             "grid": grid,
+            "templates": templates,
             "execution": {"processes": execution.processes, "games_in_flight": execution.games_in_flight,
                           "batch_size": execution.batch_size, "executor": execution.executor, "tables": list(tables)},
             "layout": {"column_types": output.types, "table_keys": {k: list(v) for k, v in output.table_keys.items()}},

@@ -11,6 +11,10 @@ Registered with the loopback endpoint when it first lists or builds behaviours
   such a message is private when private messages are allowed. Talking policies
   read their diary and last round's messages from the prompt.
 * ``random``: a fair coin as a consensus answer, whatever the prompt.
+
+The rule behaviours read every variant of the prompt the game declares (``prompt_variants``) by
+that variant's own templates, so a variant may word its state as it likes; any other prompt is read
+by the study's line labels, tolerant of extra text (a template of one's own that keeps them).
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from __future__ import annotations
 import json
 import random
 import re
+from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from llm_mesa.loopback.behaviours import (
@@ -31,8 +37,10 @@ from llm_mesa.loopback.behaviours import (
 )
 from llm_mesa.loopback.faults import LoopbackError
 from llm_mesa.policy import Policy, PolicyError, available_policies, make_policy
+from llm_mesa.prompt_templates import pattern
 
 from .observation import ConsensusObservation, Message
+from .prompt import PRIVATE_MESSAGES, ConsensusPrompt
 
 # Matched against lower-cased text: case-sensitive patterns keep the regex engine's
 # fast literal-prefix search, which re.IGNORECASE would disable.
@@ -51,16 +59,17 @@ _HISTORY_ROW = re.compile(r"^- round (\d+)(?: so far)?: ", re.M)
 _QUOTED = re.compile(r"^  - node (\d+) said (privately to you|to its audience): (\".*\")$", re.M)
 
 
-def _last_round_messages(text: str) -> tuple[int, list[Message]]:
+def _last_round_messages(text: str, rows: tuple[re.Pattern[str], ...] = (_HISTORY_ROW,),
+                         quoted_line: re.Pattern[str] = _QUOTED) -> tuple[int, list[Message]]:
     """The last history row's round and the messages quoted under it (the agent's inbox of last round)."""
-    rows = list(_HISTORY_ROW.finditer(text))
-    if not rows:
+    found = sorted((m for row in rows for m in row.finditer(text)), key=lambda m: m.start())
+    if not found:
         return 0, []
-    last = rows[-1]
+    last = found[-1]
     end = text.find("\nYour private diary:", last.end())
     block = text[last.end(): end if end >= 0 else len(text)]
     received = []
-    for sender, scope, quoted in _QUOTED.findall(block):
+    for sender, scope, quoted in quoted_line.findall(block):
         try:
             words = json.loads(quoted)
         except ValueError:
@@ -70,8 +79,61 @@ def _last_round_messages(text: str) -> tuple[int, list[Message]]:
     return int(last.group(1)), received
 
 
+#: what each placeholder of a variant's state reads
+_STATE_GROUPS = {"round": r"\d+", "max_rounds": r"\d+", "agent_id": r"\d+", "preference": "red|blue", "colour": "red|blue",
+                 "neighbours": r"[^\n]*", "communication": "none|local|global",
+                 "direct": f"(?:{re.escape(PRIVATE_MESSAGES)})?", "history": ".*?", "diary": ".*?"}
+_ROW_GROUPS = {"round": r"\d+", "own": "red|blue", "neighbours": r"[^\n]*"}
+_QUOTED_GROUPS = {"sender": r"\d+", "scope": "privately to you|to its audience", "text": r'"[^\n]*"'}
+
+
+@dataclass(frozen=True)
+class _VariantReader:
+    """One declared variant's prompt as regular expressions: its state whole, its history rows and messages."""
+
+    state: re.Pattern[str]
+    rows: tuple[re.Pattern[str], ...]
+    quoted: re.Pattern[str]
+    alongside: tuple[str, ...]
+
+
+@cache
+def _variant_readers() -> tuple[_VariantReader, ...]:
+    from .prompt_variants import PROMPT_VARIANTS
+
+    return tuple(dict.fromkeys(_reader_of(p) for p in PROMPT_VARIANTS.values()))
+
+
+def _reader_of(prompt: ConsensusPrompt) -> _VariantReader:
+    words = prompt.history_text
+    # the state ends the prompt (a completion prompt adds its cue): the diary, its last field, may hold anything
+    state = re.compile(pattern(prompt.state, _STATE_GROUPS) + r"(?:\nAnswer: )?\Z", re.S)
+    rows = tuple(re.compile("^" + pattern(words[k], _ROW_GROUPS), re.M) for k in ("row", "current"))
+    quoted = re.compile("^" + pattern(words["message"], _QUOTED_GROUPS) + "$", re.M)
+    return _VariantReader(state, rows, quoted, tuple(prompt.alongside_text.values()))
+
+
+def _read_variant(prompt: PromptView, reader: _VariantReader, found: re.Match[str]) -> ConsensusObservation:
+    g = found.groupdict()
+    pairs = _NEIGHBOUR_PAIR.findall(g["neighbours"].lower())
+    round_now, round_limit = int(g["round"]), int(g.get("max_rounds") or 0)
+    _, inbox = _last_round_messages(g["history"], reader.rows, reader.quoted)
+    return ConsensusObservation(
+        agent_id=int(g["agent_id"]) if g.get("agent_id") else -1, round=round_now, preference=g["preference"],
+        colour=g["colour"], neighbour_ids=tuple(int(i) for i, _ in pairs), neighbour_colours=tuple(c for _, c in pairs),
+        communication=g.get("communication") or "none", direct_messages=bool(g.get("direct")),
+        message_replaces_move=not any(text in prompt.full for text in reader.alongside),
+        rounds_left=max(round_limit - round_now, 0), max_rounds=round_limit,
+        diary="" if g["diary"] == "(empty)" else g["diary"], inbox=inbox)
+
+
 def read_consensus_prompt(prompt: PromptView) -> ConsensusObservation:
-    """Rebuild the observation a consensus prompt shows (regexes, tolerant of extra text)."""
+    """Rebuild the observation a consensus prompt shows: by a declared variant's templates where one wrote
+    it, else by the study's line labels (regexes, tolerant of extra text)."""
+    for reader in _variant_readers():
+        found = reader.state.search(prompt.last_user)
+        if found is not None:
+            return _read_variant(prompt, reader, found)
     texts = (prompt.last_user.lower(), prompt.full.lower())
     preferred = last_match(_PREFERRED, *texts)
     current = last_match(_CURRENT, *texts)

@@ -124,13 +124,14 @@ class ConsensusGame(Game):
         from llm_mesa.sweep.dry_run import approx_tokens
 
         from .observation import ConsensusObservation, Message, RoundRecord
-        from .prompt import PROMPT_VARIANTS, text_chars
+        from .prompt import text_chars
+        from .prompt_variants import consensus_prompt
 
         full = {**PARAMETERS.defaults(), **parameters}
         n, rounds, window = full["n"], full["max_rounds"], full["history"]
         degree = max(1, min(n - 1, round(mean_degree(full["topology"], n, full["ring_degree"]))))
         neighbours = tuple(range(1, degree + 1))
-        prompt = PROMPT_VARIANTS[full["prompt"]]
+        prompt = consensus_prompt(full["prompt"])
         talk = full["communication"] != "none"
         bound = min(prompt.message_chars, text_chars(endpoint.max_tokens, full["communication"],
                                                      full["direct_messages"], full["message_replaces_move"]))

@@ -88,6 +88,9 @@ class LLMSetup:
         return {"transcript": pd.DataFrame(model.transcript)}
 
     def manifest(self, prompt_variant: str = "study", update: str = "synchronous") -> dict[str, Any]:
+        from .prompt_variants import TEMPLATES
+
+        template = TEMPLATES.load(prompt_variant)
         endpoints = {spec: endpoint_manifest(p.endpoint) for spec, p in self.policies.items()}
         served = {(m, f) for p in self.policies.values() for m, f in p.served_by}
         return {
@@ -95,6 +98,7 @@ class LLMSetup:
             "endpoints": endpoints,
             "prompt_variant": prompt_variant,
             "prompt_template_hash": self.policy.prompt_for(prompt_variant).template_hash_for(update),
+            **({"prompt_file": template.record()} if template.is_file else {}),  # its text: the run replays from it
             "served_by": [{"model": m, "system_fingerprint": f} for m, f in sorted(served, key=str)],
             "store": None if self.store is None else {"path": str(self.store.path), "mode": self.store.mode},
             "usage": self.usage.as_dict(),

@@ -24,7 +24,8 @@ from llm_mesa.policy import Policy, register_policy
 from llm_mesa.update import turn_key
 
 from .observation import ConsensusDecision, ConsensusObservation
-from .prompt import FIELD_TEXT, PROMPT_VARIANTS, ConsensusPrompt, answer_schema
+from .prompt import FIELD_TEXT, ConsensusPrompt, answer_schema
+from .prompt_variants import consensus_prompt
 
 #: answers a small model gives for "no message" or copies from a template: not a message
 _PLACEHOLDERS = frozenset({"null", "none", "n/a", "na", "nil", "no", "no message", "nothing", "empty", "message"})
@@ -149,8 +150,9 @@ class LLMConsensusPolicy(Policy):
         self.served_by: set[tuple[str | None, str | None]] = set()
 
     def prompt_for(self, variant: str) -> ConsensusPrompt:
-        """The templates for a game's wording (``PROMPT_VARIANTS``), unless the policy was given its own."""
-        return self._prompt or PROMPT_VARIANTS[variant]
+        """The templates for a game's wording (a variant or a template file: ``prompt_variants``), unless the
+        policy was given its own."""
+        return self._prompt or consensus_prompt(variant)
 
     @property
     def prompt(self) -> ConsensusPrompt:

@@ -13,8 +13,10 @@ from llm_mesa.graphs import TOPOLOGIES
 from llm_mesa.parameters import Parameter, ParameterSet
 from llm_mesa.update import UPDATE
 
-#: the wordings of the rules LLM agents may get (``prompt.PROMPT_VARIANTS`` holds one template each)
-RULES_WORDINGS = ("study", "paraphrase")
+from .prompt_variants import TEMPLATES
+
+#: the wordings of the prompt LLM agents may get (``prompt_variants.PROMPT_VARIANTS`` holds one template each)
+RULES_WORDINGS = TEMPLATES.choices
 #: documented limits: a larger value is refused before anything is allocated
 MAX_AGENTS = 10_000_000
 MAX_ROUNDS = 1_000_000
@@ -40,9 +42,9 @@ PARAMETERS = ParameterSet.of(
     Parameter("message_replaces_move", bool, True, "a message is sent instead of changing colour (the study)",
               control=False),
     Parameter("label", str, "llm", "what the rules call the other players", choices=("llm", "human"), label="Opponent label"),
-    Parameter("prompt", str, "study", "the wording of the rules LLM agents get: the study's, or a paraphrase "
-              "(a sweep axis tests whether wording changes the outcome)", choices=RULES_WORDINGS,
-              label="Rules wording"),
+    # which wording of the prompt (a sweep axis tests whether wording changes the outcome); like history, it
+    # changes nothing that is drawn: its levels play the same games
+    TEMPLATES.parameter("prompt", "the wording of the prompt LLM agents get", label="Prompt wording", in_seed=False),
     # how turns are taken (issue 20); like history, it changes nothing that is drawn: one seed, one graph
     replace(UPDATE, in_seed=False),
     Parameter("max_rounds", int, 50, "round limit (the study: 50)", low=1, high=MAX_ROUNDS, label="Max rounds",

@@ -14,12 +14,13 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from functools import cache, cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm_mesa.quoting import neutralise
 from llm_mesa.update import TURN_RULES
 
-from .observation import ConsensusObservation, Message, RoundRecord
+if TYPE_CHECKING:  # the game's parameters import the variants: the observation, which imports them, only for types
+    from .observation import ConsensusObservation, Message, RoundRecord
 
 RULES = """You are a player in a networked coordination game with {other_players}, who are {players}.
 Each player sits on a node of a network and sees only its own colour and its direct neighbours' colours, never the whole network.
@@ -106,6 +107,8 @@ Communication: {communication}{direct}
 Your private diary:
 {diary}
 Choose your colour for the next round."""
+#: what the state's ``{direct}`` shows where private messages are allowed (nothing where they are not)
+PRIVATE_MESSAGES = "\nPrivate messages: allowed"
 
 #: The history block's wording (``ConsensusPrompt.history_text``). One row per past round of the
 #: window, oldest first: the colour the agent and its neighbours held after that round, then the
@@ -236,6 +239,10 @@ class ConsensusPrompt:
     system_role: bool = True
     #: the sentence of ``rules`` that says how turns are taken (replaced under another update scheme)
     turns_text: str = SYNCHRONOUS_TURNS
+    #: the rule added where private messages are allowed (``DIRECT``)
+    direct_text: str = DIRECT
+    #: the hash of the file these templates were read from (``prompt_variants``): it is their ``template_hash``
+    source_hash: str | None = None
     #: the rules message per game (they are the same for every agent of a game: built once)
     _rules: dict[tuple, str] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -246,12 +253,17 @@ class ConsensusPrompt:
 
     @cached_property
     def template_hash(self) -> str:
-        """Changes whenever any template text changes, so stale answers never replay."""
+        """Changes whenever any template text changes, so stale answers never replay (a template file's:
+        the hash of its bytes, ``source_hash``)."""
+        if self.source_hash is not None:
+            return self.source_hash
         parts = [self.rules, self.state, self.reminder, json.dumps(self.communication_text, sort_keys=True),
                  json.dumps(self.answer_format or ANSWER_FORMAT, sort_keys=True),
                  json.dumps(self.alongside_text, sort_keys=True), str(self.message_chars), str(self.diary_chars),
                  str(self.system_role), json.dumps(self.history_text, sort_keys=True), str(self.history_chars),
                  self.message_cost_text]
+        if self.direct_text != DIRECT:  # added after recordings were made: in the hash only when it differs
+            parts.append(self.direct_text)
         return hashlib.sha256("\x1e".join(parts).encode()).hexdigest()[:16]
 
     def template_hash_for(self, update: str) -> str:
@@ -366,7 +378,7 @@ class ConsensusPrompt:
         kind = format_key(obs.communication, obs.direct_messages, obs.message_replaces_move)
         fmt = (self.answer_format or {}).get(kind, ANSWER_FORMAT[kind])
         texts = self.communication_text if obs.message_replaces_move or obs.communication == "none" else self.alongside_text
-        communication = texts[obs.communication] + (DIRECT if kind.startswith("dm") else "")
+        communication = texts[obs.communication] + (self.direct_text if kind.startswith("dm") else "")
         if obs.message_cost and obs.communication != "none":
             communication += self.message_cost_text.format(cost=obs.message_cost)
         others = obs.n_players - 1
@@ -384,7 +396,7 @@ class ConsensusPrompt:
         state = self.state.format(
             round=obs.round, max_rounds=obs.max_rounds, agent_id=obs.agent_id, preference=obs.preference,
             colour=obs.colour, neighbours=neighbours, communication=obs.communication,
-            direct="\nPrivate messages: allowed" if obs.direct_messages else "",
+            direct=PRIVATE_MESSAGES if obs.direct_messages else "",
             history=self.history(obs), diary=(obs.diary[: self.diary_chars] or "(empty)"))
         if self.system_role:
             return [{"role": "system", "content": rules}, {"role": "user", "content": state}]
@@ -394,22 +406,3 @@ class ConsensusPrompt:
         """The same content as one raw prompt, for ``prompt_mode="completion"``."""
         return "\n\n".join(m["content"] for m in self.messages(obs)) + "\nAnswer: "
 
-
-#: The same rules in other words: a wording-robustness check (the consensus study names the
-#: dependence on one wording as a limitation). Same facts, order and placeholders.
-PARAPHRASED_RULES = """This is a coordination game played on a network by you and {others}, all of them {players}.
-You occupy one node; you can see your own colour and the colours of the nodes linked to yours, but not the rest of the network.
-Each participant shows red or blue and privately prefers one of the two.
-There are at most {round_limit}. Everyone picks simultaneously in each round, and all picks are shown at once afterwards.
-As soon as all participants show the same colour, the game is over.
-Everyone is paid the same way: £{payoff_preferred:.2f} when the entire network ends on the colour you prefer; £{payoff_other:.2f} when it ends on the other colour; £0 when the network has not settled on one colour by the final round. If even one participant holds out on the other colour, no one is paid.
-{communication}
-Only you can read your diary; rewrite it each round with anything you want to keep in mind.
-Reply with a single JSON object and nothing more: {answer_format}"""
-
-#: Named wordings of the rules: the game's ``prompt`` parameter picks one, so wording is a sweep axis.
-PROMPT_VARIANTS: dict[str, ConsensusPrompt] = {
-    "study": ConsensusPrompt(),
-    "paraphrase": ConsensusPrompt(rules=PARAPHRASED_RULES, turns_text=(
-        "Everyone picks simultaneously in each round, and all picks are shown at once afterwards.")),
-}

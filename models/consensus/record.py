@@ -192,9 +192,9 @@ class ConsensusRecord:
         """One row per message sent: round, sender, recipient (None: its audience), what was said
         (``text``, as the sender wrote it) and what was delivered (``delivered``: cut and
         neutralised as the recipients' prompts quote it). Content measures need both."""
-        from .prompt import PROMPT_VARIANTS
+        from .prompt_variants import consensus_prompt
 
-        delivered = PROMPT_VARIANTS[getattr(self, "prompt_variant", "study")].delivered
+        delivered = consensus_prompt(getattr(self, "prompt_variant", "study")).delivered
         columns = ["round", "sender", "to", "text", "delivered"]
         turns = getattr(self, "update", "synchronous") != "synchronous"
         if turns:  # the turn that sent each (the table is in turn order within a round)

@@ -21,9 +21,11 @@ import networkx as nx
 from llm_mesa.graphs import build_topology, highest_degree_nodes, normalise_graph
 from llm_mesa.parameters import ParameterError
 from llm_mesa.policy import Policy, make_policy
+from llm_mesa.prompt_templates import FILE_PREFIX
 
 from .parameters import KEYED_WHEN_SET, PARAMETERS
 from .preferences import assign_preferences
+from .prompt_variants import TEMPLATES
 
 PolicyLike = str | Policy
 Assignment = Mapping[str, PolicyLike] | Sequence[PolicyLike] | Callable[[Any, int], PolicyLike]
@@ -100,6 +102,8 @@ def game_setup(rng: random.Random, seed: int | None, mesa_seed: Any = None, *,
     # replay against a moved server still finds its calls).
     identity = {k: v for k, v in parameters.items() if k not in ("policy", "assign")
                 and not (k in KEYED_WHEN_SET and v == PARAMETERS[k].default)}
+    if str(identity["prompt"]).startswith(FILE_PREFIX):  # a template file by its content, wherever it lies: a
+        identity["prompt"] = FILE_PREFIX + TEMPLATES.load(identity["prompt"]).hash  # copy restored elsewhere replays
     identity["policies"] = [p.identity() for p in policies]
     identity["mesa_seed"] = mesa_seed  # tells unseeded games apart
     game_key = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:16]

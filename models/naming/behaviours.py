@@ -2,13 +2,15 @@
 
 Registered with the loopback endpoint when it first lists or builds behaviours
 (``NamingGame.behaviours_module``): ``naming:echo``, ``naming:noisy?p=0.3`` and
-``naming:babble``.
+``naming:babble``. They read every variant of the prompt the game declares (``prompts.VARIANTS``)
+by that variant's own templates, and any other prompt by the study's lines.
 """
 
 from __future__ import annotations
 
 import random
 import re
+from functools import cache
 
 from llm_mesa.loopback.behaviours import (
     Behaviour,
@@ -18,20 +20,43 @@ from llm_mesa.loopback.behaviours import (
     probability_param,
     register_behaviour,
 )
+from llm_mesa.prompt_templates import pattern
 
 _NAMING_NAME = re.compile(r"Your current proposed name is\s+([^\s.,;]+)", re.I)
-_NAMING_SCHEMA = re.compile(r"(?:Reply|Follow) EXACTLY one line(?: as)?\s*:\s*@say", re.I)
+#: a Schema prompt asks for the @say form (an NL prompt never shows it); the form carries the current name
+_NAMING_SCHEMA = re.compile(r"@say\s*\{\s*name\s*:", re.I)
+_NAMING_SAY = re.compile(r"@say\s*\{\s*name\s*:\s*([^\s}]+)\s*\}", re.I)
 _NAME_NUMBER = re.compile(r"(\D*)(\d+)$")
 
 
+_NAMING_GROUPS = {"agent_id": r"\d+", "round_id": r"\d+", "name": r"[^\s.,;{}]+"}
+
+
+@cache
+def _variant_prompts() -> tuple[tuple[re.Pattern[str], bool], ...]:
+    """Each declared variant's first prompt as a regular expression, per mode (Schema first), with its mode."""
+    from .prompts import VARIANTS
+
+    return tuple((re.compile(pattern(texts["prompt"].replace("{instruction}", texts[mode]), _NAMING_GROUPS)), mode == "schema")
+                 for texts in VARIANTS.values() for mode in ("schema", "nl"))
+
+
 def _naming_state(prompt: PromptView) -> tuple[str, bool]:
-    """(current name, schema mode) read from a SIGN prompt."""
-    name = last_match(_NAMING_NAME, prompt.last_user, prompt.full)
-    if name is None:
-        raise PromptNotUnderstood("the naming prompt has no line like 'Your current proposed name "
-                                  "is C3.'; the naming behaviours read that line")
+    """(current name, schema mode) read from a SIGN prompt: a declared variant's, else the study's lines."""
+    for variant, schema in _variant_prompts():
+        found = variant.search(prompt.last_user)
+        if found is not None:
+            return found.group("name"), schema
     schema = last_match(_NAMING_SCHEMA, prompt.last_user, prompt.full) is not None
-    return name.group(1), schema
+    name = last_match(_NAMING_NAME, prompt.last_user, prompt.full)
+    if name is not None:
+        return name.group(1), schema
+    # a prompt of one's own in Schema mode: the name its @say form shows (not the reminder's placeholder Ck)
+    said = next((m.group(1) for m in _NAMING_SAY.finditer(prompt.last_user) if m.group(1) != "Ck"), None)
+    if said is None:
+        raise PromptNotUnderstood("the naming prompt has no line like 'Your current proposed name "
+                                  "is C3.' and no '@say {name: C3}' form; the naming behaviours read those")
+    return said, schema
 
 
 def _another_name(name: str) -> str:

@@ -149,7 +149,8 @@ def _close_stores(model: NamingModel) -> None:
 
 def _manifest_extra(model: NamingModel) -> dict[str, Any]:
     full = model.manifest()
-    return {k: full[k] for k in ("seed", "rules", "prompt_template_hash", "speakers")}
+    return {k: full[k] for k in ("seed", "rules", "prompt_variant", "prompt_template_hash", "prompt_file", "speakers")
+            if k in full}
 
 
 def _fmt(value: Any) -> str:

@@ -83,7 +83,7 @@ class NamingGame(Game):
         full = {**PARAMETERS.defaults(), **parameters}
         n, rounds = full["n"], full["max_rounds"]
         speakers = 2 if full["pairing"] == "one" else n - n % 2
-        obs = NamingObservation(n - 1, rounds, "C12", full["mode"], lexicon(full["lexicon_size"]))
+        obs = NamingObservation(n - 1, rounds, "C12", full["mode"], lexicon(full["lexicon_size"]), prompt=full["prompt"])
         completion = endpoint.max_tokens or endpoint.max_completion_tokens or 32
         return LlmEstimate(calls=speakers * rounds, rounds=rounds, prompt_tokens_per_call=approx_tokens(build_prompt(obs)),
                            completion_tokens_per_call=completion, may_stop_early=bool(full["stop_at_consensus"]))
@@ -110,10 +110,10 @@ class NamingGame(Game):
         row = {k: v for k, v in model.summary().items() if k != "seed"}
         row["speaker_counts"] = model.parameters()["speaker_counts"]  # who spoke for how many agents
         if models:
-            from .prompts import TEMPLATE_HASH
+            from .prompts import TEMPLATES
 
             row["model"] = " + ".join(models)
-            row["prompt_template_hash"] = TEMPLATE_HASH  # the report's manifest summary names it
+            row["prompt_template_hash"] = TEMPLATES.load(model.prompt).hash  # the report's manifest summary names it
         from .metrics import speakers_frame
 
         makers = {"rounds": model.rounds_frame, "speakers": lambda: speakers_frame(model)}

@@ -30,7 +30,7 @@ from llm_mesa.policy import Policy, PolicyError, register_policy
 
 from .decoding import decode_free_text, decode_schema, salvage
 from .observation import NamingObservation, Utterance, is_schema_mode
-from .prompts import RETRY_REMINDER, TEMPLATE_HASH, build_prompt, retry_suffix
+from .prompts import build_prompt, retry_suffix, template_of
 
 #: the study's sampling parameters
 SIGN_SAMPLING: dict[str, Any] = {"max_tokens": 32, "temperature": 0.7, "top_p": 0.9,
@@ -73,16 +73,17 @@ class LLMSpeaker(Policy):
         return {"model": self.endpoint.model}
 
     def manifest(self) -> dict[str, Any]:
+        # the prompt is the game's (its ``prompt`` parameter): the game's manifest names it and its hash
         return {"spec": self.spec(), "endpoint": endpoint_manifest(self.endpoint),
-                "store": None if self.store is None else self.store.manifest(),
-                "template_hash": TEMPLATE_HASH, "retry_reminder": RETRY_REMINDER}
+                "store": None if self.store is None else self.store.manifest()}
 
     def request(self, observation: NamingObservation) -> LLMRequest:
-        prompt = build_prompt(observation)
+        template = template_of(observation)
+        prompt = build_prompt(observation, template)
         return LLMRequest(
             prompt=prompt, messages=[{"role": "user", "content": prompt}],
             sample_key=f"{observation.game_key}|agent={observation.agent_id}|round={observation.round}",
-            template_hash=TEMPLATE_HASH, purpose="speak")
+            template_hash=template.hash, purpose="speak")
 
     def decide(self, observation: NamingObservation, rng: random.Random) -> Utterance:
         from llm_mesa.llm.runtime import run_sync
@@ -97,7 +98,7 @@ class LLMSpeaker(Policy):
             return Utterance(name, "text" if name else "none", [result.text], calls=1,
                              prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens,
                              failures=0 if result.ok else 1)
-        answer = await ask(self.endpoint, request, lambda text: decode_schema(text, size), retry_suffix(),
+        answer = await ask(self.endpoint, request, lambda text: decode_schema(text, size), retry_suffix(observation),
                            store=self.store, usage=self.usage, retry_truncated=True)
         results = [answer.first] + ([answer.retry] if answer.retry is not None else [])
         replies = [r.text for r in results]

@@ -234,8 +234,11 @@ def speakers_frame(model: "NamingModel") -> pd.DataFrame:
 
 
 def manifest(model: "NamingModel") -> dict[str, Any]:
-    """Everything needed to rerun and judge the game: parameters, seed, versions, endpoint."""
-    from .prompts import TEMPLATE_HASH
+    """Everything needed to rerun and judge the game: parameters, seed, versions, endpoint, the prompt
+    (its hash; a template file's text too, so the game can be replayed from its manifest)."""
+    from .prompts import TEMPLATES
+
+    template = TEMPLATES.load(model.prompt)
 
     speakers = {}
     for agent in model.players:
@@ -254,7 +257,9 @@ def manifest(model: "NamingModel") -> dict[str, Any]:
             "decoder": "schema: first non-empty line is '@say {name: Ck}' [| rationale]; "
                        "free text: exactly one distinct lexicon name, whole word, any case",
         },
-        "prompt_template_hash": TEMPLATE_HASH,
+        "prompt_variant": model.prompt,
+        "prompt_template_hash": template.hash,
+        **({"prompt_file": template.record()} if template.is_file else {}),
         "speakers": speakers,
         "summary": summary(model),
         "versions": package_versions(),

@@ -38,6 +38,7 @@ from . import speakers as _speakers  # noqa: F401  (registers the rule speakers 
 from .observation import OUTCOMES, NamingConfigError, NamingObservation, Utterance, name_index
 from .observation import lexicon as make_lexicon
 from .parameters import PARAMETERS
+from .prompts import TEMPLATES
 
 _DEFAULTS = PARAMETERS.defaults()
 PAIRINGS: tuple[str, ...] = PARAMETERS["pairing"].choices
@@ -84,7 +85,7 @@ class NamingAgent(PolicyAgent):
     def observe(self) -> NamingObservation:
         model = self.model
         return NamingObservation(self.unique_id, model.round + 1, self.name, model.mode,
-                                 model.lexicon, tuple(self.memory), game_key=model.game_key)
+                                 model.lexicon, tuple(self.memory), game_key=model.game_key, prompt=model.prompt)
 
     @property
     def speaker(self) -> Policy:
@@ -112,7 +113,8 @@ class NamingModel(mesa.Model):
     ``"all"``/``"one"``; ``speaker`` one spec or policy for all, or one per agent
     (e.g. a 6 + 6 mixed population); ``lexicon_size`` M; ``max_rounds``;
     ``stop_at_consensus`` ends the run once every agent holds one name (off by default:
-    the study always plays its rounds); ``rng`` the seed of everything random.
+    the study always plays its rounds); ``prompt`` the wording LLM speakers get (a variant
+    of ``prompts.TEMPLATES`` or ``file:PATH``); ``rng`` the seed of everything random.
     """
 
     def __init__(self, n: int = _DEFAULTS["n"], mode: str = _DEFAULTS["mode"], memory: int | None = None,
@@ -120,12 +122,13 @@ class NamingModel(mesa.Model):
                  speaker: SpeakerSpec | Sequence[SpeakerSpec] = "echo",
                  lexicon_size: int = _DEFAULTS["lexicon_size"], max_rounds: int = DEFAULT_MAX_ROUNDS,
                  stop_at_consensus: bool = False, convergence_basis: str | None = None,
-                 rng: int | None = None):
+                 prompt: str = _DEFAULTS["prompt"], rng: int | None = None):
         if isinstance(rng, int) and rng < 0:
             raise NamingConfigError(f"the seed must be a non-negative integer (got {rng})")
         checked = validate({"n": n, "mode": mode, "memory": memory, "alpha": alpha, "pairing": pairing,
                             "lexicon_size": lexicon_size, "max_rounds": max_rounds,
-                            "stop_at_consensus": stop_at_consensus, "convergence_basis": convergence_basis})
+                            "stop_at_consensus": stop_at_consensus, "convergence_basis": convergence_basis,
+                            "prompt": prompt})
         super().__init__(rng=rng)
         #: the seed of ``self.random`` (its own stream on every Mesa version): the one given, or
         #: (unseeded) one drawn from OS entropy, so an unseeded game is still named (and replayed) by it
@@ -138,8 +141,14 @@ class NamingModel(mesa.Model):
         self.max_rounds: int = checked["max_rounds"]
         self.stop_at_consensus: bool = checked["stop_at_consensus"]
         self.convergence_basis: str = checked["convergence_basis"]
+        self.prompt: str = checked["prompt"]
+        # the prompt enters the key only away from the study's (games recorded before variants keep theirs), a
+        # template file by its content (a copy restored elsewhere replays)
+        template = TEMPLATES.load(self.prompt)
         self.game_key = (f"naming|n={self.n}|mode={self.mode}|k={self.memory_size}|alpha={self.alpha}"
-                         f"|pairing={self.pairing}|m={len(self.lexicon)}|seed={self.seed}")
+                         f"|pairing={self.pairing}|m={len(self.lexicon)}|seed={self.seed}"
+                         + ("" if self.prompt == _DEFAULTS["prompt"] else
+                            f"|prompt=file:{template.hash}" if template.is_file else f"|prompt={self.prompt}"))
         speakers = self._speakers(speaker)
         for index in range(self.n):
             NamingAgent(self, self.random.choice(self.lexicon), speakers[index], self.memory_size)
@@ -234,7 +243,7 @@ class NamingModel(mesa.Model):
         return {"n": self.n, "mode": self.mode, "memory": self.memory_size, "alpha": self.alpha,
                 "pairing": self.pairing, "lexicon_size": len(self.lexicon),
                 "max_rounds": self.max_rounds, "stop_at_consensus": self.stop_at_consensus,
-                "convergence_basis": self.convergence_basis, "speakers": speakers,
+                "convergence_basis": self.convergence_basis, "prompt": self.prompt, "speakers": speakers,
                 "speaker_counts": dict(Counter(a.speaker.spec() for a in self.players)),
                 "seed": self.seed}
 

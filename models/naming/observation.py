@@ -62,6 +62,8 @@ class NamingObservation:
     attempt: int = 0
     #: identifies the game (parameters and seed) in record/replay sample keys
     game_key: str = ""
+    #: the wording of the prompt an LLM speaker is given (``prompts.TEMPLATES``: a variant or file:PATH)
+    prompt: str = "study"
 
 
 @dataclass(slots=True)

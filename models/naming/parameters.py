@@ -10,6 +10,7 @@ from __future__ import annotations
 from llm_mesa.parameters import Parameter, ParameterSet
 
 from .observation import MODES
+from .prompts import TEMPLATES
 
 MAX_AGENTS = 10_000_000
 MAX_ROUNDS = 1_000_000
@@ -29,6 +30,9 @@ PARAMETERS = ParameterSet.of(
     Parameter("lexicon_size", int, 12, "M, names C1..CM", low=1, high=10_000, control=False),
     Parameter("stop_at_consensus", bool, False, "stop once every agent holds one name (the study always plays all rounds)",
               control=False),
+    # which wording of the prompt LLM speakers get (a sweep axis); it changes nothing that is drawn
+    TEMPLATES.parameter("prompt", "the wording of the prompt LLM speakers get", label="Prompt wording",
+                        in_seed=False),
     Parameter("convergence_basis", str, None,
               "what convergence is read from: said, latest or held (default said; latest under one pairing)",
               choices=("said", "latest", "held"), nullable=True, control=False),

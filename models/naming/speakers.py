@@ -41,7 +41,7 @@ class RuleSpeaker(Policy):
 def _retry_of(observation: NamingObservation) -> NamingObservation:
     return NamingObservation(observation.agent_id, observation.round, observation.name,
                              observation.mode, observation.lexicon, observation.memory, attempt=1,
-                             game_key=observation.game_key)
+                             game_key=observation.game_key, prompt=observation.prompt)
 
 
 @register_policy("echo", "naming", "say the current name, always well formed")
