@@ -123,3 +123,25 @@ def test_an_outside_game_s_factors_are_read_from_its_parameters(majority_sweep, 
     assert main(["report", str(majority_sweep), "--out", str(tmp_path / "r.html")]) == 0
     page = (tmp_path / "r.html").read_text()
     assert 'alt="Variance shares"' in page and "Shapley shares" in page
+
+
+def test_an_llm_s_settings_are_factors_and_settings_that_change_no_answer_get_no_share(tmp_path):
+    """The stand-in answers as ``follow`` would, whatever the temperature: LLM games at 0 and 0.7 are the
+    rule's games, seed by seed, so neither the policy nor the temperature explains anything."""
+    from llm_mesa.loopback.server import LoopbackServer
+
+    out = tmp_path / "llm"
+    with LoopbackServer(seed=1) as server:
+        base = f"llm:base_url={server.base_url},model={EXTRA_GAME}:follow,timeout=10"
+        run_sweep({"low": {"start_share": 0.2}, "high": {"start_share": 0.7}},
+                  f"follow;{base},temperature=0;{base},temperature=0.7", 6, out, game=EXTRA_GAME,
+                  model_options={"n": 9, "max_rounds": 12})
+    games = read_sweep(out)
+    finals = games.pivot_table(index=["condition", "seed"], columns="policy", values="share_a")
+    assert (finals.nunique(axis=1) == 1).all()  # the premise: one game per seed, whoever plays it
+    report = analyze_json(out)
+    factors = report["variance_share_factors"]
+    assert set(factors) == {"start_share", "policy", "temperature"}
+    assert factors["policy"] == ["follow", f"{EXTRA_GAME}:follow"] and len(factors["temperature"]) == 3
+    shares = report["variance_shares"]["share_a"]
+    assert shares["policy"] < 0.05 and shares["temperature"] < 0.05 and shares["start_share"] > 0.2

@@ -99,7 +99,8 @@ def design_factors(sweep: SweepData, game: Game | None) -> pd.DataFrame:
     table's order), each level as text: the conditions' parameters, then the policies' settings.
 
     A policy setting named like a parameter of the game is called ``policy NAME``; a rule policy has
-    no sampling setting (its level is ``-``)."""
+    no sampling setting (its level is ``-``), and a setting is a factor only where it differs between
+    LLM policies (one temperature for every LLM says no more than the policy does)."""
     defaults = game.parameters.defaults() if game is not None else {}
     games = sweep.games
     by_cell: dict[tuple[str, str], dict[str, str]] = {}
@@ -114,6 +115,9 @@ def design_factors(sweep: SweepData, game: Game | None) -> pd.DataFrame:
     policies = list(zip(games["sweep"].astype(str), games["policy"].astype(str)))
     parameters = pd.DataFrame([by_cell.get(k, {}) for k in keys], index=games.index)
     settings = pd.DataFrame([by_policy.get(k, {"policy": k[1]}) for k in policies], index=games.index)
+    llm = settings.drop(columns="policy").notna().any(axis=1)
+    # a setting only LLM policies have is a factor where it differs between them (else it is the policy)
+    settings = settings[[c for c in settings.columns if c == "policy" or settings.loc[llm, c].nunique() > 1]]
     settings = settings.rename(columns={c: f"policy {c}" for c in settings.columns if c in parameters.columns})
     factors = pd.concat([parameters, settings.fillna("-")], axis=1).fillna("-").astype(str)
     return factors.loc[:, factors.nunique() > 1]
