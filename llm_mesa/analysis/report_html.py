@@ -121,8 +121,9 @@ def _panel_html(panel: Panel, index: int) -> str:
     return "\n".join(parts)
 
 
-def render_page(title: str, studies: list[Study], manifests: pd.DataFrame, generated: str) -> str:
-    """The whole page as text."""
+def render_page(title: str, studies: list[Study], manifests: pd.DataFrame, generated: str,
+                cards: list[str] | None = None) -> str:
+    """The whole page as text (``cards``: each sweep's run card, as HTML, before the manifests' summary)."""
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">', f"<title>{html.escape(title)}</title>",
            f"<style>{STYLE}</style></head><body>", f"<h1>{html.escape(title)}</h1>",
            f'<p class="caption">{html.escape(generated)}</p>']
@@ -132,6 +133,8 @@ def render_page(title: str, studies: list[Study], manifests: pd.DataFrame, gener
         for panel in study.panels:
             out.append(_panel_html(panel, index))
             index += 1
+    if cards:
+        out += ["<h2>Run cards</h2>", *(f'<div class="panel card">{card}</div>' for card in cards)]
     out += ["<h2>Runs: manifests summarised</h2>",
             '<div class="tables">' + _table_html(manifests, "models, sampling, seeds, dialects, prompts, tokens, cost, "
                                                              "failures") + "</div>", "</body></html>"]
