@@ -90,7 +90,7 @@ def _versions(versions: Mapping[str, Any]) -> str:
 
 def _heading(card: Mapping[str, Any]) -> list[str]:
     kind = card["kind"]
-    what = f"a {card.get('game') or '?'} {kind}"
+    what = f"A {card.get('game') or '?'} {kind}"
     count = f"{card['games']:,} of {card['games_planned']:,} games" if kind == "sweep" and card.get("games_planned") \
         else f"{card['games']:,} game{'s' if card['games'] != 1 else ''}"
     lines = [f"# Run card: {code(card['path'])}", "", f"{what}: {count}"

@@ -34,6 +34,7 @@ th, td { border: 1px solid #ddd; padding: .15em .45em; text-align: right; } th {
 caption { caption-side: top; text-align: left; font-weight: bold; padding: .2em 0; }
 .skipped { color: #8a4b00; } .caption { color: #555; font-size: .85em; } .more { color: #777; font-size: .8em; }
 .scroll { max-height: 34em; overflow: auto; border: 1px solid #eee; margin-bottom: .8em; }
+.run-card { border: 1px solid #ddd; border-radius: 4px; padding: .2em 1em; margin: 1em 0; }
 """
 
 
@@ -134,7 +135,7 @@ def render_page(title: str, studies: list[Study], manifests: pd.DataFrame, gener
             out.append(_panel_html(panel, index))
             index += 1
     if cards:
-        out += ["<h2>Run cards</h2>", *(f'<div class="panel card">{card}</div>' for card in cards)]
+        out += ["<h2>Run cards</h2>", *(f'<section class="run-card">{card}</section>' for card in cards)]
     out += ["<h2>Runs: manifests summarised</h2>",
             '<div class="tables">' + _table_html(manifests, "models, sampling, seeds, dialects, prompts, tokens, cost, "
                                                              "failures") + "</div>", "</body></html>"]

@@ -296,6 +296,8 @@ def variance_report(sweep: SweepData, game: Game | None) -> dict[str, Any]:
     skipped: dict[str, str] = {}
     for measure in outcome_measures(sweep, game, factors):
         column = sweep.games[measure]
+        if column.nunique(dropna=True) < 2:
+            continue  # one value in every game: nothing to share out (the summaries name such columns)
         present = column.notna().to_numpy()
         y = column[present].astype(float).to_numpy()
         chosen = factors.loc[present]
