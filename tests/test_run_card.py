@@ -176,3 +176,29 @@ def test_a_rule_sweep_has_a_card_too(tmp_path, capsys):
         line = next(r for r in text.split("## Calls")[1].splitlines() if r.startswith(f"| `{policy}`"))
         assert re.split(r" \| ", line.strip("| "))[1] == str(int((games["policy"] == policy).sum()))
     assert isinstance(pd.DataFrame(gather(out)["usage"]), pd.DataFrame)
+
+
+def test_a_lab_session_s_folder_has_a_card_naming_its_seats(tmp_path):
+    """A lab session's manifest as ``llm-mesa lab --out`` writes it: the game's, with its seats and endpoints."""
+    from llm_mesa.llm.dialects import endpoint_manifest
+    from llm_mesa.run_output import build_manifest
+
+    endpoint = endpoint_manifest(Endpoint("http://127.0.0.1:9/v1", f"{EXTRA_GAME}:follow", temperature=0.2))
+    summary = {"game": EXTRA_GAME, "calls": 12, "prompt_tokens": 300, "completion_tokens": 40, "cached_tokens": 30,
+               "decisions": 12, "failed_decisions": 1, "seats": 2, "answers": 9, "timeouts": 1,
+               "policy": "human + llm", "seed": 5}
+    manifest = build_manifest(EXTRA_GAME, {"n": 7}, summary=summary, policy="human + llm", seed=5,
+                              lab={"seats": [{"seat": 1, "agent": 0}, {"seat": 2, "agent": 3}], "deadline_s": 30,
+                                   "store": None, "replay": ""}, endpoints=[endpoint])
+    (tmp_path / "lab").mkdir()
+    (tmp_path / "lab" / "manifest.json").write_text(json.dumps(manifest))
+    (tmp_path / "lab" / "summary.json").write_text(json.dumps(summary))
+    card = gather(tmp_path / "lab")
+    assert card["kind"] == "lab session" and card["seats"] == 2 and card["seeds"] == "5"
+    [row] = card["llm"]
+    assert row["policy"] == "human + llm" and row["sampling"] == {"temperature": 0.2} and row["served"] == []
+    [use] = card["usage"]
+    assert (use["calls"], use["cached_tokens"], use["failed_decisions"]) == (12, 30, 1)
+    text = card_markdown(card)
+    assert "People took 2 seats." in text and "10.0% (30)" in text and "1 of 12" in text
+    assert "the server said nothing of itself" in text  # none was asked: the endpoint names no server's words
