@@ -280,6 +280,8 @@ class LLMPolicy(Policy):
             endpoint_options.pop("base_url", None), endpoint_options.pop("model", None), **endpoint_options)
         self.store = store
         self.usage = Usage(self.game or "llm")
+        #: the template hashes of the questions asked, for the run's manifest (a run card quotes them)
+        self.template_hashes: set[str] = set()
 
     def question(self, observation: Any) -> Question:
         raise NotImplementedError(f"{type(self).__name__} must say what it asks (question)")
@@ -289,8 +291,18 @@ class LLMPolicy(Policy):
         return None
 
     async def adecide(self, observation: Any, rng: random.Random) -> Any:
-        decided = await decide(self.question(observation), endpoint=self.endpoint, store=self.store, usage=self.usage)
+        question = self.question(observation)
+        self.template_hashes.add(question.template_hash)
+        decided = await decide(question, endpoint=self.endpoint, store=self.store, usage=self.usage)
         return decided.value if decided.ok else self.failed(observation)
+
+    def manifest(self) -> dict[str, Any]:
+        """What a run's manifest says of this policy: its endpoint (and what the server said of itself),
+        its store, its calls (with the models and fingerprints that answered) and its template hashes."""
+        from llm_mesa.llm.dialects import endpoint_manifest
+
+        return {"endpoint": endpoint_manifest(self.endpoint), "store": None if self.store is None else self.store.manifest(),
+                "usage": self.usage.as_dict(), "prompt_template_hashes": sorted(self.template_hashes)}
 
     def params(self) -> dict[str, Any]:
         return {"base_url": self.endpoint.base_url, "model": self.endpoint.model}

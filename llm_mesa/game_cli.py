@@ -100,7 +100,8 @@ def run(game: Game, args: argparse.Namespace) -> int:
     summary = checked_row({"game": game.name, **summary, "policy": args.policy, "seed": args.seed})
     if args.out is not None:
         tables = declared.run_tables(game, model)
-        manifest = build_manifest(game.name, parameters, summary=summary, policy=args.policy, seed=args.seed)
+        manifest = build_manifest(game.name, parameters, summary=summary, policy=args.policy, seed=args.seed,
+                                  **(policy.manifest() if hasattr(policy, "manifest") else {}))
         write_run(args.out, tables, summary, manifest)
     if args.json:
         print(json_text(summary))

@@ -41,10 +41,14 @@ def is_probe(body: bytes) -> bool:
 
 
 class HostileServer:
-    """An aiohttp app on ``host`` (loopback), in its own thread, answering every request with ``handler``."""
+    """An aiohttp app on ``host`` (loopback), in its own thread, answering every request with ``handler``.
 
-    def __init__(self, handler, host: str = "127.0.0.1") -> None:
-        self.handler, self.host = handler, host
+    ``GET /props`` (where llama.cpp's server says what it is; the pre-flight asks it) is answered 404,
+    as most servers answer it, and not kept in ``hits``, unless ``props``: the handlers speak for the
+    OpenAI routes, and count what reaches them."""
+
+    def __init__(self, handler, host: str = "127.0.0.1", *, props: bool = False) -> None:
+        self.handler, self.host, self.props = handler, host, props
         with socket.socket() as s:
             s.bind((host, 0))
             self.port = s.getsockname()[1]
@@ -53,6 +57,8 @@ class HostileServer:
         self.ready = threading.Event()
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        if request.path == "/props" and not self.props:
+            return web.Response(status=404)
         body = await request.read()
         self.hits.append((request.method, request.path, body))
         return await self.handler(request, body)

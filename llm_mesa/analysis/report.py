@@ -7,9 +7,10 @@ Examples:
 Each study (the sweeps of one game, analysed together as by `llm-mesa analyze`)
 gets the game's figures, each beside the table it was drawn from, the study's
 published numbers beside ours where the conditions match, and a figure even
-where a test had to be skipped (it says why). The manifests are summarised at
-the end: models, sampling parameters, seeds, dialects, prompt template hashes,
-token totals, cost and failures. Figures are SVG embedded in the page: the file
+where a test had to be skipped (it says why). Each sweep's run card follows (as
+`llm-mesa card` prints it), and the manifests are summarised at the end: models,
+sampling parameters, seeds, dialects, prompt template hashes, token totals, cost
+and failures. Figures are SVG embedded in the page: the file
 opens anywhere and loads nothing. --out refuses to replace a file unless --force.
 """
 
@@ -110,6 +111,14 @@ def manifest_summary(sweep: SweepData) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def run_cards(paths: Sequence[str]) -> list[str]:
+    """Each sweep's run card (``llm-mesa card``), as HTML."""
+    from llm_mesa.run_card import gather
+    from llm_mesa.run_card_markdown import card_html
+
+    return [card_html(gather(path)) for path in paths]
+
+
 def build_report(paths: Sequence[str], title: str = "llm-mesa report", *, cache: bool = True) -> tuple[str, int]:
     """The page's text and its number of figures, for the sweeps at ``paths`` (grouped by game).
 
@@ -134,7 +143,7 @@ def build_report(paths: Sequence[str], title: str = "llm-mesa report", *, cache:
         manifests.append(manifest_summary(sweep))
     generated = f"generated {datetime.now(UTC).isoformat(timespec='seconds')} by llm-mesa report " \
                 f"from {len(paths)} sweep(s)"
-    page = render_page(title, studies, pd.concat(manifests, ignore_index=True), generated)
+    page = render_page(title, studies, pd.concat(manifests, ignore_index=True), generated, run_cards(paths))
     return page, sum(len(s.panels) for s in studies)
 
 

@@ -34,6 +34,7 @@ th, td { border: 1px solid #ddd; padding: .15em .45em; text-align: right; } th {
 caption { caption-side: top; text-align: left; font-weight: bold; padding: .2em 0; }
 .skipped { color: #8a4b00; } .caption { color: #555; font-size: .85em; } .more { color: #777; font-size: .8em; }
 .scroll { max-height: 34em; overflow: auto; border: 1px solid #eee; margin-bottom: .8em; }
+.run-card { border: 1px solid #ddd; border-radius: 4px; padding: .2em 1em; margin: 1em 0; }
 """
 
 
@@ -121,8 +122,9 @@ def _panel_html(panel: Panel, index: int) -> str:
     return "\n".join(parts)
 
 
-def render_page(title: str, studies: list[Study], manifests: pd.DataFrame, generated: str) -> str:
-    """The whole page as text."""
+def render_page(title: str, studies: list[Study], manifests: pd.DataFrame, generated: str,
+                cards: list[str] | None = None) -> str:
+    """The whole page as text (``cards``: each sweep's run card, as HTML, before the manifests' summary)."""
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">', f"<title>{html.escape(title)}</title>",
            f"<style>{STYLE}</style></head><body>", f"<h1>{html.escape(title)}</h1>",
            f'<p class="caption">{html.escape(generated)}</p>']
@@ -132,6 +134,8 @@ def render_page(title: str, studies: list[Study], manifests: pd.DataFrame, gener
         for panel in study.panels:
             out.append(_panel_html(panel, index))
             index += 1
+    if cards:
+        out += ["<h2>Run cards</h2>", *(f'<section class="run-card">{card}</section>' for card in cards)]
     out += ["<h2>Runs: manifests summarised</h2>",
             '<div class="tables">' + _table_html(manifests, "models, sampling, seeds, dialects, prompts, tokens, cost, "
                                                              "failures") + "</div>", "</body></html>"]

@@ -124,7 +124,8 @@ def is_response_format_refusal(status: int, body_text: str) -> bool:
 
 def endpoint_manifest(endpoint: Endpoint) -> dict[str, Any]:
     """What a run's manifest says of an endpoint: every field (the key's variable name, never the key),
-    the sampling parameters sent, the dialect negotiated and each server's concurrency limit so far."""
+    the sampling parameters sent, the dialect negotiated, each server's concurrency limit so far and
+    what each server said of itself (``server_props``)."""
     from dataclasses import fields
 
     out: dict[str, Any] = {}
@@ -136,4 +137,7 @@ def endpoint_manifest(endpoint: Endpoint) -> dict[str, Any]:
     from llm_mesa.llm.limits import limits_in_use
 
     out["concurrency_limits"] = limits_in_use(endpoint.base_urls)  # per server: the limit in use, what auto did
+    from llm_mesa.llm.server_props import servers_of
+
+    out["servers"] = servers_of(endpoint.base_urls)  # what each server said of itself at the pre-flight (/props)
     return out

@@ -1,12 +1,14 @@
 """Before a game: does the endpoint answer, serve the model and take the key? One bounded check.
 
-Two requests go out together, not one after the other: ``GET /models`` and a
-1-token completion on the route the game will use. The completion decides (it is
-what the game's calls will meet: a refused key, an unknown model, a redirect, an
-HTML page); the model list only names what the server offers when the model is
-unknown. So the check costs one latency, not two, and it is bounded in all by
-the endpoint's ``timeout`` (``--timeout``), reads included: a ``/models`` that
-drips one byte at a time cannot hold it longer.
+Three requests go out together, not one after the other: ``GET /models``, a
+1-token completion on the route the game will use, and ``GET /props`` (what the
+server says of itself, for the run's manifest: ``server_props``). The completion
+decides (it is what the game's calls will meet: a refused key, an unknown model, a
+redirect, an HTML page); the model list only names what the server offers when the
+model is unknown, and ``/props`` is kept when it answered in time. So the check
+costs one latency, not three, and it is bounded in all by the endpoint's
+``timeout`` (``--timeout``), reads included: a ``/models`` that drips one byte at a
+time cannot hold it longer.
 
 A malformed or failed ``/models`` answer (not JSON, the wrong shape, a redirect,
 too large) is a warning, and the game goes on: the route the game uses has just
@@ -33,7 +35,7 @@ import asyncio
 import warnings
 
 from llm_mesa.errors import LlmMesaWarning
-from llm_mesa.llm import transport, wire
+from llm_mesa.llm import server_props, transport, wire
 from llm_mesa.llm.endpoint import Endpoint, EndpointError
 from llm_mesa.llm.store import ResponseStore
 
@@ -61,20 +63,28 @@ async def apreflight(endpoint: Endpoint, store: ResponseStore | None = None) -> 
     loop = asyncio.get_running_loop()
     deadline = loop.time() + endpoint.timeout
     listing = loop.create_task(_attempt(endpoint, client, "get", "/models", None))
+    props = loop.create_task(server_props.ask(endpoint, client))
     started = loop.time()
     try:
         probe = await _attempt(endpoint, client, "post", *_probe(endpoint))  # bounded by the timeout itself
+        # the listing only names what is offered: for an unknown model it may take what is left of the
+        # bound, otherwise as long again as the test call took (a healthy server's list is in by then);
+        # what the server says of itself, as long again as the test call took
+        grace = max(0.05, loop.time() - started)
         if not listing.done():
-            # the listing only names what is offered: for an unknown model it may take what is left of the
-            # bound, otherwise as long again as the test call took (a healthy server's list is in by then)
-            grace = deadline - loop.time() if _needs_listing(probe) else max(0.05, loop.time() - started)
-            await asyncio.wait([listing], timeout=max(0.0, min(grace, deadline - loop.time())))
+            wait = deadline - loop.time() if _needs_listing(probe) else grace
+            await asyncio.wait([listing], timeout=max(0.0, min(wait, deadline - loop.time())))
+        if not props.done():
+            await asyncio.wait([props], timeout=max(0.0, min(started + 2 * grace - loop.time(), deadline - loop.time())))
     finally:
-        if not listing.done():  # a slow or dripping listing never holds the game: the probe has decided
-            listing.cancel()
+        for task in (listing, props):
+            if not task.done():  # a slow or dripping answer never holds the game: the probe has decided
+                task.cancel()
     models = listing.result() if listing.done() and not listing.cancelled() else None
     listed = _listed(endpoint, models, warn=False)
     _judge_probe(endpoint, client.api_key, probe, listed)  # a failed check is one line: no warning beside it
+    if props.done() and not props.cancelled() and props.exception() is None:
+        server_props.remember(endpoint.base_url, props.result())
     return _listed(endpoint, models, warn=True) or []
 
 

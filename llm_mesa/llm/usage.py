@@ -3,7 +3,8 @@
 Times are kept apart: ``latency_s`` sums service times (from a call's place under its
 server's concurrency limit to its answer), ``queue_s`` the waits for that place, so
 "time per decision" reads honestly from ``latency_s / calls``. ``cached_tokens`` counts
-the prompt tokens servers took from their prompt caches (``cache_share`` of all).
+the prompt tokens servers took from their prompt caches (``cache_share`` of all), and
+``served`` the model and ``system_fingerprint`` each answer named (a run card quotes them).
 
 A ``Usage`` sums what its calls cost. Ledgers nest: ``usage.child("round=3")``
 returns a sub-ledger whose records also count in every ancestor, so one record
@@ -38,7 +39,7 @@ class Usage:
     """A ledger of calls: counts, tokens, latency, failures by kind, parse outcomes, cost."""
 
     __slots__ = ("attempts", "cached_tokens", "calls", "children", "completion_tokens", "cost", "failures", "latency_s",
-                 "name", "outcomes", "parent", "prompt_tokens", "queue_s", "replayed", "replayed_cost")
+                 "name", "outcomes", "parent", "prompt_tokens", "queue_s", "replayed", "replayed_cost", "served")
 
     def __init__(self, name: str = "total", parent: Usage | None = None) -> None:
         self.name = name
@@ -58,6 +59,8 @@ class Usage:
         self.replayed_cost = 0.0
         self.failures: dict[str, int] = {}
         self.outcomes: dict[str, int] = {}
+        #: (model, system_fingerprint) as the servers named them in their answers -> calls
+        self.served: dict[tuple[str | None, str | None], int] = {}
 
     def child(self, key: str) -> Usage:
         """The sub-ledger named ``key`` (created on first use); its records count here too."""
@@ -75,6 +78,7 @@ class Usage:
     def add_result(self, result: LLMResult, endpoint: Endpoint | None = None) -> None:
         """Count one call (live or replayed alike, ``replayed`` apart) here and in every ancestor."""
         cost = call_cost(result, endpoint)
+        served = (result.model, result.system_fingerprint) if result.model or result.system_fingerprint else None
         for ledger in self._chain():
             ledger.calls += 1
             ledger.prompt_tokens += result.prompt_tokens
@@ -89,6 +93,8 @@ class Usage:
                 ledger.replayed_cost += cost
             if result.error is not None:
                 ledger.failures[result.error] = ledger.failures.get(result.error, 0) + 1
+            if served is not None:
+                ledger.served[served] = ledger.served.get(served, 0) + 1
 
     def add_outcome(self, outcome: str) -> None:
         """Count one parse outcome of a structured answer here and in every ancestor."""
@@ -119,6 +125,8 @@ class Usage:
             "failed_calls": self.failed_calls,
             "failures": dict(self.failures),
             "outcomes": {k: self.outcomes.get(k, 0) for k in PARSE_OUTCOMES},
+            "served_by": [{"model": m, "system_fingerprint": f, "calls": n}
+                          for (m, f), n in sorted(self.served.items(), key=lambda kv: (str(kv[0][0]), str(kv[0][1])))],
         }
 
     def rows(self, path: tuple[str, ...] = ()) -> list[dict[str, Any]]:
@@ -126,6 +134,7 @@ class Usage:
         here = path + (self.name,)
         flat = self.as_dict()
         failures, outcomes = flat.pop("failures"), flat.pop("outcomes")
+        flat.pop("served_by")
         row = {"ledger": "/".join(here), **flat,
                **{f"failures_{k}": v for k, v in failures.items()},
                **{f"outcome_{k}": v for k, v in outcomes.items()}}

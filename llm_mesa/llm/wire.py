@@ -14,6 +14,8 @@ module reads a server's bytes, headers or JSON again:
   token cut out (``redact``), since a server may echo a request's headers in a
   normal answer, which then lands in the transcript, the messages and the store;
 * a model list (``parse_model_list``) is ``{"data": [{"id": ...}, ...]}``;
+* a server's description of itself (``parse_server_props``, llama.cpp's ``GET /props``)
+  keeps a few short texts and whole numbers, and the chat template's hash, not its text;
 * ``Retry-After`` (``retry_after_s``) is a finite number of seconds >= 0 (the
   client caps it: ``client.RETRY_AFTER_CAP_S``).
 
@@ -123,6 +125,36 @@ def parse_model_list(content: bytes) -> list[str]:
     if not isinstance(listed, list):
         raise Malformed("it is not a model list ({\"data\": [...]})")
     return [m["id"][:MAX_NAME_CHARS] for m in listed if isinstance(m, dict) and isinstance(m.get("id"), str)]
+
+
+def parse_server_props(content: bytes, key: str | None = None) -> dict[str, Any]:
+    """What a server says of itself in a ``GET /props`` answer (llama.cpp's llama-server, the stand-in):
+    its build, model file and alias, context size and slots, the SHA-256 of its chat template, and
+    whether it is a stand-in; texts short and redacted, numbers whole. ``Malformed`` for anything that
+    is not such an object, and for one that says none of it."""
+    import hashlib
+
+    data = loads_json(content)
+    if not isinstance(data, dict):
+        raise Malformed("it is not an object of server properties")
+    settings = data.get("default_generation_settings")
+    settings = settings if isinstance(settings, dict) else {}
+    said: dict[str, Any] = {}
+    for field, value in (("build", data.get("build_info")), ("model_path", data.get("model_path")),
+                         ("model_alias", data.get("model_alias"))):
+        if isinstance(value, str) and value.strip():
+            said[field] = _name(value, key)
+    for field, value in (("context", settings.get("n_ctx", data.get("n_ctx"))), ("slots", data.get("total_slots"))):
+        if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_TOKENS_PER_CALL:
+            said[field] = value
+    template = data.get("chat_template")
+    if isinstance(template, str) and template:
+        said["chat_template_sha256"] = hashlib.sha256(template.encode()).hexdigest()
+    if not said:
+        raise Malformed("it names no build, model file, context or template")
+    if data.get("stand_in") is True:
+        said["stand_in"] = True
+    return said
 
 
 def retry_after_s(headers: Any) -> float | None:

@@ -2,7 +2,8 @@
 
 ``LoopbackApp`` answers ``POST /v1/chat/completions`` and ``POST /v1/completions``
 (a behaviour named by the request's model, with latency and faults drawn from the
-seeded streams), ``GET /v1/models[/NAME]`` and the test controls
+seeded streams), ``GET /v1/models[/NAME]``, ``GET /props`` (what it is, where
+llama.cpp's llama-server says what it is) and the test controls
 ``GET /v1/control/stats``, ``POST /v1/control/reset`` and
 ``POST /v1/control/script``. Its state (counters, fault and jitter streams,
 fail_first tallies) lives in the server's event loop; ``LoopbackServer`` runs it.
@@ -44,6 +45,7 @@ from llm_mesa.loopback.protocol import (
     parse_json,
     read_prompt,
     response_schema,
+    server_props,
     shape_to_schema,
     stop_sequences,
     token_limit,
@@ -145,6 +147,7 @@ class LoopbackApp:
         app.router.add_post("/v1/completions", self._completions)
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/v1/models/{model:.+}", self._model)
+        app.router.add_get("/props", self._props)
         app.router.add_get("/v1/control/stats", self._control_stats)
         app.router.add_post("/v1/control/reset", self._control_reset)
         app.router.add_post("/v1/control/script", self._control_script)
@@ -353,6 +356,12 @@ class LoopbackApp:
         except LoopbackError as exc:
             return _error(400, str(exc), "invalid_request_error", None, "model")
         return web.json_response(model_entry(model, type(route.behaviour).__doc__ or ""))
+
+    async def _props(self, request: web.Request) -> web.Response:
+        """What the server says of itself, where llama.cpp's llama-server says it: its build, no model file."""
+        if not self._authorised(request):
+            return self._unauthorised()
+        return web.json_response(server_props())
 
     async def _control_stats(self, request: web.Request) -> web.Response:
         if not self._authorised(request):

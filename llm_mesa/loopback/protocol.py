@@ -331,6 +331,13 @@ def model_entry(model_id: str, summary: str) -> dict[str, Any]:
             "stand_in": True, "description": summary}
 
 
+def server_props() -> dict[str, Any]:
+    """``GET /props`` in llama.cpp's shape: the stand-in's build (its system_fingerprint), no model file, and
+    that it is a stand-in, not a language model."""
+    return {"build_info": SYSTEM_FINGERPRINT, "model_path": "", "model_alias": "", "total_slots": 0,
+            "default_generation_settings": {}, "stand_in": True, "owned_by": OWNER}
+
+
 def error_body(message: str, kind: str, code: str | None = None, param: str | None = None) -> bytes:
     """An OpenAI error object, as JSON bytes."""
     return json.dumps({"error": {"message": message, "type": kind, "param": param, "code": code}}).encode()
