@@ -30,6 +30,7 @@ CORE_SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "lab": ("llm_mesa.visualization.lab_cli", "seat people in a game beside LLM and rule agents, a browser each"),
     "analyze": ("llm_mesa.analysis.cli", "the studies' statistics over a sweep's results"),
     "report": ("llm_mesa.analysis.report", "one self-contained HTML report with figures over sweeps' results"),
+    "fit": ("llm_mesa.analysis.fit_cli", "which rule, with which parameters, plays like the agents of runs (and does it replay them)"),
 }
 
 

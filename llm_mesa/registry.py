@@ -40,7 +40,7 @@ ENTRY_POINT_GROUP = "llm_mesa.games"
 GAME_NAME = re.compile(r"[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*")
 GAME_NAME_MAX = 40
 #: names a game may not take: the core's own commands (``llm_mesa.cli.CORE_SUBCOMMANDS``) and help
-RESERVED_NAMES = frozenset({"sweep", "serve", "local", "viz", "analyze", "report", "lab", "help"})
+RESERVED_NAMES = frozenset({"sweep", "serve", "local", "viz", "analyze", "report", "lab", "fit", "help"})
 
 _registered: dict[str, Game] = {}
 _loaded: dict[tuple[str, str], Game] = {}  # (name, entry point value) -> the game it loaded
