@@ -56,11 +56,14 @@ class Cell:
     games: pd.DataFrame = field(default_factory=pd.DataFrame)
     others: str | None = None
     places: dict[int, list[Any]] | None = None
+    given: dict[str, Any] | None = None  # the parameters the condition names (a sweep's grid); None: those not default
 
     def condition_json(self) -> dict[str, Any]:
-        """The condition's name and the parameters it sets apart from the game's defaults."""
+        """The condition's name and its parameters: as the sweep's grid gives them, else those not the game's defaults."""
         defaults = self.game.parameters.defaults()
-        return {"name": self.condition, **{k: v for k, v in self.parameters.items() if defaults.get(k) != v}}
+        given = self.given if self.given is not None else \
+            {k: v for k, v in self.parameters.items() if defaults.get(k) != v}
+        return {"name": self.condition, **given}
 
 
 def _reader(game: Game):
@@ -123,7 +126,8 @@ def _sweep_cells(path: Path) -> tuple[Game, list[Cell]]:
         if key not in tables["agents"]:
             continue
         parameters = game.parameters.validate(conditions.get(condition, {}), complete=True)
-        cell = cells.setdefault((condition, policy), Cell(game, condition, parameters, policy))
+        cell = cells.setdefault((condition, policy), Cell(game, condition, parameters, policy,
+                                                          given=dict(conditions.get(condition, {}))))
         own = {name: frames[key] for name, frames in tables.items() if key in frames}
         cell.pairs += [(o, d) for _, _, o, d in decisions_of(game, own, parameters, seed, f"{path} ({condition}, {seed})")]
         cell.games = pd.concat([cell.games, pd.DataFrame([row])], ignore_index=True)

@@ -63,6 +63,10 @@ def observed(tables: Mapping[str, pd.DataFrame], parameters: Mapping[str, Any],
     agents = tables["agents"]
     frame = pd.DataFrame({"round": agents["round"].astype(int), "node": agents["node"].astype(int),
                           "colour": agents["colour"].astype(str), "preference": agents["preference"].astype(str)})
+    for column in ("colour", "preference"):
+        wrong = sorted(set(frame[column]) - {"red", "blue"})
+        if wrong:
+            raise AnalysisError(f"the agents table's {column} holds {wrong[0]!r}; a consensus {column} is red or blue")
     by_round = {int(r): dict(zip(g["node"], g["colour"])) for r, g in frame.groupby("round", sort=True)}
     preferences = dict(zip(frame["node"], frame["preference"]))
     neighbours = _neighbours(tables, p, seed, sorted(preferences))
