@@ -8,7 +8,7 @@ the logs of the probabilities the rule gave them.
 
 * **Estimates**: the parameters that maximise it (a grid over the parameters' box, then
   Powell's method from the best point, within the box; ``scipy.optimize``); a rule's spec
-  may fix some (``majority-inertia:threshold=0.5`` estimates inertia alone).
+  may fix some (``RULE:NAME=V`` holds NAME at V and estimates the others).
 * **Intervals (95 %)**: profile likelihood, {t : 2 (l_max - l_profile(t)) <= chi2_1(0.95)},
   each end found by Brent's root finder. Why not Wald (estimate +- 1.96 / sqrt(observed
   information)): the estimates often sit on the box's edge (inertia 0, an error rate 0),

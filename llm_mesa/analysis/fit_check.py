@@ -6,7 +6,7 @@ for a rule as registered, ``Game.make_model`` for a trembling one, ``Game.place`
 agents a policy played among others (a lab's seats). Then each headline outcome's
 distribution over those games is held against RUNS':
 
-* a yes/no outcome (consensus, solved): Fisher's exact test on the 2 x 2 table, exact at
+* a yes/no outcome (an agreement reached, a problem solved): Fisher's exact test on the 2 x 2 table, exact at
   the few dozen games a cell holds, where a chi-squared approximation is not;
 * a number (rounds, agreement): the two-sided Mann-Whitney U test: outcomes such as rounds
   are counts with many ties and a ceiling (the round limit), and Mann-Whitney compares the

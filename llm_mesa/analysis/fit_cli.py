@@ -1,10 +1,10 @@
 """Which rule plays like these agents: each rule's parameters fitted to RUNS' decisions, compared by AIC, checked by play.
 
 Examples:
-  llm-mesa fit runs/llm-consensus                                  # a sweep played with --tables agents
-  llm-mesa fit runs/llm-consensus --rules 'majority-inertia;voter' --json > fits.json
+  llm-mesa fit runs/llm                                            # a sweep played with --tables agents
+  llm-mesa fit runs/llm --rules 'RULE;RULE:PARAM=0.5' --json > fits.json
   llm-mesa fit runs/lab1 runs/lab2                                 # lab sessions: the seats are "people"
-  llm-mesa fit people.csv --game consensus --edges network.csv    # people's own data (docs/fit.md)
+  llm-mesa fit people.csv --game GAME --edges network.csv         # people's own data (docs/fit.md)
 
 RUNS is a sweep, a run folder, a lab session or a CSV file of decisions, of one game. For each
 policy of RUNS (LLM agents, people or a rule) and each condition, each rule (--rules, default:
@@ -37,7 +37,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "of one game are read together")
     parser.add_argument("--rules", default=None, metavar="'A;B'",
                         help="the rules to fit, ';'-separated specs (a parameter given is held fixed, e.g. "
-                             "'majority-inertia:threshold=0.5'); default: every rule of the game that declares a distribution")
+                             "'RULE:NAME=0.5'); default: every rule of the game that declares a distribution")
     parser.add_argument("--measures", default=None, metavar="A,B",
                         help="the outcomes the check compares (default: the game's headline measure and rounds)")
     parser.add_argument("--no-check", action="store_true", help="fit only: do not play the fitted rules again")
@@ -54,7 +54,8 @@ def _rules(game: Any, given: str | None) -> list[str]:
     if given is not None:
         specs = [s.strip() for s in given.split(";") if s.strip()]
         if not specs:
-            raise AnalysisError("--rules names no rule; give specs separated by ';' (e.g. 'majority-inertia;voter')")
+            named = ";".join(registered_rule_policies(game.name)[:2])
+            raise AnalysisError(f"--rules names no rule; give specs separated by ';' (e.g. '{named}')")
         for spec in specs:
             try:
                 policy = make_policy(spec, game.name)

@@ -3,7 +3,7 @@
 One row per agent and round, in the game's agents-table layout (``llm-mesa sweep --game GAME
 --list`` names its columns): ``seed`` and ``round`` (whole numbers; round 0 is the start, each
 game needs it), the game's agent column (``node`` or ``agent``) and the columns its decisions
-are read from (the consensus game: ``colour``, ``preference``). Optional: ``game`` (else
+are read from (a colour, a preference: docs/fit.md). Optional: ``game`` (else
 ``--game``), ``condition`` (a name), ``policy`` (default ``people``), any of the game's
 parameters (fixed within a condition; the rest take their defaults), ``failed``/``timeout``
 (true: the decision was not the person's). The network: ``--edges FILE.csv`` (``seed``,
@@ -81,7 +81,7 @@ def _parameters(frame: pd.DataFrame, game: Game, condition: str, path: Path) -> 
     try:
         return game.parameters.validate(given, complete=True)
     except LlmMesaError as exc:
-        raise AnalysisError(f"{path}, condition {condition!r}: {exc}") from None
+        raise AnalysisError(f"{path}{f', condition {condition!r}' if condition else ''}: {exc}") from None
 
 
 def _edges(edges: str | os.PathLike[str] | None) -> pd.DataFrame | None:
