@@ -115,6 +115,7 @@ def test_on_a_voter_sweep_the_lowest_aic_is_voters(tmp_path, capsys):
         assert ERROR_RATE in next(f for f in mine if f["rule"] == "stubborn")["parameters"]
 
 
+@pytest.mark.slow  # about 10 s alone, past 20 s on a loaded machine: 3,100 calls over HTTP
 def test_llm_agents_on_the_stand_in_playing_majority_inertia_give_its_inertia_back(tmp_path, capsys):
     from llm_mesa.loopback.server import LoopbackServer
 

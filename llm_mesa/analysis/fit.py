@@ -106,6 +106,9 @@ class Likelihood:
     trembles: bool = False
     _cache: dict[tuple, np.ndarray] = field(default_factory=dict, repr=False)
 
+    def __post_init__(self) -> None:
+        self._counts = np.array([c for _, _, c in self.entries], dtype=float)
+
     @classmethod
     def of(cls, game: str, spec: str, pairs: Iterable[tuple[Any, Any]]) -> Likelihood:
         name, fixed = parse_policy_spec(spec)
@@ -154,12 +157,13 @@ class Likelihood:
         if cached is None:
             policy = self.policy(dict(zip(self.rule_parameters, theta)))
             shown = [policy.distribution(o) for o in self.situations]
-            cached = np.array([[float(shown[s].get(d, 0.0)), float(len(shown[s].keys() | {d})), c]
-                               for s, d, c in self.entries], dtype=float)
+            p = np.fromiter((shown[s].get(d, 0.0) for s, d, _ in self.entries), float, len(self.entries))
+            k = np.fromiter((len(shown[s]) + (d not in shown[s]) for s, d, _ in self.entries), float, len(self.entries))
+            cached = np.stack([p, k, self._counts])
             if len(self._cache) > 4096:
                 self._cache.clear()
             self._cache[key] = cached
-        return cached[:, 0], cached[:, 1], cached[:, 2]
+        return cached[0], cached[1], cached[2]
 
     def __call__(self, values: Sequence[float], exact: bool = False) -> float:
         """The log-likelihood at ``values`` (the free parameters' values in order); ``exact``: -inf where
@@ -174,8 +178,8 @@ class Likelihood:
         return float(np.sum(c * np.log(np.maximum(p, FLOOR))))
 
 
-def _grid(likelihood: Likelihood, names: Sequence[str], bounds: Sequence[tuple[float, float]]) -> list[np.ndarray]:
-    points = {1: 21, 2: 11, 3: 7}.get(len(names), 5)
+def _grid(names: Sequence[str], bounds: Sequence[tuple[float, float]], coarse: bool = False) -> list[np.ndarray]:
+    points = ({1: 6, 2: 4} if coarse else {1: 21, 2: 11, 3: 7}).get(len(names), 3 if coarse else 5)
     axes = []
     for name, (low, high) in zip(names, bounds):
         if name == ERROR_RATE:
@@ -186,23 +190,58 @@ def _grid(likelihood: Likelihood, names: Sequence[str], bounds: Sequence[tuple[f
 
 
 def _maximise(objective: Callable[[np.ndarray], float], names: Sequence[str], bounds: Sequence[tuple[float, float]],
-              likelihood: Likelihood, start: np.ndarray | None = None) -> tuple[np.ndarray, float]:
-    """The maximum of ``objective`` over the box: the best grid point (and ``start``), refined by Powell's method."""
+              start: np.ndarray | None = None, coarse: bool = False) -> tuple[np.ndarray, float]:
+    """The maximum of ``objective`` over the box: the best grid point (and ``start``: ``coarse``, a coarser grid
+    around it), refined by Powell's method (several parameters) and by coordinate ascent."""
     from scipy.optimize import minimize
 
     if not names:
         return np.array([]), objective(np.array([]))
-    axes = _grid(likelihood, names, bounds)
+    axes = _grid(names, bounds, coarse)
     mesh = np.stack([a.ravel() for a in np.meshgrid(*axes, indexing="ij")], axis=1)
     candidates = [*mesh, *([start] if start is not None else [])]
     values = [objective(x) for x in candidates]
     best = int(np.argmax(values))
     x0, f0 = np.asarray(candidates[best], dtype=float), values[best]
-    result = minimize(lambda x: -objective(np.clip(x, [b[0] for b in bounds], [b[1] for b in bounds])), x0,
-                      method="Powell", bounds=bounds, options={"xtol": 1e-6, "ftol": 1e-10, "maxfev": 4000})
-    x1 = np.clip(np.asarray(result.x, dtype=float), [b[0] for b in bounds], [b[1] for b in bounds])
-    f1 = objective(x1)
-    return (x1, f1) if f1 >= f0 else (x0, f0)
+    low, high = np.array([b[0] for b in bounds]), np.array([b[1] for b in bounds])
+    if len(names) > 1 and not coarse:  # a profile's inner search starts at the estimate: coordinate ascent does
+        result = minimize(lambda x: -objective(np.clip(x, low, high)), x0, method="Powell", bounds=bounds,
+                          options={"xtol": 1e-6, "ftol": 1e-10, "maxfev": 4000})
+        x1 = np.clip(np.asarray(result.x, dtype=float), low, high)
+        f1 = objective(x1)
+        if f1 >= f0:
+            x0, f0 = x1, f1
+    return _coordinates(objective, x0, f0, axes)
+
+
+def _coordinates(objective: Callable[[np.ndarray], float], x: np.ndarray, f: float, axes: Sequence[np.ndarray],
+                 sweeps: int = 6) -> tuple[np.ndarray, float]:
+    """Coordinate ascent by bounded Brent steps, each between the grid points either side of ``x``: where Powell
+    stops on a box's edge or on a likelihood that moves in steps (a threshold), one parameter at a time finds the way."""
+    from scipy.optimize import minimize_scalar
+
+    for _ in range(sweeps):
+        start = f
+        for i in range(len(x)):
+            below, above = axes[i][axes[i] < x[i]], axes[i][axes[i] > x[i]]
+            a = below.max() if len(below) else axes[i].min()
+            b = above.min() if len(above) else axes[i].max()
+            if b <= a:
+                continue
+
+            def along(t: float, i: int = i, base: np.ndarray = x) -> float:
+                y = base.copy()
+                y[i] = t
+                return -objective(y)
+
+            found = minimize_scalar(along, bounds=(a, b), method="bounded", options={"xatol": 1e-7})
+            for t in (float(found.x), a, b):
+                if -along(t) > f:
+                    x, f = x.copy(), -along(t)
+                    x[i] = t
+        if f - start < 1e-10:
+            break
+    return x, f
 
 
 def _profile(likelihood: Likelihood, j: int, estimate: np.ndarray) -> Callable[[float], float]:
@@ -218,7 +257,7 @@ def _profile(likelihood: Likelihood, j: int, estimate: np.ndarray) -> Callable[[
             x[others] = rest
             return likelihood(x)
 
-        return _maximise(objective, names, bounds, likelihood, start=estimate[others])[1] if others else \
+        return _maximise(objective, names, bounds, start=estimate[others], coarse=True)[1] if others else \
             objective(np.array([]))
 
     return at
@@ -238,18 +277,17 @@ def _interval(likelihood: Likelihood, j: int, estimate: np.ndarray, best: float)
         if edge == theta or profile(edge) >= cut:
             ends.append(edge)
             continue
-        ends.append(float(brentq(lambda t: profile(t) - cut, *sorted((edge, theta)), xtol=1e-5)))
+        ends.append(float(brentq(lambda t: profile(t) - cut, *sorted((edge, theta)), xtol=1e-4)))
     return ends[0], ends[1]
 
 
 def fit_rule(game: str, spec: str, pairs: Iterable[tuple[Any, Any]]) -> RuleFit:
     """Fit the rule ``spec`` (its free ``fit_parameters``; those the spec names stay fixed) to ``pairs``."""
     likelihood = Likelihood.of(game, spec, pairs)
-    estimate, best = _maximise(likelihood, likelihood.free, likelihood.bounds, likelihood)
+    estimate, best = _maximise(likelihood, likelihood.free, likelihood.bounds)
     if not math.isfinite(likelihood(estimate, exact=True)):
         likelihood = likelihood.tremble()
-        estimate, best = _maximise(likelihood, likelihood.free, likelihood.bounds, likelihood,
-                                   start=np.array([*estimate, 0.5]))
+        estimate, best = _maximise(likelihood, likelihood.free, likelihood.bounds, start=np.array([*estimate, 0.5]))
     parameters = {}
     for j, name in enumerate(likelihood.free):
         low, high = _interval(likelihood, j, estimate, best)

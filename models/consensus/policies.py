@@ -128,7 +128,7 @@ class RulePolicy(StreamPolicy):
     def distribution_key(obs: ConsensusObservation) -> tuple:
         """What a rule's distribution reads of an observation: its colour, preference, blue neighbours and
         neighbours (``llm-mesa fit`` weighs each such situation once)."""
-        return obs.colour, obs.preference, sum(c == "blue" for c in obs.neighbour_colours), len(obs.neighbour_colours)
+        return obs.colour, obs.preference, obs.neighbour_colours.count("blue"), len(obs.neighbour_colours)
 
     def draws_from(self, degree: np.ndarray) -> np.ndarray:
         """Which agents' ``decide`` draws from its ``rng`` (all, by default)."""
