@@ -109,6 +109,8 @@ def _played(cell: Any, spec: str, error_rate: float) -> pd.DataFrame:
 
 def check(cell: Any, spec: str, error_rate: float, measures: Sequence[str]) -> tuple[list[dict[str, Any]], str]:
     """``[{"measure": M, "p": p}]`` for each of ``measures`` both sides hold, and why there are none when none."""
+    if cell.games.empty:
+        return [], "RUNS kept no outcomes to replay against (a CSV file of decisions)"
     if len(cell.games) < MIN_GAMES or "seed" not in cell.games.columns:
         return [], f"{len(cell.games)} game(s) of RUNS in this cell: a test needs {MIN_GAMES} a side"
     if cell.others is not None and parse_policy_spec(cell.others)[0] == "llm":
