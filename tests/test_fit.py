@@ -165,3 +165,28 @@ def test_the_engine_groups_equal_situations_without_changing_the_likelihood():
     fit = fit_rule(fit_ring.NAME, "sticky:p=0.4", pairs)
     by_hand = sum(math.log(fit_ring.Sticky(0.4).distribution(v)[d]) for v, d in pairs)
     assert fit.log_likelihood == pytest.approx(by_hand)
+
+
+def test_a_trembling_rule_decides_as_its_fitted_likelihood_says():
+    import random
+
+    from llm_mesa.analysis.fit_check import Trembling
+    from llm_mesa.policy import make_policy
+
+    view = fit_ring.View(0, 1, "a", "b", "a")
+    tremble, rng = Trembling(fit_ring.Left(), 0.4), random.Random(1)
+    chosen = [tremble.decide(view, rng) for _ in range(20000)]
+    assert chosen.count("b") / len(chosen) == pytest.approx(0.6 + 0.4 / 2, abs=0.01)  # (1 - e) P + e / K
+    from llm_mesa.models.consensus.observation import ConsensusObservation
+
+    seen = ConsensusObservation(agent_id=0, round=1, preference="red", colour="blue", neighbour_ids=(1,),
+                                neighbour_colours=("blue",))
+    stubborn = Trembling(make_policy("stubborn", "consensus"), 0.5)
+    colours = [stubborn.decide(seen, rng).colour for _ in range(20000)]  # a dataclass decision: its first field
+    assert colours.count("blue") / len(colours) == pytest.approx(0.25, abs=0.01)
+    assert stubborn.spec() == "stubborn:error_rate=0.5"
+
+
+def test_a_trembling_rules_replay_is_checked_through_the_games_play_path(tmp_path, capsys):
+    fits = fits_of(capsys, sweep(tmp_path, "sticky:p=0.3", seeds=6), "--rules", "left")
+    assert ERROR_RATE in fits[0]["parameters"] and {c["measure"] for c in fits[0]["checks"]} == {"share_a", "rounds"}
