@@ -58,6 +58,7 @@ def test_a_lab_sessions_seats_are_one_more_policy_people(tmp_path, capsys):
     others = [f for f in found if f["policy"] != "people"]
     assert others and all(f["policy"].startswith("majority-inertia") for f in others)
     assert others[0]["decisions"] == 8 * sum(rounds)  # the eight agents on the rule, every round
+    assert all(f["checks"] == [] for f in others)  # their games had people in them, who cannot be played again
 
 
 def test_a_lab_session_goes_into_the_report_as_people(tmp_path, capsys):

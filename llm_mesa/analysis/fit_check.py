@@ -26,6 +26,7 @@ from typing import Any
 
 import pandas as pd
 
+from llm_mesa.analysis.fit_data import PEOPLE
 from llm_mesa.games import PlayRequest, run_model
 from llm_mesa.policy import Policy, make_policy, parse_policy_spec
 
@@ -113,6 +114,8 @@ def check(cell: Any, spec: str, error_rate: float, measures: Sequence[str]) -> t
         return [], "RUNS kept no outcomes to replay against (a CSV file of decisions)"
     if len(cell.games) < MIN_GAMES or "seed" not in cell.games.columns:
         return [], f"{len(cell.games)} game(s) of RUNS in this cell: a test needs {MIN_GAMES} a side"
+    if cell.others == PEOPLE:
+        return [], "the game's other agents were people, who cannot be played again"
     if cell.others is not None and parse_policy_spec(cell.others)[0] == "llm":
         return [], "the other agents were LLM agents: replaying them needs their endpoint"
     played = _played(cell, spec, error_rate)

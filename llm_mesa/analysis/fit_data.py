@@ -166,9 +166,9 @@ def _run_cells(path: Path) -> tuple[Game, list[Cell]]:
     cells = {}
     for agent, _, observation, decision in decided:
         name = PEOPLE if who.get(agent) == "human" else specs.get(agent, policy)
+        mine = seats if name == PEOPLE else [a for a in who if a not in seats]
         cell = cells.setdefault(name, Cell(game, game.describe(parameters), parameters, name, games=games,
-                                           others=policy if name == PEOPLE else None,
-                                           places={seed: seats} if name == PEOPLE else None))
+                                           others=policy if name == PEOPLE else PEOPLE, places={seed: mine}))
         cell.pairs.append((observation, decision))
     return game, list(cells.values())
 
