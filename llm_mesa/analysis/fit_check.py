@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from llm_mesa.analysis.fit_data import PEOPLE
+from llm_mesa.analysis.fit_cells import PEOPLE
 from llm_mesa.games import PlayRequest, run_model
 from llm_mesa.policy import Policy, make_policy, parse_policy_spec
 

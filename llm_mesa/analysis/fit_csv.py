@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from llm_mesa.analysis.checks import AnalysisError
+from llm_mesa.analysis.fit_cells import PEOPLE, Cell, decisions_of
 from llm_mesa.errors import LlmMesaError
 from llm_mesa.games import Game
 
@@ -100,10 +101,8 @@ def _integers(frame: pd.DataFrame, column: str, path: Path) -> pd.Series:
     return _whole(frame, column, path)
 
 
-def csv_cells(path: Path, game_name: str | None, edges: str | os.PathLike[str] | None) -> tuple[Game, list]:
-    """Cells (``fit_data.Cell``) of a CSV file's decisions: one per condition and policy."""
-    from llm_mesa.analysis.fit_data import PEOPLE, Cell, decisions_of
-
+def csv_cells(path: Path, game_name: str | None, edges: str | os.PathLike[str] | None) -> tuple[Game, list[Cell]]:
+    """Cells of a CSV file's decisions: one per condition and policy."""
     frame = read_table(path, "decisions")
     game = _game(frame, game_name, path)
     frame["seed"], frame["round"] = _whole(frame, "seed", path), _whole(frame, "round", path)
