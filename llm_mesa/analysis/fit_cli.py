@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -144,9 +143,3 @@ def run(args: argparse.Namespace) -> int:
               "(lowest first); checks: p of Fisher's exact / Mann-Whitney tests of the rule's replayed games against RUNS'")
         print(format_fits(fits))
     return 0
-
-
-if __name__ == "__main__":
-    from llm_mesa.cli import main
-
-    sys.exit(main(["fit", *sys.argv[1:]]))
