@@ -7,7 +7,8 @@ a rule policy that declares ``distribution(observation) -> {decision: probabilit
 the logs of the probabilities the rule gave them.
 
 * **Estimates**: the parameters that maximise it (a grid over the parameters' box, then
-  Powell's method from the best point, within the box; ``scipy.optimize``); a rule's spec
+  Powell's method from the best point and a coordinate search between grid points, within
+  the box; ``scipy.optimize``); a rule's spec
   may fix some (``RULE:NAME=V`` holds NAME at V and estimates the others).
 * **Intervals (95 %)**: profile likelihood, {t : 2 (l_max - l_profile(t)) <= chi2_1(0.95)},
   each end found by Brent's root finder. Why not Wald (estimate +- 1.96 / sqrt(observed
@@ -191,8 +192,8 @@ def _grid(names: Sequence[str], bounds: Sequence[tuple[float, float]], coarse: b
 
 def _maximise(objective: Callable[[np.ndarray], float], names: Sequence[str], bounds: Sequence[tuple[float, float]],
               start: np.ndarray | None = None, coarse: bool = False) -> tuple[np.ndarray, float]:
-    """The maximum of ``objective`` over the box: the best grid point (and ``start``: ``coarse``, a coarser grid
-    around it), refined by Powell's method (several parameters) and by coordinate ascent."""
+    """The maximum of ``objective`` over the box: the best of a grid (``coarse``: fewer points, for a profile's inner
+    search) and ``start``, refined by Powell's method (several parameters) and by coordinate ascent."""
     from scipy.optimize import minimize
 
     if not names:
