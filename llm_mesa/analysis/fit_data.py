@@ -34,6 +34,7 @@ __all__ = ["read_runs"]
 #: what names one game of a sweep in its tables
 _SWEEP_KEY = ["condition", "policy", "seed"]
 
+
 def _frames_by_game(frame: pd.DataFrame) -> dict[tuple, pd.DataFrame]:
     return {tuple(k): g for k, g in frame.groupby(_SWEEP_KEY, sort=False)} if not frame.empty else {}
 
@@ -53,6 +54,7 @@ def _sweep_cells(path: Path) -> tuple[Game, list[Cell]]:
                             f"--tables agents (into a new --out)")
     conditions = (sweep.manifest.get("grid") or {}).get("conditions") or {}
     cells: dict[tuple[str, str], Cell] = {}
+    rows: dict[tuple[str, str], list[dict]] = {}
     for row in sweep.games.to_dict("records"):
         condition, policy, seed = str(row["condition"]), str(row["policy"]), int(row["seed"])
         key = (condition, policy, seed)
@@ -63,7 +65,9 @@ def _sweep_cells(path: Path) -> tuple[Game, list[Cell]]:
                                                           given=dict(conditions.get(condition, {}))))
         own = {name: frames[key] for name, frames in tables.items() if key in frames}
         cell.pairs += [(o, d) for _, _, o, d in decisions_of(game, own, parameters, seed, f"{path} ({condition}, {seed})")]
-        cell.games = pd.concat([cell.games, pd.DataFrame([row])], ignore_index=True)
+        rows.setdefault((condition, policy), []).append(row)
+    for key, cell in cells.items():
+        cell.games = pd.DataFrame(rows[key])
     return game, list(cells.values())
 
 
