@@ -31,6 +31,7 @@ CORE_SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "analyze": ("llm_mesa.analysis.cli", "the studies' statistics over a sweep's results"),
     "report": ("llm_mesa.analysis.report", "one self-contained HTML report with figures over sweeps' results"),
     "card": ("llm_mesa.run_card", "a run card a paper can quote: models, servers, sampling, seeds, tokens, versions"),
+    "fit": ("llm_mesa.analysis.fit_cli", "which rule, with which parameters, plays like the agents of runs (and does it replay them)"),
 }
 
 

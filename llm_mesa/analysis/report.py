@@ -40,6 +40,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, metavar="FILE.html", help="the report to write (a new file)")
     parser.add_argument("--force", action="store_true", help="let --out replace an existing file")
     parser.add_argument("--title", default="llm-mesa report", help="the page's title")
+    parser.add_argument("--fit", action="append", default=[], metavar="SOURCE",
+                        help="a section of `llm-mesa fit` results: its --json output, or RUNS to fit (a sweep kept with "
+                             "--tables agents, a run folder, a lab session, a CSV file of decisions); repeatable")
     parser.add_argument("--no-cache", action="store_true",
                         help="compute the statistics again instead of reading those `llm-mesa analyze` kept "
                              "(the sweep's analysis-cache folder, addressed by the sweeps' content)")
@@ -119,7 +122,8 @@ def run_cards(paths: Sequence[str]) -> list[str]:
     return [card_html(gather(path)) for path in paths]
 
 
-def build_report(paths: Sequence[str], title: str = "llm-mesa report", *, cache: bool = True) -> tuple[str, int]:
+def build_report(paths: Sequence[str], title: str = "llm-mesa report", *, cache: bool = True,
+                 fits: Sequence[str] = ()) -> tuple[str, int]:
     """The page's text and its number of figures, for the sweeps at ``paths`` (grouped by game).
 
     The statistics are those ``llm-mesa analyze`` keeps (``cache``): a report right after an
@@ -141,6 +145,10 @@ def build_report(paths: Sequence[str], title: str = "llm-mesa report", *, cache:
                              f"{len(sweep.games)} games from {len(sweep.paths)} sweep(s): {sweep.name}; "
                              f"models: {', '.join(report.get('models') or report.get('policies') or [])}", panels))
         manifests.append(manifest_summary(sweep))
+    if fits:
+        from llm_mesa.analysis.fit_report import fit_study
+
+        studies.append(fit_study(fits))
     generated = f"generated {datetime.now(UTC).isoformat(timespec='seconds')} by llm-mesa report " \
                 f"from {len(paths)} sweep(s)"
     page = render_page(title, studies, pd.concat(manifests, ignore_index=True), generated, run_cards(paths))
@@ -151,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
     out = writable_out(args.out, args.force)
     if out.suffix.lower() not in (".html", ".htm"):
         raise AnalysisError(f"--out {str(out)!r} must end in .html")
-    page, figures = build_report(args.sweeps, args.title, cache=not args.no_cache)
+    page, figures = build_report(args.sweeps, args.title, cache=not args.no_cache, fits=args.fit)
     write_atomic(out, page)
     print(f"wrote {out} ({figures} figures)")
     return 0

@@ -41,6 +41,16 @@ PREFERENTIAL = ("pa-2", "pa-3")
 #: the parameters that make a graph family; every other crossed one makes the setting
 GRAPH_KEYS = ("n", "topology", "chords", "leaders", "links", "k")
 DEFAULTS = {name: PARAMETERS[name].default for name in PARAMETERS.names}
+#: the study's people as a row beside ours: only what the paper reports (its 38 experiments pooled; no interval,
+#: no per-network figure: neither is quoted here, and nothing is estimated)
+PEOPLE_SETTING = "people: Kearns, Suri and Montfort (2006)"
+
+
+def people_row(published: Mapping[str, Any]) -> dict[str, Any]:
+    """The published human result in the headline's columns (games: the experiments), with its source."""
+    return {"setting": PEOPLE_SETTING, "games": published["experiments"], "solved": published["solved"],
+            "share": published["solved"] / published["experiments"], "low": None, "high": None,
+            "mean_s": published["mean_s"], "median_s": published["median_s"], "source": published["source"]}
 
 
 def family(parameters: Mapping[str, Any]) -> str | None:
@@ -180,5 +190,5 @@ def _verdict(value: str | None) -> str:
             "equal": "no difference"}[value]
 
 
-__all__ = ["FINDINGS", "PUBLISHED", "SECONDS_PER_ROUND", "SOURCE", "analyze", "family", "format_report", "placed",
-           "view"]
+__all__ = ["FINDINGS", "PEOPLE_SETTING", "PUBLISHED", "SECONDS_PER_ROUND", "SOURCE", "analyze", "family", "format_report", "people_row",
+           "placed", "view"]

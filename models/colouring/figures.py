@@ -10,6 +10,8 @@ import pandas as pd
 
 from llm_mesa.analysis import Panel, drawn, figures, generic
 
+from .analysis import people_row
+
 #: the generic panel of the headline measure, drawn (with the paper) first here
 HEADLINE_MEASURE = "solved"
 
@@ -19,6 +21,11 @@ def _published_table(report: Mapping[str, Any]) -> pd.DataFrame:
     return pd.DataFrame([{"experiments": p["experiments"], "solved": p["solved"],
                           "share": round(p["solved"] / p["experiments"], 3), "limit_s": p["limit_s"],
                           "mean_s": p["mean_s"], "median_s": p["median_s"], "source": p["source"]}])
+
+
+def _beside_people(rows: list[dict[str, Any]], report: Mapping[str, Any]) -> pd.DataFrame:
+    """Our settings' rows, then the study's people as published (their source named in its column)."""
+    return pd.DataFrame([{**r, "source": "ours"} for r in rows] + [people_row(report["published"])])
 
 
 def _no_study_games(title: str, report: Mapping[str, Any]) -> Panel | None:
@@ -34,18 +41,21 @@ def solved_panel(report: Mapping[str, Any]) -> Panel:
         return empty
     p = report["published"]
     rows = report["headline"]
-    settings = [r["setting"] for r in rows]
+    people = people_row(p)
+    settings = [r["setting"] for r in rows] + [people["setting"]]
     figure, ax = figures.new_figure(6.4, 1.3 + 0.32 * len(settings))
-    figures.interval_points(ax, settings, {"ours": {r["setting"]: (r["share"], r["low"], r["high"]) for r in rows}},
+    figures.interval_points(ax, settings, {"ours": {r["setting"]: (r["share"], r["low"], r["high"]) for r in rows},
+                                           "people (published)": {people["setting"]: (people["share"], None, None)}},
                             xlabel="share of games reaching a proper colouring (95 % Wilson interval)")
     ax.axvline(p["solved"] / p["experiments"], color="black", linestyle="--", linewidth=1.2,
                label=f"published: {p['solved']} of {p['experiments']} experiments")
     figures.legend_outside(ax)
     ax.tick_params(labelsize=8)
-    return Panel(title, figures.svg_text(figure), pd.DataFrame(rows), published=_published_table(report),
+    return Panel(title, figures.svg_text(figure), _beside_people(rows, report), published=_published_table(report),
                  caption=f"Published: {p['solved']} of {p['experiments']} experiments solved within {p['limit_s']} s "
-                         f"({p['source']}). Ours: every game on the study's six graphs (N = 38), per setting, "
-                         "within the round limit (100 rounds at 3 s a round = 300 s in the study's files).")
+                         f"({p['source']}), the people's row (no interval: the paper's count alone). Ours: every game on "
+                         "the study's six graphs (N = 38), per setting, within the round limit (100 rounds at 3 s a "
+                         "round = 300 s in the study's files).")
 
 
 def time_panel(report: Mapping[str, Any]) -> Panel:
@@ -72,7 +82,8 @@ def time_panel(report: Mapping[str, Any]) -> Panel:
     ax.tick_params(labelsize=8)
     ax.grid(axis="x", alpha=0.3)
     figures.legend_outside(ax)
-    return Panel(title, figures.svg_text(figure), pd.DataFrame(rows)[["setting", "solved", "mean_s", "median_s"]],
+    return Panel(title, figures.svg_text(figure),
+                 _beside_people(rows, report)[["setting", "solved", "mean_s", "median_s", "source"]],
                  published=_published_table(report),
                  caption=f"Published: solved experiments took {p['mean_s']:.0f} s on average, median "
                          f"{p['median_s']:.0f} s (continuous time). Ours: rounds to a solution x "

@@ -57,7 +57,7 @@ class ColouringGame(Game):
     policies = PolicyCatalog(
         module=f"{PACKAGE}.policies",
         lazy={"llm": (f"{PACKAGE}.llm_policy", "an LLM agent behind any OpenAI-compatible endpoint")},
-        groups={"rules": RULES})
+        groups={"rules": RULES}, observed=f"{PACKAGE}.observed:observed")  # what llm-mesa fit weighs
     design = StudyDesign(CONDITIONS, GROUPS)
     llm = LlmSupport(policy=f"{PACKAGE}.llm_policy:game_policy", behaviours=f"{PACKAGE}.behaviours")
     state_scale = categorical(*COLOURS, label="colour")  # named colours: each drawn in its colour

@@ -82,16 +82,39 @@ def best_response(colour: str, neighbour_colours: Sequence[str], colours: Sequen
     return candidates[0] if len(candidates) == 1 else candidates[rng.randrange(len(candidates))]
 
 
+def situation(observation: View) -> tuple:
+    """What the rules read of a view: the own colour and how many neighbours hold each colour (``llm-mesa fit``
+    weighs each such situation once)."""
+    held = Counter(observation.neighbour_colours)
+    return observation.colour, observation.colours, tuple(held[c] for c in observation.colours)
+
+
 @register_policy("best-response", NAME, "in conflict: a colour no neighbour holds, else one least held (ties random)")
 class BestResponse(Policy):
+    distribution_key = staticmethod(situation)
+
     def decide(self, observation: View, rng: random.Random) -> Move:
         return Move(best_response(observation.colour, observation.neighbour_colours, observation.colours, rng))
+
+    def distribution(self, observation: View) -> dict[str, float]:
+        """Out of conflict: the own colour; in conflict: each of the least-held colours alike."""
+        if not observation.in_conflict:
+            return {c: float(c == observation.colour) for c in observation.colours}
+        held = Counter(observation.neighbour_colours)
+        fewest = min(held[c] for c in observation.colours)
+        candidates = [c for c in observation.colours if held[c] == fewest]
+        return {c: (1.0 / len(candidates) if c in candidates else 0.0) for c in observation.colours}
 
 
 @register_policy("random", NAME, "a colour drawn uniformly from the k colours, whatever it sees")
 class RandomColour(Policy):
+    distribution_key = staticmethod(situation)
+
     def decide(self, observation: View, rng: random.Random) -> Move:
         return Move(observation.colours[rng.randrange(len(observation.colours))])
 
+    def distribution(self, observation: View) -> dict[str, float]:
+        return {c: 1.0 / len(observation.colours) for c in observation.colours}
 
-__all__ = ["BestResponse", "Move", "NAME", "RandomColour", "View", "best_response"]
+
+__all__ = ["BestResponse", "Move", "NAME", "RandomColour", "View", "best_response", "situation"]

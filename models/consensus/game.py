@@ -70,7 +70,10 @@ class ConsensusGame(Game):
         module="llm_mesa.models.consensus.policies",
         lazy={"llm": ("llm_mesa.models.consensus.llm_policy", "an LLM agent behind any OpenAI-compatible endpoint")},
         groups={"rules": RULE_CONFIGURATIONS, "talking": TALKING_CONFIGURATIONS},
-        populations=True)  # A + B: mixed models; the 'assign' parameter places them (mixing.py)
+        populations=True,  # A + B: mixed models; the 'assign' parameter places them (mixing.py)
+        observed="llm_mesa.models.consensus.observed:observed")  # what llm-mesa fit weighs
+    #: the study's outcome: did the network reach consensus (llm-mesa fit's check compares it first)
+    headline_measure = "consensus"
     design = StudyDesign(ALL_CONDITIONS, CONDITION_GROUPS)
     llm = LlmSupport(policy="llm_mesa.models.consensus.llm_policy:game_policy",
                      behaviours="llm_mesa.models.consensus.behaviours", failure_share="max_failure_share")

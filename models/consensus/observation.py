@@ -98,7 +98,7 @@ class ConsensusObservation:
     def blue_share(self) -> float:
         """Share of neighbours holding blue (0.0 with no neighbours)."""
         n = len(self.neighbour_colours)
-        return sum(c == "blue" for c in self.neighbour_colours) / n if n else 0.0
+        return self.neighbour_colours.count("blue") / n if n else 0.0
 
 
 @dataclass(slots=True)

@@ -101,6 +101,11 @@ def combine_rules(rules: list[Rule], counts: list[int] | None = None) -> Rule:
                 np.repeat(np.array([r.threshold for r in rules], dtype=np.float64), counts))
 
 
+def _split(keep: str, kept: float) -> dict[str, float]:
+    """Both colours: ``keep`` with probability ``kept``, the other with the rest (a distribution's shape)."""
+    return {keep: kept, other(keep): 1.0 - kept}
+
+
 class StreamPolicy(Policy):
     """A rule policy that decides an agent from at most one uniform draw (``rng.random()``) a round.
 
@@ -118,6 +123,12 @@ class RulePolicy(StreamPolicy):
 
     def rule(self) -> Rule:
         raise NotImplementedError
+
+    @staticmethod
+    def distribution_key(obs: ConsensusObservation) -> tuple:
+        """What a rule's distribution reads of an observation: its colour, preference, blue neighbours and
+        neighbours (``llm-mesa fit`` weighs each such situation once)."""
+        return obs.colour, obs.preference, obs.neighbour_colours.count("blue"), len(obs.neighbour_colours)
 
     def draws_from(self, degree: np.ndarray) -> np.ndarray:
         """Which agents' ``decide`` draws from its ``rng`` (all, by default)."""
@@ -155,8 +166,23 @@ class MajorityInertia(RulePolicy):
             raise PolicyError(f"threshold={self.threshold} must lie in [0.5, 1]: below a majority it would "
                               "have agents yield to a minority")
 
+    fit_parameters = {"inertia": (0.0, 1.0), "threshold": (0.5, 1.0)}
+
     def params(self):
         return {"inertia": self.inertia, "threshold": self.threshold}
+
+    def distribution(self, obs: ConsensusObservation) -> dict[str, float]:
+        """Keep with the inertia, else as ``decide`` chooses (which needs no draw)."""
+        n = len(obs.neighbour_colours)
+        blue = obs.blue_share()
+        if n == 0 or blue == 0.5:
+            return _split(obs.colour, 1.0)
+        if self.threshold > 0.5:
+            against_preference = blue if obs.preference == "red" else 1.0 - blue
+            choice = other(obs.preference) if against_preference > self.threshold else obs.preference
+        else:
+            choice = "blue" if blue > 0.5 else "red"
+        return _split(obs.colour, 1.0 if choice == obs.colour else self.inertia)
 
     def decide(self, obs: ConsensusObservation, rng: random.Random) -> ConsensusDecision:
         keep = ConsensusDecision(obs.colour)
@@ -190,6 +216,12 @@ class Voter(RulePolicy):
     def draws_from(self, degree):
         return np.asarray(degree) > 0
 
+    def distribution(self, obs: ConsensusObservation) -> dict[str, float]:
+        """Each colour as often as the neighbours hold it (the own colour when isolated)."""
+        if not obs.neighbour_colours:
+            return _split(obs.colour, 1.0)
+        return _split("blue", obs.blue_share())
+
     def decide(self, obs: ConsensusObservation, rng: random.Random) -> ConsensusDecision:
         if not obs.neighbour_colours:
             return ConsensusDecision(obs.colour)
@@ -206,6 +238,9 @@ class Stubborn(RulePolicy):
     def draws_from(self, degree):
         return np.zeros(len(degree), dtype=bool)
 
+    def distribution(self, obs: ConsensusObservation) -> dict[str, float]:
+        return _split(obs.preference, 1.0)
+
     def decide(self, obs: ConsensusObservation, rng: random.Random) -> ConsensusDecision:
         return ConsensusDecision(obs.preference)
 
@@ -216,6 +251,9 @@ class RandomColour(RulePolicy):
 
     def rule(self) -> Rule:
         return Rule(RANDOM)
+
+    def distribution(self, obs: ConsensusObservation) -> dict[str, float]:
+        return {"red": 0.5, "blue": 0.5}
 
     def decide(self, obs: ConsensusObservation, rng: random.Random) -> ConsensusDecision:
         return ConsensusDecision("blue" if rng.random() < 0.5 else "red")

@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     summary = model.summary()
     if args.out is not None:
         manifest = build_manifest("naming", model.parameters(), summary=summary, **_manifest_extra(model))
-        write_run(args.out, {"rounds": model.rounds_frame()}, summary, manifest)
+        write_run(args.out, {"rounds": model.rounds_frame(), "agents": model.agents_frame()}, summary, manifest)
     if args.json:
         extra = {k: v for k, v in summary.items() if k not in JSON_KEYS}
         print(json_text({**{k: summary[k] for k in JSON_KEYS}, **extra}))  # NaN and infinities as null: JSON

@@ -47,7 +47,9 @@ class NamingGame(Game):
     summary = "SIGN, the schema-induced naming game"
     parameters = PARAMETERS
     tables = (Table("rounds", ("round",), "one row per round: agreement, held share, tokens, decoding outcomes"),
-              Table("speakers", ("speaker",), "per speaker of a mixed population: agents, utterances, tokens"))
+              Table("speakers", ("speaker",), "per speaker of a mixed population: agents, utterances, tokens"),
+              Table("agents", ("round", "agent"), "one row per agent and round: name held, partner, name said "
+                    "(decoded), how it was decoded", types={"partner": "Int64", "said": "string", "outcome": "string"}))
     row_types = {f"{what}_to_{level}": "float64" for what in ("tokens", "total_tokens", "rounds")
                  for level in (50, 60, 70)}
     policies = PolicyCatalog(
@@ -55,7 +57,10 @@ class NamingGame(Game):
         lazy={"llm": ("llm_mesa.models.naming.llm_speaker",
                       "an LLM speaker (the authors' raw prompt); needs an endpoint")},
         groups={"rules": SPEAKER_CONFIGURATIONS}, parameter="speaker",
-        populations=True)  # the study's mixed 6 + 6 population of two models
+        populations=True,  # the study's mixed 6 + 6 population of two models
+        observed="llm_mesa.models.naming.observed:observed")  # what llm-mesa fit weighs
+    #: the study's outcome: the population's final agreement (llm-mesa fit's check compares it first)
+    headline_measure = "agreement_final"
     design = StudyDesign(CONDITIONS, {"study": tuple(CONDITIONS)})
     #: the study's sampling: raw completion, 32 tokens, temperature 0.7, top-p 0.9, repetition penalty 1.1
     llm = LlmSupport(policy="llm_mesa.models.naming.llm_speaker:game_policy",
@@ -69,6 +74,11 @@ class NamingGame(Game):
         from .model import NamingModel
 
         return NamingModel(speaker=policy, rng=seed, **parameters)
+
+    def table(self, model: Any, name: str) -> Any:
+        if name == "agents":  # not the DataCollector's: a speaker's name said is read when both partners spoke
+            return model.agents_frame()
+        return super().table(model, name)
 
     def outcome(self, row: Mapping[str, Any]) -> str:
         return f"agreement {row['agreement_final']:.2f} after {row['rounds']} rounds"
@@ -116,7 +126,7 @@ class NamingGame(Game):
             row["prompt_template_hash"] = TEMPLATES.load(model.prompt).hash  # the report's manifest summary names it
         from .metrics import speakers_frame
 
-        makers = {"rounds": model.rounds_frame, "speakers": lambda: speakers_frame(model)}
+        makers = {"rounds": model.rounds_frame, "speakers": lambda: speakers_frame(model), "agents": model.agents_frame}
         tables = {name: makers[name]() for name in request.tables}
         return GameResult(row, tables)
 

@@ -153,6 +153,8 @@ class NamingModel(mesa.Model):
         for index in range(self.n):
             NamingAgent(self, self.random.choice(self.lexicon), speakers[index], self.memory_size)
         self.players: list[NamingAgent] = list(self.agents)
+        #: one row per agent and round (round 0: the names drawn): the ``agents`` table (``agents_frame``)
+        self.agent_rows: list[tuple] = [(0, a.unique_id, a.name, None, None, None) for a in self.players]
         #: one speaker object for everyone (per-speaker sums are then the game's own)
         self.single_speaker = all(agent.speaker is self.players[0].speaker for agent in self.players)
         self.round_stats: dict[str, Any] = metrics.empty_round(self)
@@ -210,6 +212,9 @@ class NamingModel(mesa.Model):
         for agent in speakers:
             agent.advance()
         self.round += 1
+        self.agent_rows += [(self.round, a.unique_id, a.name, a.partner.unique_id if a.partner else None,
+                             a.utterance.name if a.utterance else None, a.utterance.outcome if a.utterance else None)
+                            for a in self.players]
         self.round_stats = metrics.round_stats(self, speakers, len(pairs))
         self.datacollector.collect(self)
         if self.round >= self.max_rounds or (self.stop_at_consensus and self.round_stats["held_share"] == 1.0):
@@ -231,6 +236,14 @@ class NamingModel(mesa.Model):
     def rounds_frame(self):
         """The tidy per-round table (one row per round)."""
         return metrics.rounds_frame(self)
+
+    def agents_frame(self):
+        """One row per agent and round: the name it holds after the round (round 0: the one drawn), its partner
+        (none: it sat the round out), the name its message was read as (none: it named nothing) and how it was read."""
+        import pandas as pd
+
+        frame = pd.DataFrame(self.agent_rows, columns=["round", "agent", "name", "partner", "said", "outcome"])
+        return frame.astype({"partner": "Int64", "said": "string", "outcome": "string"})
 
     def summary(self) -> dict[str, Any]:
         return metrics.summary(self)

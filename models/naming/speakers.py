@@ -22,10 +22,26 @@ def say(name: str, mode: str, rationale: str = "keeping my name") -> str:
     return f"I propose the name {name}."
 
 
+def _said(observation: NamingObservation, likely: dict[str | None, float]) -> dict[str | None, float]:
+    """Every name a speaker may be read as saying (and None: read as naming nothing), ``likely`` as given, the rest 0."""
+    return {**dict.fromkeys(observation.lexicon, 0.0), None: 0.0, **likely}
+
+
+def situation(observation: NamingObservation) -> tuple:
+    """What the rule speakers read of an observation: the own name, the names remembered, the mode, the lexicon's
+    size (``llm-mesa fit`` weighs each such situation once)."""
+    return observation.name, tuple(sorted(set(observation.memory))), observation.mode, len(observation.lexicon)
+
+
 class RuleSpeaker(Policy):
-    """A speaker that writes its message itself; decoding and the retry are shared."""
+    """A speaker that writes its message itself; decoding and the retry are shared.
+
+    Its ``distribution`` is over the name its message is read as (None: none), what ``llm-mesa fit``
+    weighs against the names speakers were read as saying.
+    """
 
     game = "naming"
+    distribution_key = staticmethod(situation)
 
     def compose(self, observation: NamingObservation, rng: random.Random) -> str:
         raise NotImplementedError
@@ -51,6 +67,9 @@ class EchoSpeaker(RuleSpeaker):
     def compose(self, observation: NamingObservation, rng: random.Random) -> str:
         return say(observation.name, observation.mode)
 
+    def distribution(self, observation: NamingObservation) -> dict[str | None, float]:
+        return _said(observation, {observation.name: 1.0})
+
 
 @register_policy("noisy", "naming", "say the current name; malformed with probability p")
 class NoisySpeaker(RuleSpeaker):
@@ -68,8 +87,16 @@ class NoisySpeaker(RuleSpeaker):
             raise PolicyError(f"noisy speaker p={p} must lie in [0, 1]")
         self.p = p
 
+    fit_parameters = {"p": (0.0, 1.0)}
+
     def params(self):
         return {"p": self.p}
+
+    def distribution(self, observation: NamingObservation) -> dict[str | None, float]:
+        """Schema: read as nothing only when both replies are malformed babble (p/2 each: the salvage reads the
+        rest); NL: every malformed reply names nothing or two names."""
+        lost = (self.p / 2) ** 2 if is_schema_mode(observation.mode) else self.p
+        return _said(observation, {observation.name: 1.0 - lost, None: lost})
 
     def compose(self, observation: NamingObservation, rng: random.Random) -> str:
         name = observation.name
@@ -92,6 +119,10 @@ class MinimalSpeaker(RuleSpeaker):
     The minimal naming game's speaker (Baronchelli et al.): with no memory it behaves as
     ``echo``; with a memory window it explores the names it has heard.
     """
+
+    def distribution(self, observation: NamingObservation) -> dict[str | None, float]:
+        inventory = {observation.name, *observation.memory}
+        return _said(observation, dict.fromkeys(inventory, 1.0 / len(inventory)))
 
     def compose(self, observation: NamingObservation, rng: random.Random) -> str:
         inventory = sorted({observation.name, *observation.memory}, key=lambda n: int(n[1:]))
