@@ -10,7 +10,10 @@ It prints one line a seat, ``seat N: URL``, and ``host: URL``, each link with a 
 its own: give each person their seat's link, open the host's yourself. The game starts when
 every seat is open (or when the host presses Start: the seats nobody opened go to
 ``--policy``). Each round's questions close when every seat has answered or at
-``--deadline``; a missed answer is the game's default action, counted as a timeout.
+``--deadline``; a missed answer is the game's default action, counted as a timeout. The host
+page shows whether each seat's person is connected; a person whose browser crashed gets a new
+link from the host page's **New link** (printed here too): the old link then opens nothing,
+and the new one resumes the seat with its answers (docs/lab.md).
 
 When the game ends, ``--out`` is written at once as the game's run folder (``viz --replay``
 opens it), the seats marked ``human``, and the pages stay up ``--linger`` seconds. Every
