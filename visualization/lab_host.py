@@ -86,8 +86,8 @@ def PeoplePicture(picture: Picture, shown: Shown, height: int = 440):
                            dependencies=[picture.key, picture.round_number, tuple(picture.state), id(shown)])
     with solara.Column(classes=["llm-mesa-grid" if grid else "llm-mesa-network", "llm-mesa-lab-picture"], gap="4px",
                        style={"min-width": "0", "overflow-x": "auto"}):
-        solara.Text("purple ring: a person's seat; hover a node for its details", style={"font-size": "0.8em",
-                                                                                         "color": "#666"})
+        solara.Text(f"purple ring: a person's seat; hover a {'cell' if grid else 'node'} for its details",
+                    style={"font-size": "0.8em", "color": "#666"})
         VegaChart(spec, classes=["llm-mesa-grid-chart" if grid else "llm-mesa-network-chart"])
 
 
