@@ -17,11 +17,13 @@ class Person:
     def __init__(self, seat: Seat, script: Callable[[int, Any], Mapping[str, Any] | None], alternative: int = 0):
         self.seat, self.script, self.alternative = seat, script, alternative
         self.seen: list[Any] = []  # the facts of every question put to this seat
+        self.session = f"browser-{seat.number}"
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def start(self) -> Person:
-        self.seat.claim(f"browser-{self.seat.number}")
+        self.session = self.seat.holder or self.session  # the browser that opened the seat already, if one did
+        assert self.seat.claim(self.session), f"seat {self.seat.number} is not this person's"
         self._thread.start()
         return self
 
@@ -41,7 +43,7 @@ class Person:
                 if isinstance(values, tuple):
                     values, alternative = values
                 if values is not None:
-                    self.seat.submit(values, alternative)
+                    self.seat.submit(values, alternative, question=question.number, session=self.session)
             time.sleep(0.01)
 
 

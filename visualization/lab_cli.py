@@ -10,12 +10,17 @@ It prints one line a seat, ``seat N: URL``, and ``host: URL``, each link with a 
 its own: give each person their seat's link, open the host's yourself. The game starts when
 every seat is open (or when the host presses Start: the seats nobody opened go to
 ``--policy``). Each round's questions close when every seat has answered or at
-``--deadline``; a missed answer is the game's default action, counted as a timeout.
+``--deadline``; a missed answer is the game's default action, counted as a timeout. The host
+page shows whether each seat's person is connected; a person whose browser crashed gets a new
+link from the host page's **New link** (printed here too): the old link then opens nothing,
+and the new one resumes the seat with its answers (docs/lab.md).
 
 When the game ends, ``--out`` is written at once as the game's run folder (``viz --replay``
 opens it), the seats marked ``human``, and the pages stay up ``--linger`` seconds. Every
 answer is recorded (``--record``; by default beside the run folder, ``DIR.calls.sqlite``),
-so ``--replay FILE`` plays the same game again with no person and no call.
+so ``--replay FILE`` plays the same game again with no person and no call. The run folder
+and the store hold people's answers: they are private to their owner (0700 and 0600), under
+any umask, where every other output of llm-mesa follows the umask.
 
 Serving: ``--host 127.0.0.1`` (the default) lets only this machine in. ``--host 0.0.0.0``
 serves every network this machine is on, over plain HTTP: anyone who can reach the port
@@ -32,9 +37,7 @@ import argparse
 import math
 import os
 import sys
-import threading
 import time
-import warnings
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -43,7 +46,8 @@ from llm_mesa.errors import LlmMesaError
 from llm_mesa.registry import default_game, game_argument, game_names
 
 DEFAULT_PORT = 8522
-LAB_APP = "llm_mesa.visualization.lab_app"
+#: a lab's files hold people's data: the folder and the store are its owner's alone, whatever the umask
+PRIVATE_UMASK = 0o077
 #: the longest deadline and linger a lab takes (a day)
 MAX_SECONDS = 86_400.0
 
@@ -99,12 +103,17 @@ def run(args: argparse.Namespace) -> int:
     parameters = _parameters(game, args.settings)
     if args.out is not None:
         check_output_dir(args.out)
-    store = _store(args)
+    previous = os.umask(PRIVATE_UMASK)  # the store and the run folder are made private from their first byte
     try:
-        return _run(args, game, parameters, store)
+        store = _store(args)
+        try:
+            return _run(args, game, parameters, store)
+        finally:
+            if store is not None:
+                store.close()
+                _private(Path(store.path))
     finally:
-        if store is not None:
-            store.close()
+        os.umask(previous)
 
 
 def _run(args: argparse.Namespace, game: Any, parameters: dict[str, Any], store: Any) -> int:
@@ -121,7 +130,7 @@ def _run(args: argparse.Namespace, game: Any, parameters: dict[str, Any], store:
         print(f"llm-mesa lab: replaying the {game.name} game's seats ({agents}) from {store.path}", file=sys.stderr)
         for seat in session.seats:
             seat.claim("replay")
-        session.play()
+        _play(session, store)
         return _finish(args, session, spec, store)
     for endpoint in {p.endpoint for p in session.llm_policies}:  # a bad endpoint is one line before anyone is seated
         run_sync(passed(endpoint))
@@ -132,7 +141,7 @@ def _run(args: argparse.Namespace, game: Any, parameters: dict[str, Any], store:
     for name, url in session.urls(base):
         print(f"{name}: {url}", flush=True)
     try:
-        session.play()
+        _play(session, store)
         status = _finish(args, session, spec, store)
         _linger(args.linger)
         return status
@@ -142,6 +151,27 @@ def _run(args: argparse.Namespace, game: Any, parameters: dict[str, Any], store:
     finally:
         server.should_exit = True
         server.thread.join(timeout=10)
+
+
+def _play(session: Any, store: Any) -> None:
+    """Play the lab to its end; a store that does not fit it (the LLM agents' calls as the people's answers) is
+    refused in the lab's words, whose fixes the lab takes (never ``--replay-fill``)."""
+    from llm_mesa.lab.seat import not_recorded, recorded_before
+    from llm_mesa.llm.store import AlreadyRecorded, ReplayMiss
+
+    try:
+        session.play()
+    except ReplayMiss:
+        raise not_recorded(store.path, "an LLM agent's call of this game") from None
+    except AlreadyRecorded:
+        raise recorded_before(store.path, "an LLM agent's call of this game") from None
+
+
+def _private(path: Path) -> None:
+    """Make ``path`` (a run folder and everything in it, or a store and its journal files) its owner's alone."""
+    for found in [path, *(path.rglob("*") if path.is_dir() else path.parent.glob(path.name + "-*"))]:
+        if found.exists() and not found.is_symlink():
+            found.chmod(0o700 if found.is_dir() else 0o600)
 
 
 def _check_numbers(args: argparse.Namespace) -> None:
@@ -239,48 +269,13 @@ def _endpoint(game: Any, spec: str, args: argparse.Namespace, store: Any) -> Any
 
 
 def _serve(session: Any, args: argparse.Namespace) -> Any:
-    """Solara's server in this process, on a thread of its own, holding ``session``; no telemetry, no CDN."""
-    from . import assets
+    """The lab's server (``lab_server``), its front-end from the offline cache (filled first if need be)."""
+    from . import assets, lab_server
 
-    _check_port_free(args.host, args.port)
+    lab_server.check_port_free(args.host, args.port)
     cache = assets.use_cache(args.assets_dir, fill_missing=not args.no_fill,
                              log=lambda text: print(f"llm-mesa lab: {text}", file=sys.stderr))
-    os.environ.update({"SOLARA_APP": LAB_APP, "SOLARA_TELEMETRY_MIXPANEL_ENABLE": "false",
-                       assets.SOLARA_CACHE_ENV: str(cache), "SERVER_NAME": args.host, "SERVER_PORT": str(args.port)})
-    import solara.server.settings as settings
-    import uvicorn
-
-    settings.main.mode = "production"  # no solara.dev check, minified bundles
-    settings.telemetry.mixpanel_enable = False
-    settings.assets.proxy_cache_dir = cache
-    warnings.filterwarnings("ignore", message="Cookies with samesite=none require https")
-    from . import lab_app
-
-    lab_app.LAB = session
-    # no access log: a page's address carries its token, and no token reaches a log
-    config = uvicorn.Config("solara.server.starlette:app", host=args.host, port=args.port, access_log=False,
-                            log_level="warning", timeout_graceful_shutdown=2)
-    server = uvicorn.Server(config)
-    server.thread = threading.Thread(target=server.run, name="llm-mesa-lab-server", daemon=True)
-    server.thread.start()
-    deadline = time.monotonic() + 120
-    while not server.started:
-        if not server.thread.is_alive() or time.monotonic() > deadline:
-            raise LabCommandError(f"the lab's server did not start on {args.host}:{args.port}; pass another --port")
-        time.sleep(0.05)
-    return server
-
-
-def _check_port_free(host: str, port: int) -> None:
-    import socket
-
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError as exc:
-            raise LabCommandError(f"cannot listen on {host}:{port} ({exc.strerror}); pass another --port or --host") \
-                from None
+    return lab_server.serve(session, args.host, args.port, cache)
 
 
 def _finish(args: argparse.Namespace, session: Any, spec: str, store: Any) -> int:
@@ -299,6 +294,7 @@ def _finish(args: argparse.Namespace, session: Any, spec: str, store: Any) -> in
         manifest = build_manifest(session.game.name, session.parameters, summary=summary, policy=spec, seed=args.seed,
                                   lab=lab_manifest_part(session, replay), **_endpoints(session))
         write_run(args.out, lab_tables(session), summary, manifest)
+        _private(Path(args.out))  # whatever mode the run writer gave it: people's data stays its owner's
         lab_app.WRITTEN[:] = [str(args.out)]
     print(format_summary(session.game, summary, args.out))
     if replay:

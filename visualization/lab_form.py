@@ -3,10 +3,13 @@
 An enum is a row of buttons labelled with its values (a decision that is one enum is
 one click: the buttons send the answer, with whatever free text was typed above them),
 a bounded integer a slider with its bounds, any other number a number box, a string a
-text box that holds at most its length limit. Free-text fields are optional. A schema of
-alternatives (a move, or a message instead) shows one tab each. What the browser sends
-is checked again by the seat (``Seat.submit``): an answer that does not fit shows the
-reason here and nothing is sent.
+text box that holds at most its length limit, a choice that may be left empty (a private
+message's recipient, among the agent's neighbours only) a list to pick from. Free-text
+fields are optional. A schema of alternatives (a move, or a message instead) shows one tab
+each. What the browser sends is checked again by the seat (``Seat.submit``): an answer that
+does not fit shows the reason here and nothing is sent; an answer the seat does not take
+(its question closed, or was answered in another tab) is handed to ``refused``, which the
+page shows whatever question it draws next.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 import solara
 
 from llm_mesa.lab.form import Alternative, Field, Form, FormError
+from llm_mesa.lab.seat import SeatError
 from llm_mesa.views import NAMED_COLOURS
 
 
@@ -62,6 +66,22 @@ def NumberField(field: Field, value: Any, on_value: Callable[[Any], None]):
                      continuous_update=True, classes=["llm-mesa-lab-number", f"llm-mesa-lab-field-{_css(field.name)}"])
 
 
+#: what a list to pick from shows for "none of them" (the field left out of the answer)
+LEFT_EMPTY = "(none)"
+
+
+@solara.component
+def SelectField(field: Field, value: Any, on_value: Callable[[Any], None]):
+    """A choice that may be left empty: a list of the values it may take, and "(none)"."""
+    shown = {str(choice): choice for choice in field.choices}
+
+    def picked(text: str | None) -> None:
+        on_value(shown.get(str(text)) if text not in (None, LEFT_EMPTY) else None)
+
+    solara.Select(f"{field.label} (optional)", values=[LEFT_EMPTY, *shown], value=LEFT_EMPTY if value is None
+                  else str(value), on_value=picked, classes=["llm-mesa-lab-select", f"llm-mesa-lab-field-{_css(field.name)}"])
+
+
 @solara.component
 def AlternativeForm(alternative: Alternative, send: Callable[[dict[str, Any]], None]):
     """One form of answer: its fields, then its buttons (or a Send button)."""
@@ -83,6 +103,8 @@ def AlternativeForm(alternative: Alternative, send: Callable[[dict[str, Any]], N
         for field in sorted(others, key=lambda f: not f.decision):  # what decides first, then the free text
             if field.widget == "text":
                 TextField(field, str(values.get(field.name) or ""), lambda v, n=field.name: put(n, v))
+            elif field.widget == "select":
+                SelectField(field, values.get(field.name), lambda v, n=field.name: put(n, v))
             else:
                 NumberField(field, values.get(field.name), lambda v, n=field.name: put(n, v))
         for field in buttons:
@@ -109,8 +131,12 @@ def AlternativeForm(alternative: Alternative, send: Callable[[dict[str, Any]], N
 
 
 @solara.component
-def AnswerForm(form: Form, submit: Callable[[Mapping[str, Any], int], str]):
-    """Every form of answer of a question (one tab each), and the reason an answer was not taken."""
+def AnswerForm(form: Form, submit: Callable[[Mapping[str, Any], int], str], refused: Callable[[str], None]):
+    """Every form of answer of one question (one tab each), and the reason an answer was not taken.
+
+    ``submit`` sends an answer to this form's own question (the page binds its number), ``refused``
+    shows a refusal on the page: the form may be gone by then (another question drawn in its place).
+    """
     chosen, set_chosen = solara.use_state(0)
     error, set_error = solara.use_state("")
     labels = [a.label for a in form.alternatives]
@@ -120,10 +146,12 @@ def AnswerForm(form: Form, submit: Callable[[Mapping[str, Any], int], str]):
         try:
             submit(values, index)
             set_error("")
-        except FormError as exc:
+        except FormError as exc:  # the answer does not fit: fix it here
             set_error(str(exc))
-        except Exception as exc:  # noqa: BLE001 - a page shows why, never a traceback
-            set_error(str(exc))
+        except SeatError as exc:  # not taken at all: the page says so, whatever it shows next
+            refused(str(exc))
+        except Exception:  # noqa: BLE001 - a page never shows a traceback
+            set_error("This answer could not be taken; send it again, or ask the host.")
 
     with solara.Column(classes=["llm-mesa-lab-form"], gap="6px"):
         if len(labels) > 1:
@@ -134,4 +162,4 @@ def AnswerForm(form: Form, submit: Callable[[Mapping[str, Any], int], str]):
             solara.Error(error, dense=True, classes=["llm-mesa-lab-form-error"])
 
 
-__all__ = ["AlternativeForm", "AnswerForm", "NumberField", "TextField"]
+__all__ = ["AlternativeForm", "AnswerForm", "LEFT_EMPTY", "NumberField", "SelectField", "TextField"]

@@ -107,7 +107,7 @@ def asked_of(policy: Any, observation: Any, agent: Any, round_number: int | None
     question = policy.question(observation)
     facts = facts_of(policy, observation, agent, round_number, rounds)
     return Asked(request_of(question), question.decode, policy.failed(observation), facts,
-                 form_of(question.schema, facts.labels))
+                 form_of(question.schema, facts.labels, facts.choices))
 
 
 __all__ = ["Asked", "HUMAN", "HUMAN_BASE_URL", "NO_ANSWER", "SeatingError", "asked_of", "check_seatable", "facts_of",

@@ -7,7 +7,10 @@ agent may not (its preference, its diary, the messages sent to others).
 
 A game's LLM policy may give ``facts(observation) -> Facts`` (this tree's games do);
 every other game gets ``observation_facts``: the observation's fields by name,
-in order, a list of records (a history) as a section of lines.
+in order, a list of records (a history) as a section of lines. Its first row names the
+agent as the game's tables do ("You are: agent 17"), and an observation's own field that names
+the agent (``agent``, ``index``, ...) is left out: an observation may count from 0 where
+the tables count Mesa's ids from 1, and a page never says "agent 17" beside "agent: 16".
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from typing import Any
 
 #: an observation's fields a person has no use for: the core's bookkeeping (which call, which turn)
 BOOKKEEPING = frozenset({"game_key", "activation", "round"})
+#: an observation's fields that name the agent itself, in the observation's numbering (the first row names it)
+SELF = frozenset({"agent", "agent_id", "unique_id", "id", "index", "node", "node_id", "me", "self"})
 #: the longest text one fact shows
 MAX_FACT_CHARS = 2000
 
@@ -30,7 +35,10 @@ class Facts:
     ``agent``: the agent as the game's tables name it ("node 3"); ``rows``: label and value,
     in order; ``sections``: a title and its lines (a history, the messages received);
     ``round`` and ``rounds``: the round being decided and the game's round limit (None:
-    not known); ``labels``: the words the answer form uses for each field of the answer.
+    not known); ``labels``: the words the answer form uses for each field of the answer;
+    ``choices``: the values a field of the answer may take for this agent now, where the
+    schema allows more (a private message's recipient: the agent's neighbours, not any
+    number): the form offers only these, and an answer that names another is refused.
     """
 
     agent: str
@@ -39,6 +47,7 @@ class Facts:
     round: int | None = None
     rounds: int | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
+    choices: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
 
     def heading(self) -> str:
         """"Round N of M" (or "Round N" where the limit is not known)."""
@@ -70,10 +79,10 @@ def observation_facts(observation: Any, agent: str, round_number: int | None = N
     A field holding a list of records (dataclasses or mappings: a history, an inbox) is a
     section, one line a record; the core's bookkeeping (``BOOKKEEPING``) is left out.
     """
-    rows: list[tuple[str, str]] = []
+    rows: list[tuple[str, str]] = [("You are", agent)]
     sections: list[tuple[str, tuple[str, ...]]] = []
     for name, value in _fields(observation).items():
-        if name in BOOKKEEPING or name.startswith("_"):
+        if name in BOOKKEEPING or name.startswith("_") or (name.lower() in SELF and _is_name(value)):
             continue
         label = name.replace("_", " ")
         if isinstance(value, (list, tuple)) and value and all(_is_record(v) for v in value):
@@ -84,6 +93,10 @@ def observation_facts(observation: Any, agent: str, round_number: int | None = N
         given = _fields(observation).get("round")
         round_number = given if isinstance(given, int) and not isinstance(given, bool) else None
     return Facts(agent, tuple(rows), tuple(sections), round_number, rounds)
+
+
+def _is_name(value: Any) -> bool:
+    return isinstance(value, (int, str)) and not isinstance(value, bool)
 
 
 def _is_record(value: Any) -> bool:
@@ -101,4 +114,4 @@ def _fields(value: Any) -> dict[str, Any]:
         return {"observation": value}
 
 
-__all__ = ["BOOKKEEPING", "Facts", "observation_facts", "shown"]
+__all__ = ["BOOKKEEPING", "Facts", "SELF", "observation_facts", "shown"]

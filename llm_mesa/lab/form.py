@@ -6,7 +6,11 @@ is an answer the game's own decoder reads, exactly as it reads a model's.
 
 * an ``enum`` (or a boolean) is a row of buttons labelled with its values;
 * an integer with both bounds is a slider with them; any other number a number box;
-* a string is a text box with its ``maxLength``.
+* a string is a text box with its ``maxLength``;
+* a field the game narrows for this agent (``Facts.choices``: a private message's recipient,
+  which the schema types as any integer but the game delivers only to a neighbour) offers
+  only those values: buttons, or a list to pick from where it may be left empty. An answer
+  that names any other value is refused with the field's words, never sent to be dropped.
 
 A person answers the **decision** fields only: free-text fields an LLM is asked for
 (reasons, diaries) are optional, and sent empty when left so, so a decision that is one
@@ -52,16 +56,17 @@ class Field:
 
     @property
     def widget(self) -> str:
-        """What the page draws: ``buttons``, ``slider``, ``number`` or ``text``."""
+        """What the page draws: ``buttons``, ``select`` (a choice that may be left empty), ``slider``, ``number``
+        or ``text``."""
         if self.kind == "choice":
-            return "buttons"
+            return "buttons" if self.decision else "select"
         if self.kind == "integer" and self.low is not None and self.high is not None:
             return "slider"
         return "number" if self.kind in ("integer", "number") else "text"
 
     def value(self, given: Any) -> Any:
         """``given`` (from the page) as the field's value; None when left empty; ``FormError`` when it does not fit."""
-        if given is None or (isinstance(given, str) and not given.strip() and self.kind != "choice"):
+        if given is None or (isinstance(given, str) and not given.strip() and (self.kind != "choice" or not self.decision)):
             return None
         if self.kind == "choice":
             for choice in self.choices:
@@ -136,27 +141,32 @@ class Form:
         return json.dumps(answer, ensure_ascii=False)
 
 
-def form_of(schema: Mapping[str, Any] | None, labels: Mapping[str, str] | None = None) -> Form:
-    """The form of an answer with this JSON schema; ``labels`` (by field name) are the words a person reads.
+def form_of(schema: Mapping[str, Any] | None, labels: Mapping[str, str] | None = None,
+            choices: Mapping[str, Sequence[Any]] | None = None) -> Form:
+    """The form of an answer with this JSON schema; ``labels`` (by field name) are the words a person reads;
+    ``choices`` (by field name) the only values a field may take for this agent (none at all: the field is
+    not offered).
 
     ``FormError`` for a schema with nothing a person can answer (no object of fields).
     """
     labels = labels or {}
+    narrowed = {str(name): tuple(values) for name, values in (choices or {}).items()}
     if not isinstance(schema, Mapping):
         raise FormError("the question has no answer schema to build a form from; the game's LLM policy must "
                         "give one (Question.schema)")
     branches = schema.get("anyOf") or schema.get("oneOf") or [schema]
-    alternatives = tuple(_alternative(branch, labels) for branch in branches if isinstance(branch, Mapping))
+    alternatives = tuple(_alternative(branch, labels, narrowed) for branch in branches if isinstance(branch, Mapping))
     if not alternatives or not any(a.fields for a in alternatives):
         raise FormError("the answer schema names no field a person can answer (an object with properties)")
     return Form(tuple(a for a in alternatives if a.fields))
 
 
-def _alternative(schema: Mapping[str, Any], labels: Mapping[str, str]) -> Alternative:
+def _alternative(schema: Mapping[str, Any], labels: Mapping[str, str],
+                 narrowed: Mapping[str, tuple[Any, ...]]) -> Alternative:
     properties = schema.get("properties") or {}
     required = [str(n) for n in schema.get("required") or () if n in properties]
-    fields = [_field(str(name), spec, str(name) in required, labels) for name, spec in properties.items()
-              if isinstance(spec, Mapping)]
+    fields = [_narrowed(_field(str(name), spec, str(name) in required, labels), narrowed)
+              for name, spec in properties.items() if isinstance(spec, Mapping)]
     fields = [f for f in fields if f is not None]
     if fields and not any(f.decision for f in fields):  # free text alone (a message): its first required field
         first = next((f for f in fields if f.required), fields[0])
@@ -184,6 +194,17 @@ def _field(name: str, spec: Mapping[str, Any], required: bool, labels: Mapping[s
         return Field(name, "text", label, False, required,
                      max_length=int(bound) if isinstance(bound, int) and bound >= 0 else DEFAULT_TEXT_CHARS)
     return None  # an object or an array: nothing a person types in one box
+
+
+def _narrowed(field: Field | None, narrowed: Mapping[str, tuple[Any, ...]]) -> Field | None:
+    """``field`` offering only the values the game narrows it to (none: not offered); a field it leaves alone as is.
+    A required field left with no value keeps its schema's form: the game's decoder then says what it takes."""
+    if field is None or field.name not in narrowed:
+        return field
+    values = narrowed[field.name]
+    if not values:
+        return field if field.required else None
+    return replace(field, kind="choice", choices=values, low=None, high=None, max_length=None)
 
 
 def _exclusive(bound: Any, kind: str, step: int) -> Any:

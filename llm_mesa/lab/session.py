@@ -8,7 +8,12 @@ the model while a round is being played: after every round the game thread takes
 Tokens: one per seat and one for the host, each 256 bits from ``secrets``, compared in
 constant time (``admit``). A seat is held by the first browser session that opens it; a
 reload of that browser resumes it, any other is refused (the token is used up), and so is
-a seat the host gave to ``--policy`` by starting without it.
+a seat the host gave to ``--policy`` by starting without it. The host may issue a seat a
+new link (``reissue``: a person whose browser crashed): the old token then opens nothing,
+and whoever opens the new one holds the seat, with its answers so far.
+
+A link is read as mail and chat programs leave it: any other query parameter (``utm_source``,
+``fbclid``, a parameter with no value) is ignored; only ``seat`` and ``host`` are read.
 
 The game starts when every seat has been opened, or when the host presses Start, which
 gives the seats nobody opened to the agents' policy (the game is built again before its
@@ -21,8 +26,9 @@ import random
 import secrets
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qsl
 
 from llm_mesa.errors import LlmMesaError
 from llm_mesa.games import agent_names
@@ -38,11 +44,28 @@ if TYPE_CHECKING:
 TOKEN_BYTES = 32
 #: a token longer than this is refused unread
 MAX_TOKEN_CHARS = 128
+#: a link's query longer than this is refused unread (a token and any tracking a mail program adds fit easily)
+MAX_QUERY_CHARS = 8192
 WAITING, PLAYING, ENDED, STOPPED = "waiting", "playing", "ended", "stopped"
 
 
 class LabError(LlmMesaError):
     """A lab that cannot be held as asked; the message names the fix."""
+
+
+@dataclass(frozen=True)
+class Shown:
+    """The host's picture in the tables' names: ``names[i]`` is the agent the picture numbers ``i``; ``people``
+    the seats among them, by the picture's number (so the host sees which nodes are people)."""
+
+    names: list[Any]
+    people: dict[int, Seat]
+
+
+def seat_label(words: str, name: Any) -> str:
+    """How a seat's page names its agent: the game's words ("node 3") where they end in the tables' name of it,
+    else ``agent NAME``: one numbering on every page, the tables'."""
+    return words if str(words).split()[-1:] == [str(name)] else f"agent {name}"
 
 
 def new_token() -> str:
@@ -120,20 +143,27 @@ class LabSession:
                       for i, agent in enumerate(choose_agents(names, seats, seat_agents, seed))]
         self.model = self._build()
         by_name = {name: agent for agent, name in agent_names(self.model).items()}
-        for seat in self.seats:  # how its page names the agent, as the game's facts do
-            seat.label = facts_of(self.asker, by_name[seat.agent].observe(), seat.agent, 0, self.rounds).agent
+        for seat in self.seats:  # how its page names the agent: the game's facts' words, the tables' number
+            seat.label = seat_label(facts_of(self.asker, by_name[seat.agent].observe(), seat.agent, 0, self.rounds).agent,
+                                    seat.agent)
+        #: the address the links start with (``urls``), for a link the host issues anew
+        self.base = ""
         from llm_mesa.views import view_of
 
         self.view = view_of(game)
         self.snapshot: Snapshot = self.view.snapshot(self.model)
+        self.shown = self._shown()
 
     # --- who may see what ------------------------------------------------------------------
     def admit(self, query: str, session: str) -> Seat | str | None:
         """The seat (or ``"host"``) a page's query string (``?seat=TOKEN``, ``?host=TOKEN``) opens for browser
         session ``session``; None for a wrong or used-up token. Every token is compared, in constant time."""
-        given = parse_qs(query.lstrip("?"), max_num_fields=4)
-        seat_token = (given.get("seat") or [""])[0]
-        host_token = (given.get("host") or [""])[0]
+        if len(query) > MAX_QUERY_CHARS:
+            return None
+        given: dict[str, str] = {}
+        for name, value in parse_qsl(query.split("#", 1)[0].lstrip("?")):  # the first of each; any other ignored
+            given.setdefault(name, value)
+        seat_token, host_token = given.get("seat", ""), given.get("host", "")
         if len(seat_token) > MAX_TOKEN_CHARS or len(host_token) > MAX_TOKEN_CHARS:
             return None
         found = [seat for seat in self.seats if seat.matches(seat_token)]
@@ -146,9 +176,17 @@ class LabSession:
 
     def urls(self, base: str) -> list[tuple[str, str]]:
         """Each seat's link and the host's, as the lab prints them (``seat N``, ``host``)."""
-        base = base.rstrip("/")
-        return [(f"seat {s.number}", f"{base}/?seat={s.token}") for s in self.seats] + \
-               [("host", f"{base}/?host={self.host_token}")]
+        self.base = base = base.rstrip("/")
+        return [(f"seat {s.number}", self.link(s)) for s in self.seats] + [("host", f"{base}/?host={self.host_token}")]
+
+    def link(self, seat: Seat) -> str:
+        return f"{self.base}/?seat={seat.token}"
+
+    def reissue(self, seat: Seat) -> str:
+        """The host's new link for ``seat`` (its person's browser crashed, or the link was lost): the old link
+        and every page opened with it hold nothing any more; the seat's answers stay with it."""
+        seat.reissue(new_token())
+        return self.link(seat)
 
     # --- changes, for the pages ---------------------------------------------------------------
     def changed(self) -> None:
@@ -234,9 +272,16 @@ class LabSession:
         self.changed()
 
     def _take_snapshot(self) -> None:
-        snapshot = self.view.snapshot(self.model)
+        snapshot, shown = self.view.snapshot(self.model), self._shown()
         with self._changes:
-            self.snapshot = snapshot
+            self.snapshot, self.shown = snapshot, shown
+
+    def _shown(self) -> Shown:
+        """The picture's agents (by its numbers) as the tables name them, and which of them are people."""
+        names = agent_names(self.model)
+        drawn = [names.get(agent) for agent in self.view.agents(self.model)]
+        seats = {seat.agent: seat for seat in self.seats}
+        return Shown(drawn, {i: seats[name] for i, name in enumerate(drawn) if name in seats})
 
     # --- words for the pages ----------------------------------------------------------------
     def status(self) -> str:
@@ -260,5 +305,5 @@ class LabSession:
         return sum(a.timeout for a in self.answers)
 
 
-__all__ = ["ENDED", "LabError", "LabSession", "PLAYING", "STOPPED", "WAITING", "choose_agents", "new_token",
-           "round_limit"]
+__all__ = ["ENDED", "LabError", "LabSession", "PLAYING", "STOPPED", "Shown", "WAITING", "choose_agents", "new_token",
+           "round_limit", "seat_label"]

@@ -16,7 +16,7 @@ from .prompt import FIELD_TEXT, ConsensusPrompt, plural
 
 LABELS = {"colour": "Your colour for the next round", "reason": "Why: " + FIELD_TEXT["reason"],
           "diary": "Your diary: " + FIELD_TEXT["diary"], "message": "Your message to the others",
-          "message_to": "Only to one neighbour: its node number"}
+          "message_to": "Only to one neighbour (leave it empty to tell them all)"}
 
 
 def consensus_facts(obs: ConsensusObservation, prompt: ConsensusPrompt) -> Facts:
@@ -40,7 +40,9 @@ def consensus_facts(obs: ConsensusObservation, prompt: ConsensusPrompt) -> Facts
                          tuple(line for record in obs.history for line in _round(record, obs, prompt))))
     elif obs.inbox:
         sections.append(("Messages you received last round", tuple(_message(m, prompt) for m in obs.inbox)))
-    return Facts(f"node {obs.agent_id}", tuple(rows), tuple(sections), obs.round, obs.max_rounds, LABELS)
+    # a private message goes to a neighbour only (the model delivers no other): the form offers just them
+    private = {"message_to": tuple(obs.neighbour_ids)} if obs.direct_messages and obs.communication != "none" else {}
+    return Facts(f"node {obs.agent_id}", tuple(rows), tuple(sections), obs.round, obs.max_rounds, LABELS, private)
 
 
 def _communication(obs: ConsensusObservation, prompt: ConsensusPrompt) -> str:
