@@ -42,6 +42,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from llm_mesa import declared
 from llm_mesa.errors import LlmMesaError
 from llm_mesa.registry import default_game, game_argument, game_names
 
@@ -121,7 +122,7 @@ def _run(args: argparse.Namespace, game: Any, parameters: dict[str, Any], store:
     from llm_mesa.llm.preflight_check import passed
     from llm_mesa.llm.runtime import run_sync
 
-    spec = args.policy or game.first_policy()
+    spec = args.policy or declared.first_policy(game)
     policy = _policy(game, spec, args, store)
     session = LabSession(game, parameters, policy, args.seed, args.seats, seat_agents=_agents(args.seat_agents),
                          deadline=args.deadline, store=store)
@@ -248,7 +249,7 @@ def _policy(game: Any, spec: str, args: argparse.Namespace, store: Any) -> Any:
             continue
         if not game.llm.policy:
             raise LabCommandError(f"the {game.name} game has no LLM policy; choose one of its rule policies")
-        built.append(game.llm_policy(_endpoint(game, part, args, store), store))
+        built.append(declared.llm_policy(game, _endpoint(game, part, args, store), store))
     return built if len(built) > 1 else built[0]
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 import pandas as pd
 
+from llm_mesa import declared, play
 from llm_mesa.analysis.fit_cells import PEOPLE
 from llm_mesa.games import PlayRequest, run_model
 from llm_mesa.policy import Policy, make_policy, parse_policy_spec
@@ -65,7 +66,7 @@ class Trembling(Policy):
 
 def default_measures(game: Any) -> list[str]:
     """The game's headline measure, then the rounds played."""
-    return [m for m in dict.fromkeys([game.first_measure, "rounds"]) if m]
+    return [m for m in dict.fromkeys([declared.first_measure(game), "rounds"]) if m]
 
 
 def compare(ours: pd.Series, theirs: pd.Series) -> float | None:
@@ -92,17 +93,17 @@ def _played(cell: Any, spec: str, error_rate: float) -> pd.DataFrame:
     game, parameters = cell.game, cell.parameters
     seeds = [int(s) for s in cell.games["seed"]]
     if cell.places is None and not error_rate:
-        return pd.DataFrame([r.row for r in game.play_batch([PlayRequest(parameters, spec, s) for s in seeds])])
-    rule = make_policy(spec, game.name)
+        return pd.DataFrame([r.row for r in play.play_batch(game, [PlayRequest(parameters, spec, s) for s in seeds])])
+    rule = make_policy(spec, game)
     policy = Trembling(rule, error_rate) if error_rate else rule
     rows = []
     for seed in seeds:
         if cell.places is None:
-            model = game.make_model(parameters, policy, seed)
+            model = play.make_model(game, parameters, policy, seed)
         else:
-            model = game.place(parameters, cell.others, seed, {agent: policy for agent in cell.places.get(seed, [])})
-        rounds = run_model(model, *game.step_limit(parameters))
-        row = game.summary_row(model)
+            model = play.place(game, parameters, cell.others, seed, {agent: policy for agent in cell.places.get(seed, [])})
+        rounds = run_model(model, *play.step_limit(game, parameters))
+        row = declared.summary_row(game, model)
         row.setdefault("rounds", rounds)
         rows.append(row)
     return pd.DataFrame(rows)

@@ -53,18 +53,18 @@ def _rules(game: Any, given: str | None) -> list[str]:
     if given is not None:
         specs = [s.strip() for s in given.split(";") if s.strip()]
         if not specs:
-            named = ";".join(registered_rule_policies(game.name)[:2])
+            named = ";".join(registered_rule_policies(game)[:2])
             raise AnalysisError(f"--rules names no rule; give specs separated by ';' (e.g. '{named}')")
         for spec in specs:
             try:
-                policy = make_policy(spec, game.name)
+                policy = make_policy(spec, game)
             except PolicyError as exc:
                 raise AnalysisError(f"--rules: {exc}") from None
             if not declares_distribution(policy):
                 raise AnalysisError(f"--rules: the {game.name} rule {spec!r} does not say how likely its decisions are "
                                     "(no distribution), so it cannot be fitted; leave it out")
         return specs
-    specs = [n for n in registered_rule_policies(game.name) if declares_distribution(make_policy(n, game.name))]
+    specs = [n for n in registered_rule_policies(game) if declares_distribution(make_policy(n, game))]
     if not specs:
         raise AnalysisError(f"no rule of the {game.name} game declares how likely its decisions are (Policy.distribution); "
                             "give one, or --rules")

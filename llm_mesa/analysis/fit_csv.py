@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from llm_mesa import declared
 from llm_mesa.analysis.checks import AnalysisError
 from llm_mesa.analysis.fit_cells import PEOPLE, Cell, decisions_of
 from llm_mesa.errors import LlmMesaError
@@ -113,7 +114,7 @@ def csv_cells(path: Path, game_name: str | None, edges: str | os.PathLike[str] |
     cells: dict[tuple[str, str], Cell] = {}
     for condition, rows in frame.groupby(frame["condition"].fillna(""), sort=False):
         parameters = _parameters(rows, game, condition, path)
-        label = condition or game.describe(parameters)
+        label = condition or declared.describe(game, parameters)
         for seed, played in rows.groupby("seed", sort=True):
             if not (played["round"] == 0).any():
                 raise AnalysisError(f"{path}: game {seed} of condition {label!r} has no round 0 (the start, from which "

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from llm_mesa import declared
 from llm_mesa.analysis.checks import AnalysisError
 from llm_mesa.analysis.fit_cells import PEOPLE, Cell, agent_column, decisions_of
 from llm_mesa.analysis.fit_csv import csv_cells
@@ -95,7 +96,7 @@ def _run_cells(path: Path) -> tuple[Game, list[Cell]]:
     games = pd.DataFrame([{**summary, "seed": seed}])
     agents = tables["agents"]
     if "lab" not in manifest or "label" not in agents.columns:
-        return game, [Cell(game, game.describe(parameters), parameters, policy, [(o, d) for _, _, o, d in decided], games)]
+        return game, [Cell(game, declared.describe(game, parameters), parameters, policy, [(o, d) for _, _, o, d in decided], games)]
     column = agent_column(agents)
     who = dict(zip(agents[column], agents["label"].astype(str)))
     specs = dict(zip(agents[column], agents["policy"].astype(str))) if "policy" in agents.columns else {}
@@ -104,7 +105,7 @@ def _run_cells(path: Path) -> tuple[Game, list[Cell]]:
     for agent, _, observation, decision in decided:
         name = PEOPLE if who.get(agent) == "human" else specs.get(agent, policy)
         mine = seats if name == PEOPLE else [a for a in who if a not in seats]
-        cell = cells.setdefault(name, Cell(game, game.describe(parameters), parameters, name, games=games,
+        cell = cells.setdefault(name, Cell(game, declared.describe(game, parameters), parameters, name, games=games,
                                            others=policy if name == PEOPLE else PEOPLE, places={seed: mine}))
         cell.pairs.append((observation, decision))
     return game, list(cells.values())

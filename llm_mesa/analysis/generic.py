@@ -187,7 +187,7 @@ def analyze(sweep: Any, options: Mapping[str, Any]) -> dict[str, Any]:
     fixed = condition_columns(games, [c for c in [*numeric, *boolean] if c not in constant])
     scales = {c: scale_of(game, c, games[c].dropna(), c in boolean) for c in [*numeric, *boolean]}
     declared = list(game.measures) if game is not None else []
-    headline = game.first_measure if game is not None else None
+    headline = declared.first_measure(game) if game is not None else None
     first = [c for c in dict.fromkeys([headline, *declared]) if c]
     parameters = condition_parameters(sweep, game)
     conditions = sweep.ordered("condition")

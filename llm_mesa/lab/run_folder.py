@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from llm_mesa.games import agent_names, usage_fields
+from llm_mesa import declared, play
+from llm_mesa.games import agent_names
 from llm_mesa.lab.seat import SeatPolicy
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ def lab_tables(session: LabSession) -> dict[str, pd.DataFrame]:
     """The run folder's tables: the game's own, marked, and ``seats``."""
     who = who_decides(session)
     answers = seats_table(session)
-    tables = {name: marked(frame, who, answers) for name, frame in session.game.run_tables(session.model).items()}
+    tables = {name: marked(frame, who, answers) for name, frame in declared.run_tables(session.game, session.model).items()}
     tables["seats"] = answers
     return tables
 
@@ -89,19 +90,7 @@ def lab_tables(session: LabSession) -> dict[str, pd.DataFrame]:
 def lab_summary(session: LabSession, spec: str) -> dict[str, Any]:
     """The game's summary row with the lab's columns (and, for LLM agents, their use and the core's verdict)."""
     game, model = session.game, session.model
-    row = dict(session.row or game.summary_row(model))
-    llms = session.llm_policies
-    if llms:
-        used: dict[str, Any] = {}
-        for policy in llms:
-            for key, value in usage_fields(policy).items():
-                if isinstance(value, (int, float)) and not isinstance(value, bool):
-                    used[key] = used.get(key, 0) + value
-                elif used.get(key) is None:  # a word, such as the commonest failure's cause: the first said
-                    used[key] = value
-        for key, value in used.items():
-            row.setdefault(key, value)
-        game.judge(row, model, session.parameters, llms)
+    row = play.finish(game, model, session.parameters, session.llm_policies).row  # the one pipeline's end
     open_seats = session.open_seats()
     row.update(seats=len(open_seats), seat_agents=[s.agent for s in open_seats],
                answers=sum(not a.timeout for a in session.answers), timeouts=session.timeouts)

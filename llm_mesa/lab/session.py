@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
+from llm_mesa import declared, play
 from llm_mesa.errors import LlmMesaError
 from llm_mesa.games import agent_names
 from llm_mesa.lab.asking import check_seatable, facts_of, human_endpoint
@@ -122,10 +123,10 @@ class LabSession:
         if not deadline > 0:
             raise LabError(f"--deadline {deadline}: give the seconds a round stays open, more than 0")
         self.deadline = float(deadline)
-        self.asker = game.llm_policy(human_endpoint(), None)  # what a seat is asked: the game's LLM policy's question
+        self.asker = declared.llm_policy(game, human_endpoint(), None)  # what a seat is asked: the game's LLM policy's question
         check_seatable(game.name, self.asker)
         self.rounds = round_limit(game, self.parameters)
-        probe = game.make_model(self.parameters, self.parts[0], seed)
+        probe = play.make_model(game, self.parameters, self.parts[0], seed)
         self.host_token = new_token()
         self._changes = threading.Condition()
         self.version = 0
@@ -231,7 +232,7 @@ class LabSession:
         placed = dict(self._mix)
         placed.update({seat.agent: SeatPolicy(seat, self.asker, self.deadline, self.store, rounds=self.rounds,
                                               answered=self.answers.append) for seat in self.open_seats()})
-        return self.game.place(self.parameters, self.parts[0], self.seed, placed)
+        return play.place(self.game, self.parameters, self.parts[0], self.seed, placed)
 
     def play(self) -> None:
         """Wait for the start, then play every round to the end (the lab's main thread).
@@ -255,9 +256,9 @@ class LabSession:
         except BaseException as exc:
             self.stop(f"the game stopped: {exc}" if isinstance(exc, LlmMesaError) else "the game stopped")
             raise
-        row = self.game.summary_row(self.model)
+        row = declared.summary_row(self.game, self.model)
         with self._changes:
-            self.row, self._outcome = row, self.game.outcome(row)
+            self.row, self._outcome = row, declared.outcome(self.game, row)
             if self.state == PLAYING:
                 self.state = ENDED
         self.changed()
