@@ -10,6 +10,7 @@ overrides none of them never carries this class: the contract it sees is ``Game`
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -37,6 +38,7 @@ def _default(name: str) -> Callable[..., Any]:
     service = SERVICES[name]
 
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        warnings.warn(f"Game.{name} has moved: use {MOVED[name]}", DeprecationWarning, stacklevel=2)
         with defaults(name):
             return service(self, *args, **kwargs)
 

@@ -59,7 +59,8 @@ class Scale:
     ``low``..``high``, in ``unit``, drawn on a continuous scale with a legend bar); ``count``
     (whole numbers from 0, on an axis of their own); ``share`` (a fraction, on a 0-1 axis).
     A bound may name one of the game's parameters instead of a number (``count(high="limit")``: rounds
-    never exceed the round limit ``limit`` of their own game); ``bounds(parameters)`` reads it.
+    never exceed the round limit ``limit`` of their own game), or a product of them (``count(high="width*height")``:
+    agents on a grid of one agent a cell); ``bounds(parameters)`` reads it.
     ``events``: a per-round column counts what happened in that round (moves, failed decisions),
     so a game that has ended adds 0 to later rounds, where a level (a share, a state) holds its
     last value. Build one with ``categorical``, ``ordinal``, ``continuous``, ``count`` or ``share``.
@@ -92,9 +93,14 @@ class Scale:
         """The scale's range as numbers: a bound that names a parameter is that parameter's value in
         ``parameters`` (unknown, None, without them)."""
         def number(bound: float | str | None) -> float | None:
-            if isinstance(bound, str):
-                value = (parameters or {}).get(bound)
-                return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+            if isinstance(bound, str):  # a parameter's name, or a product of them ("width*height")
+                product = 1.0
+                for name in bound.split("*"):
+                    value = (parameters or {}).get(name.strip())
+                    if not isinstance(value, (int, float)) or isinstance(value, bool):
+                        return None
+                    product *= float(value)
+                return product
             return None if bound is None else float(bound)
 
         return number(self.low), number(self.high)

@@ -73,3 +73,12 @@ def test_a_slider_offers_the_declared_range_else_one_around_the_default(paramete
 def test_a_control_range_outside_the_bounds_is_refused_when_the_game_is_written():
     with pytest.raises(ValueError, match="control_range"):
         Parameter("n", int, 10, "agents", low=2, high=100, control_range=(1, 50))
+
+
+def test_a_count_may_be_bounded_by_a_product_of_parameters():
+    """Agents on a grid of one agent a cell never outnumber its cells: a band drawn for them stops there."""
+    from llm_mesa import count
+
+    cells = count(high="width*height")
+    assert cells.bounds({"width": 10, "height": 14}) == (0.0, 140.0)
+    assert cells.clip(151.0, {"width": 10, "height": 14}) == 140.0 and cells.bounds({"width": 10}) == (0.0, None)

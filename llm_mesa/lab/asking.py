@@ -21,10 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from llm_mesa.decisions import request_of
 from llm_mesa.errors import LlmMesaError
+from llm_mesa.game_hooks import call
 from llm_mesa.lab.facts import Facts, observation_facts
 from llm_mesa.lab.form import Form, form_of
 
@@ -94,7 +96,13 @@ def facts_of(policy: Any, observation: Any, agent: Any, round_number: int | None
              rounds: int | None = None) -> Facts:
     """What a person in ``agent``'s place reads: the policy's own ``facts``, else the observation's fields."""
     own = getattr(policy, "facts", None)
-    return own(observation) if callable(own) else observation_facts(observation, f"agent {agent}", round_number, rounds)
+    if callable(own):  # the game's own code: what it raises is one line naming the game and the hook
+        return call(_game_of(policy), "LLM policy's facts()", own, observation)
+    return observation_facts(observation, f"agent {agent}", round_number, rounds)
+
+
+def _game_of(policy: Any) -> SimpleNamespace:
+    return SimpleNamespace(name=getattr(policy, "game", "") or "?")
 
 
 def asked_of(policy: Any, observation: Any, agent: Any, round_number: int | None = None,
@@ -104,10 +112,11 @@ def asked_of(policy: Any, observation: Any, agent: Any, round_number: int | None
     Called within the agent's turn (the round runners say whose it is), so the request's
     sample key is the one an LLM decision of that agent, round and turn carries.
     """
-    question = policy.question(observation)
+    game = _game_of(policy)
+    question = call(game, "LLM policy's question()", policy.question, observation)
     facts = facts_of(policy, observation, agent, round_number, rounds)
-    return Asked(request_of(question), question.decode, policy.failed(observation), facts,
-                 form_of(question.schema, facts.labels, facts.choices))
+    default = call(game, "LLM policy's failed()", policy.failed, observation)
+    return Asked(request_of(question), question.decode, default, facts, form_of(question.schema, facts.labels, facts.choices))
 
 
 __all__ = ["Asked", "HUMAN", "HUMAN_BASE_URL", "NO_ANSWER", "SeatingError", "asked_of", "check_seatable", "facts_of",

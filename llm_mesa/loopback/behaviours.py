@@ -294,14 +294,14 @@ def _register(name: str, factory: BehaviourFactory, summary: str, params: str,
         _REGISTRY[name] = _Registered(factory, summary, params, listing, core)
 
 
-def load_game_behaviours() -> None:
+def load_game_behaviours(refresh: bool = False) -> None:
     """Register every installed game's behaviours, once: the game registry imports their modules and gives those
     declared as values."""
     global _games_loaded
-    if _games_loaded:
+    if _games_loaded and not refresh:
         return
     with _load_lock:
-        if _games_loaded:
+        if _games_loaded and not refresh:
             return
         from llm_mesa.registry import game_behaviours
 
@@ -375,6 +375,9 @@ def build_behaviour(model: str, defaults: FaultSettings,
         return behaviour, settings
     load_game_behaviours()
     found = _find(name)
+    if found is None:  # a game registered in this process since the behaviours were loaded: look once more
+        load_game_behaviours(refresh=True)
+        found = _find(name)
     if found is None:
         raise BehaviourNotFound(f"the loopback endpoint has no behaviour {name!r}; use one of: "
                                 f"{', '.join(listed_behaviours())} (GET /v1/models lists them)")
