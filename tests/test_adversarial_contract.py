@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from conftest import EXTRA_GAME
 
-from llm_mesa import Parameter, ParameterSet, Policy, make_policy, register_policy
+from llm_mesa import Parameter, ParameterSet, Policy, PolicyCatalog, make_policy, register_policy
 from llm_mesa.cli import main
 from llm_mesa.games import STEP_LIMIT, GameError
 from llm_mesa.registry import get_game, register_game, unregister_game
@@ -48,7 +48,8 @@ def registered(name: str, **members):
     def build(self, parameters, policy, seed):
         return tiny().build(self, parameters, make_policy(policy, self.name), seed)
 
-    game = type(f"Game_{name}", (tiny(),), {"name": name, "build": build, **members})()
+    own = {"name": name, "build": build, "policies": PolicyCatalog()}  # its policies: the one registered here
+    game = type(f"Game_{name}", (tiny(),), {**own, **members})()
     return register_game(game)
 
 

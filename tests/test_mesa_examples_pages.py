@@ -10,8 +10,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from llm_mesa.cli import main
 from llm_mesa import declared, play
+from llm_mesa.cli import main
 from llm_mesa.registry import get_game
 from llm_mesa.sweep import run_sweep
 from llm_mesa.views import GameView, view_of

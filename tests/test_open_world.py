@@ -207,7 +207,7 @@ def test_a_game_registered_in_a_script_is_played_like_an_installed_one(tmp_path)
 
     register_game(ScriptedVote())
     try:
-        result = run_sweep(None, "rules", 3, tmp_path / "s", game="scripted_vote", model_options={"max_rounds": 4})
+        result = run_sweep(None, "stay", 3, tmp_path / "s", game="scripted_vote", model_options={"max_rounds": 4})
         assert result.played == 3 and set(result.results["policy"]) == {"stay"}
         games = result.results
         assert (games["rounds"] == games["agreed"].map({True: 0, False: 4})).all()  # nobody ever moves

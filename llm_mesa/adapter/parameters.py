@@ -78,7 +78,11 @@ def inferred(name: str, default: Any, hint: Any, bounds: tuple[float, float] | N
     low, high = bounds if bounds is not None else default_bounds(name, default)
     if kind in (str, bool):
         low = high = None
-    return Parameter(name, kind, default, f"the model's {name}", low=low, high=high,
+    step = None
+    if kind is float:  # a slider whose steps hold the model's default (0.074 is not a step of 0.05)
+        places = len(repr(default).partition(".")[2].rstrip("0"))
+        step = min(0.01, 10.0 ** -places) if places else 0.01
+    return Parameter(name, kind, default, f"the model's {name}", low=low, high=high, step=step,
                      choices=tuple(choices) if choices else None, label=name.replace("_", " ").capitalize())
 
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from llm_mesa import declared
 from llm_mesa.analysis.proportions import wilson_interval
 from llm_mesa.game_types import Scale, infer_scale, share
 
@@ -143,9 +144,9 @@ def _game_of(sweep: Any) -> Game | None:
 
 def scale_of(game: Game | None, column: str, values: pd.Series, boolean: bool = False) -> Scale:
     """What a column is: as the game declares it, a share for yes/no values, else read from its values."""
-    declared = game.measures.get(column) if game is not None else None
-    if declared is not None:
-        return declared
+    given = game.measures.get(column) if game is not None else None
+    if given is not None:
+        return given
     return share(label=column.replace("_", " ")) if boolean else infer_scale(column, pd.unique(values))
 
 
@@ -186,9 +187,9 @@ def analyze(sweep: Any, options: Mapping[str, Any]) -> dict[str, Any]:
     constant = constant_columns(games, [*numeric, *boolean])
     fixed = condition_columns(games, [c for c in [*numeric, *boolean] if c not in constant])
     scales = {c: scale_of(game, c, games[c].dropna(), c in boolean) for c in [*numeric, *boolean]}
-    declared = list(game.measures) if game is not None else []
+    named = list(game.measures) if game is not None else []
     headline = declared.first_measure(game) if game is not None else None
-    first = [c for c in dict.fromkeys([headline, *declared]) if c]
+    first = [c for c in dict.fromkeys([headline, *named]) if c]
     parameters = condition_parameters(sweep, game)
     conditions = sweep.ordered("condition")
     rounds = sweep.table("rounds")

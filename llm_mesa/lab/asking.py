@@ -96,7 +96,7 @@ def facts_of(policy: Any, observation: Any, agent: Any, round_number: int | None
              rounds: int | None = None) -> Facts:
     """What a person in ``agent``'s place reads: the policy's own ``facts``, else the observation's fields."""
     own = getattr(policy, "facts", None)
-    if callable(own):  # the game's own code: what it raises is one line naming the game and the hook
+    if callable(own):  # the game's own code: what it raises is one line that names the game and the hook
         return call(_game_of(policy), "LLM policy's facts()", own, observation)
     return observation_facts(observation, f"agent {agent}", round_number, rounds)
 

@@ -145,8 +145,10 @@ class LabSession:
         self.model = self._build()
         by_name = {name: agent for agent, name in agent_names(self.model).items()}
         for seat in self.seats:  # how its page names the agent: the game's facts' words, the tables' number
-            seat.label = seat_label(facts_of(self.asker, by_name[seat.agent].observe(), seat.agent, 0, self.rounds).agent,
-                                    seat.agent)
+            observe = getattr(by_name[seat.agent], "observe", None)  # a Mesa model's agents observe only as they decide
+            words = facts_of(self.asker, observe(), seat.agent, 0, self.rounds).agent if callable(observe) \
+                else f"agent {seat.agent}"
+            seat.label = seat_label(words, seat.agent)
         #: the address the links start with (``urls``), for a link the host issues anew
         self.base = ""
         from llm_mesa.views import view_of
