@@ -67,6 +67,7 @@ html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
     "navbar_align": "left",
+    "header_links_before_dropdown": 6,
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
 }

@@ -90,8 +90,10 @@ class PublicApi(SphinxDirective):
             return []
         documented = self.env.__dict__.setdefault("llm_mesa_api", {}).setdefault(self.env.docname, {})
         documented.setdefault(package, set()).update(chosen)
-        lines = [line for name in chosen for line in directives_for(package, name)]
-        return self.parse_text_to_nodes("\n".join(lines))
+        rst = "\n".join(line for name in chosen for line in directives_for(package, name))
+        if str(self.env.doc2path(self.env.docname)).endswith(".md"):  # a MyST page: autodoc's text is reStructuredText
+            rst = "````{eval-rst}\n" + rst + "\n````"
+        return self.parse_text_to_nodes(rst)
 
 
 def check_every_name_documented(app: Sphinx, env: BuildEnvironment) -> None:

@@ -1,6 +1,6 @@
 """The command-line reference from the parsers themselves: ``{llm-mesa-commands}``.
 
-Each command's section is its ``--help``, as the parser prints it in a terminal 100
+Each command's section is its ``--help``, as the parser prints it in a terminal 80
 columns wide: ``llm-mesa`` itself, then every subcommand ``llm_mesa.cli.build_parser``
 builds, the installed games' included. The text is made when the site is built, so it
 cannot drift from what ``--help`` says. (sphinx-argparse was tried: it reads each
@@ -19,7 +19,7 @@ from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
 #: the terminal width the help is laid out for (argparse reads COLUMNS)
-WIDTH = 100
+WIDTH = 80
 
 
 @contextmanager
