@@ -26,14 +26,16 @@ logger = logging.getLogger(__name__)
 
 
 def imported_from(package: str) -> dict[str, str]:
-    """Where each name of ``package`` comes from, read from its ``__init__``: its ``from X import NAME``
-    lines and a lazy-import table (a dict literal of name -> module, as ``llm_mesa._EXPORTS``)."""
+    """Where each name of ``package`` (a package or a module) comes from, read from its source: its
+    ``from X import NAME`` lines and a lazy-import table (a dict literal of name -> module, as
+    ``llm_mesa._EXPORTS``)."""
     path = Path(importlib.import_module(package).__file__ or "")
+    # relative imports start from the package itself, or from a module's package
+    base = package.split(".") if path.name == "__init__.py" else package.split(".")[:-1]
     found: dict[str, str] = {}
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module:
-            module = node.module if not node.level else ".".join(package.split(".")[: len(package.split(".")) - node.level + 1]
-                                                                 + [node.module])
+            module = node.module if not node.level else ".".join(base[: len(base) - node.level + 1] + [node.module])
             found.update({alias.asname or alias.name: module for alias in node.names})
         elif isinstance(node, ast.Dict) and all(isinstance(k, ast.Constant) and isinstance(v, ast.Constant)
                                                 for k, v in zip(node.keys, node.values)):
@@ -50,10 +52,15 @@ def defining_module(package: str, name: str) -> str:
     return imported_from(package).get(name, package)
 
 
-def attribute_doc(module: str, name: str) -> str:
-    """A constant's ``#:`` comment (or docstring after it) in the module that defines it."""
+def attribute_doc(module: str, name: str, hops: int = 5) -> str:
+    """A constant's ``#:`` comment (or docstring after it) in the module that defines it, followed through
+    the modules that import it from there (``from .game_types import ROUNDS``)."""
     docs = ModuleAnalyzer.for_module(module).find_attr_docs()
-    return "\n".join(docs.get(("", name), [])).strip()
+    found = "\n".join(docs.get(("", name), [])).strip()
+    source = imported_from(module).get(name)
+    if found or not hops or not source or source == module:
+        return found
+    return attribute_doc(source, name, hops - 1)
 
 
 def short_value(value: object) -> str:
