@@ -59,6 +59,7 @@ autosummary_generate = False
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 napoleon_use_rtype = False
+napoleon_use_ivar = True       # a dataclass's Attributes: as a field list (its fields may carry #: docs of their own)
 
 html_theme = "pydata_sphinx_theme"
 html_title = f"llm-mesa {release}"
