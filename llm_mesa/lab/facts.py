@@ -25,12 +25,15 @@ MAX_FACT_CHARS = 2000
 
 @dataclass(frozen=True)
 class Facts:
-    """One decision's facts, as a seat's page shows them.
+    """One decision's facts, as a seat's page shows them: what the agent would be told.
 
-    ``agent``: the agent as the game's tables name it ("node 3"); ``rows``: label and value,
-    in order; ``sections``: a title and its lines (a history, the messages received);
-    ``round`` and ``rounds``: the round being decided and the game's round limit (None:
-    not known); ``labels``: the words the answer form uses for each field of the answer.
+    Attributes:
+        agent: The agent as the game's tables name it ("node 3").
+        rows: Label and value of each fact, in order.
+        sections: A title and its lines (a history, the messages received).
+        round: The round being decided (None: not known).
+        rounds: The game's round limit (None: not known).
+        labels: The words the answer form uses for each field of the answer.
     """
 
     agent: str
@@ -41,7 +44,11 @@ class Facts:
     labels: Mapping[str, str] = field(default_factory=dict)
 
     def heading(self) -> str:
-        """"Round N of M" (or "Round N" where the limit is not known)."""
+        """The seat's round line.
+
+        Returns:
+            "Round N of M", "Round N" where the limit is not known, or nothing where the round is not.
+        """
         if self.round is None:
             return ""
         return f"Round {self.round}" + (f" of {self.rounds}" if self.rounds else "")
