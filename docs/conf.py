@@ -51,7 +51,7 @@ nb_ipywidgets_js = {}           # never require.js or the widget manager from a 
 nb_merge_streams = True
 
 # The API reference: the docstrings' own words, types from the signatures.
-autodoc_default_options = {"members": True, "member-order": "bysource", "show-inheritance": False}
+autodoc_default_options = {"members": True, "member-order": "bysource"}
 autodoc_typehints = "description"
 autodoc_typehints_description_target = "documented"
 autodoc_class_signature = "separated"

@@ -354,14 +354,29 @@ class ResponseStore:
         self._raise_write_error()
 
     def already_recorded(self, sample_key: str) -> AlreadyRecorded:
-        """The error for a call this store answers already (one line naming the fix), to raise."""
+        """The error for a call this store answers already, to raise: recording it again would replace it.
+
+        Args:
+            sample_key: The call's place in the game (agent, round, try).
+
+        Returns:
+            The error, one line naming the fix.
+        """
         return AlreadyRecorded(
             f"{self.path} already holds an answer to this call ({sample_key}); recording again would replace it and "
             f"a later replay would play another game: replay it (--replay {self.path}, with --replay-fill to call "
             "for what is missing), or record to a new file")
 
     def miss(self, key: str, sample_key: str) -> ReplayMiss:
-        """The error for a call a strict replay lacks (one line naming the fix), to raise."""
+        """The error for a call a strict replay lacks, to raise.
+
+        Args:
+            key: The call's key.
+            sample_key: The call's place in the game (agent, round, try).
+
+        Returns:
+            The error, one line naming the fix (replay-fill).
+        """
         return ReplayMiss(f"no recorded answer in {self.path} for sample key {sample_key!r} (key {key[:12]}); "
                           "the prompt, template or sampling changed since recording: rerun with "
                           "store mode replay-fill to call the endpoint for missing answers")
@@ -411,7 +426,11 @@ class ResponseStore:
         self._raise_write_error()
 
     def manifest(self) -> dict[str, Any]:
-        """What a run's manifest says of the store: its ``path`` and ``mode``."""
+        """What a run's manifest says of the store.
+
+        Returns:
+            Its ``path`` and ``mode``.
+        """
         return {"path": str(self.path), "mode": self.mode}
 
     def __repr__(self) -> str:
