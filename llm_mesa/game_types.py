@@ -100,7 +100,7 @@ class Scale:
         """The scale's range as numbers.
 
         Args:
-            parameters: One game's parameters, which a bound naming a parameter is read from.
+            parameters: One game's parameters, which a bound that names a parameter is read from.
 
         Returns:
             ``(low, high)``, each None where unbounded or where it names a parameter not given.

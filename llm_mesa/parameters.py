@@ -31,7 +31,7 @@ class Parameter:
     control and its use as a sweep axis.
 
     Attributes:
-        name: The parameter's name, as the game's model takes it (``max_rounds``).
+        name: The parameter's name, as the game's model takes it (``rounds``, ``inertia``).
         kind: Its type: ``int``, ``float``, ``str`` or ``bool``.
         default: Its value when none is given (within its own bounds: checked when the game registers).
         help: One line for ``--help`` and error messages.

@@ -360,7 +360,7 @@ class ResponseStore:
             sample_key: The call's place in the game (agent, round, try).
 
         Returns:
-            The error, one line naming the fix.
+            The error, one line that names the fix.
         """
         return AlreadyRecorded(
             f"{self.path} already holds an answer to this call ({sample_key}); recording again would replace it and "
@@ -375,7 +375,7 @@ class ResponseStore:
             sample_key: The call's place in the game (agent, round, try).
 
         Returns:
-            The error, one line naming the fix (replay-fill).
+            The error, one line that names the fix (replay-fill).
         """
         return ReplayMiss(f"no recorded answer in {self.path} for sample key {sample_key!r} (key {key[:12]}); "
                           "the prompt, template or sampling changed since recording: rerun with "
