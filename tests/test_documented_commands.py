@@ -226,7 +226,7 @@ def run_document(commands: list[Command], clone: Path, env: dict[str, str], logs
                 continue
             started = time.monotonic()
             text = with_free_ports(command.text, ports)
-            log = logs / f"{command.where.replace(':', '-')}-{index}.log"
+            log = logs / f"{command.where.replace(':', '-').replace('/', '_')}-{index}.log"
             serves = text.endswith("&") or SERVES.search(text)
             if serves:
                 with open(log, "w") as out:
