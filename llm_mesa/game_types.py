@@ -26,12 +26,15 @@ _EMPTY: Mapping[str, Any] = MappingProxyType({})
 class Table:
     """A per-game table a game can keep beside its summary row.
 
-    ``key``: the columns that identify a row within one game (a sweep adds
-    condition, policy and seed); ``types``: pandas types of columns that may be
-    all missing in one game (so every game's part reads back alike); ``needs``:
-    tables kept with it (per-agent rows are read against the network's edges); ``read``: how the
-    table is read from a finished (or running) model, ``read(model) -> DataFrame`` or
-    ``"module:function"`` (None: the core's default, from the model's DataCollector).
+    Attributes:
+        name: The table's name (``--tables NAME``, the Parquet folder of a sweep).
+        key: The columns that identify a row within one game (a sweep adds condition, policy and seed).
+        doc: One line saying what a row is, for listings.
+        types: Pandas types of columns that may be all missing in one game, so that every game's
+            part reads back alike.
+        needs: Tables kept with it (per-agent rows are read against the network's edges).
+        read: How the table is read from a finished (or running) model, ``read(model) -> DataFrame`` or
+            ``"module:function"`` (None: the core's default, from the model's DataCollector).
     """
 
     name: str
@@ -53,17 +56,25 @@ SCALE_KINDS = ("categorical", "ordinal", "continuous", "count", "share")
 class Scale:
     """What a quantity of a game is, so that every generic page, chart and report draws it right.
 
-    ``kind``: ``categorical`` (``values``, unordered, drawn in ``palette``'s colours, else a
-    state named like a colour in that colour, else a palette of distinct ones); ``ordinal``
-    (``values`` in their order, drawn on a sequential scale); ``continuous`` (numbers in
-    ``low``..``high``, in ``unit``, drawn on a continuous scale with a legend bar); ``count``
-    (whole numbers from 0, on an axis of their own); ``share`` (a fraction, on a 0-1 axis).
-    A bound may name one of the game's parameters instead of a number (``count(high="limit")``: rounds
-    never exceed the round limit ``limit`` of their own game), or a product of them (``count(high="width*height")``:
-    agents on a grid of one agent a cell); ``bounds(parameters)`` reads it.
-    ``events``: a per-round column counts what happened in that round (moves, failed decisions),
-    so a game that has ended adds 0 to later rounds, where a level (a share, a state) holds its
-    last value. Build one with ``categorical``, ``ordinal``, ``continuous``, ``count`` or ``share``.
+    Build one with ``categorical``, ``ordinal``, ``continuous``, ``count`` or ``share``.
+
+    Attributes:
+        kind: ``categorical`` (``values``, unordered, drawn in ``palette``'s colours, else a state
+            named like a colour in that colour, else distinct colours); ``ordinal`` (``values`` in
+            their order, drawn on a sequential scale); ``continuous`` (numbers from ``low`` to
+            ``high``, drawn on a continuous scale with a legend bar); ``count`` (whole numbers from
+            0, on an axis of their own); ``share`` (a fraction, on a 0-1 axis).
+        values: The categories or ranks, in order.
+        palette: A colour for each categorical value.
+        low: The lowest value, a number or the name of one of the game's parameters.
+        high: The highest value, likewise (``count(high="limit")``: rounds never exceed the round
+            limit ``limit`` of their own game), or a product of parameters (``count(high="width*height")``:
+            agents on a grid of one agent a cell); ``bounds(parameters)`` reads a named one.
+        unit: The unit of a continuous value, for axes and legends.
+        label: What the quantity is called on pages and in reports.
+        events: True for a per-round column that counts what happened in that round (moves, failed
+            decisions): a game that has ended adds 0 to later rounds, where a level (a share, a
+            state) holds its last value.
     """
 
     kind: str
@@ -90,8 +101,14 @@ class Scale:
         return self.kind in ("continuous", "count", "share")
 
     def bounds(self, parameters: Mapping[str, Any] | None = None) -> tuple[float | None, float | None]:
-        """The scale's range as numbers: a bound that names a parameter is that parameter's value in
-        ``parameters`` (unknown, None, without them)."""
+        """The scale's range as numbers.
+
+        Args:
+            parameters: One game's parameters, which a bound that names a parameter is read from.
+
+        Returns:
+            ``(low, high)``, each None where unbounded or where it names a parameter not given.
+        """
         def number(bound: float | str | None) -> float | None:
             if isinstance(bound, str):  # a parameter's name, or a product of them ("width*height")
                 product = 1.0
@@ -106,7 +123,15 @@ class Scale:
         return number(self.low), number(self.high)
 
     def clip(self, value: float, parameters: Mapping[str, Any] | None = None) -> float:
-        """``value`` within the scale's range (an interval never leaves what the measure can be)."""
+        """A value kept within the scale's range, so that an interval never leaves what the measure can be.
+
+        Args:
+            value: The number to keep in range.
+            parameters: One game's parameters, for bounds that name one.
+
+        Returns:
+            ``value``, raised to the low bound or lowered to the high one where it is outside.
+        """
         low, high = self.bounds(parameters)
         if low is not None:
             value = max(value, low)
@@ -116,30 +141,73 @@ class Scale:
 
 
 def categorical(*values: Any, palette: Mapping[Any, str] | None = None, label: str = "") -> Scale:
-    """Unordered values (a colour, a type, a move), each drawn in its own colour."""
+    """Unordered values (a colour, a type, a move), each drawn in its own colour.
+
+    Args:
+        *values: The categories, in the order legends list them.
+        palette: A colour (any CSS colour) for some or all of them.
+        label: What the quantity is called on pages and in reports.
+
+    Returns:
+        A ``categorical`` scale.
+    """
     return Scale("categorical", tuple(values), MappingProxyType(dict(palette or {})), label=label)
 
 
 def ordinal(*values: Any, label: str = "") -> Scale:
-    """Values in an order (low, middle, high), drawn light to dark."""
+    """Values in an order (low, middle, high), drawn light to dark.
+
+    Args:
+        *values: The values, lowest first.
+        label: What the quantity is called on pages and in reports.
+
+    Returns:
+        An ``ordinal`` scale.
+    """
     return Scale("ordinal", tuple(values), label=label)
 
 
 def continuous(low: float | str | None = None, high: float | str | None = None, *, unit: str = "",
                label: str = "", events: bool = False) -> Scale:
-    """Numbers in a range (wealth, a contribution), drawn on a continuous colour scale or axis; a bound may
-    name a parameter (``continuous(0, "payoff")``); ``events``: a round's own amount (a cost)."""
+    """Numbers in a range (wealth, a contribution), drawn on a continuous colour scale or axis.
+
+    Args:
+        low: The lowest value, or the name of the parameter that holds it.
+        high: The highest value, or the name of the parameter that holds it (``continuous(0, "payoff")``).
+        unit: The unit, for axes and legends.
+        label: What the quantity is called on pages and in reports.
+        events: True when a round's value is that round's own amount (a cost), not a level.
+
+    Returns:
+        A ``continuous`` scale.
+    """
     return Scale("continuous", low=low, high=high, unit=unit, label=label, events=events)
 
 
 def count(*, high: float | str | None = None, unit: str = "", label: str = "", events: bool = False) -> Scale:
-    """Whole numbers from 0 (agents, conflicts, failed decisions), on an axis of their own; ``high`` may name a
-    parameter (``count(high="limit")``); ``events``: what happened in the round (moves, failures), not a level."""
+    """Whole numbers from 0 (agents, conflicts, failed decisions), on an axis of their own.
+
+    Args:
+        high: The highest value, or the name of the parameter that holds it (``count(high="limit")``).
+        unit: The unit, for axes and legends.
+        label: What the quantity is called on pages and in reports.
+        events: True when a round's value counts what happened in that round (moves, failures).
+
+    Returns:
+        A ``count`` scale.
+    """
     return Scale("count", high=high, unit=unit, label=label, events=events)
 
 
 def share(*, label: str = "") -> Scale:
-    """A fraction of something, 0 to 1, on a 0-1 axis (shares are drawn together)."""
+    """A fraction of something, 0 to 1, on a 0-1 axis (shares are drawn together).
+
+    Args:
+        label: What the quantity is called on pages and in reports.
+
+    Returns:
+        A ``share`` scale.
+    """
     return Scale("share", label=label)
 
 
@@ -175,6 +243,10 @@ class GameResult:
 
     The row is held to JSON's types here, where it leaves the game (``llm_mesa.json_values``):
     a value a sweep could not write is refused in one line that names its key, before anything is written.
+
+    Attributes:
+        row: The game's summary row (column -> value of JSON's types).
+        tables: The per-game tables asked for, by name.
     """
 
     row: dict[str, Any]
@@ -190,9 +262,13 @@ class GameResult:
 class PlayRequest:
     """Everything needed to play one game of a sweep (picklable, for worker processes).
 
-    ``policy`` is a rule policy spec, or ``"llm"`` with ``endpoint`` set (a
-    ``Population`` when the game's agents are split among several); ``store`` the
-    record/replay store the game's LLM calls go through.
+    Attributes:
+        parameters: The game's parameters, checked.
+        policy: A rule policy spec, or ``"llm"`` with ``endpoint`` set.
+        seed: The game's seed.
+        tables: The per-game tables to keep.
+        endpoint: The LLM endpoint (a ``Population`` when the game's agents are split among several).
+        store: The record/replay store the game's LLM calls go through.
     """
 
     parameters: Mapping[str, Any]
@@ -205,7 +281,15 @@ class PlayRequest:
 
 @dataclass(frozen=True)
 class LlmEstimate:
-    """One game's LLM use at most, from its parameters and prompt templates (no call made)."""
+    """One game's LLM use at most, from its parameters and prompt templates (no call made).
+
+    Attributes:
+        calls: LLM calls at most.
+        rounds: Rounds at most.
+        prompt_tokens_per_call: Prompt tokens of a call (about four characters a token).
+        completion_tokens_per_call: Completion tokens of a call at most.
+        may_stop_early: True when a game may end before its round limit (the figures are bounds).
+    """
 
     calls: int
     rounds: int
@@ -215,6 +299,7 @@ class LlmEstimate:
 
     @property
     def calls_per_round(self) -> float:
+        """The calls of a round, on average."""
         return self.calls / max(self.rounds, 1)
 
 
@@ -222,16 +307,17 @@ class LlmEstimate:
 class PolicyCatalog:
     """The game's policies.
 
-    ``module`` registers the rule policies when imported; ``lazy`` names heavy ones
-    (name -> (module, one-line summary)), imported only when asked for, so a
-    rule-only game never imports openai; ``groups`` are named sets of
-    configurations for sweeps (``label -> spec``; default: a ``rules`` group of
-    every registered rule policy at its defaults); ``parameter`` is what the
-    game's model calls the policy (``policy``, ``speaker``); ``populations`` says
-    whether one game may split its agents among several policies (``A + B``); ``observed``,
-    ``"module:function"``, reads the decisions a run recorded for ``llm-mesa fit``:
-    ``function(tables, parameters, seed)`` -> an iterable of ``(agent, round, observation, decision)``
-    from a game's tables (a mapping of table name -> DataFrame), its parameters and seed.
+    Attributes:
+        module: The module that registers the rule policies when imported.
+        lazy: Heavy policies (name -> (module, one-line summary)), imported only when asked for, so
+            that a rule-only game never imports openai.
+        groups: Named sets of configurations for sweeps (group -> label -> spec; default: a ``rules``
+            group of every registered rule policy at its defaults).
+        parameter: What the game's model calls the policy (``policy``, ``speaker``).
+        populations: Whether one game may split its agents among several policies (``A + B``).
+        observed: ``"module:function"`` reading the decisions a run recorded, for ``llm-mesa fit``:
+            ``function(tables, parameters, seed)`` gives an iterable of ``(agent, round, observation,
+            decision)`` from a game's tables (table name -> DataFrame), its parameters and seed.
     """
 
     module: str | None = None
@@ -245,7 +331,12 @@ class PolicyCatalog:
 
 @dataclass(frozen=True)
 class StudyDesign:
-    """Named design cells (``conditions``: name -> parameters) and named lists of them (``groups``)."""
+    """A study's named design cells and named lists of them (``--conditions``).
+
+    Attributes:
+        conditions: Each cell's name -> its parameters.
+        groups: Each group's name -> the names of its cells (``study``).
+    """
 
     conditions: Mapping[str, Mapping[str, Any]] = _EMPTY
     groups: Mapping[str, Sequence[str]] = _EMPTY
@@ -255,16 +346,18 @@ class StudyDesign:
 class LlmSupport:
     """What LLM agents need from a game.
 
-    ``policy``: ``"module:factory"``, ``factory(endpoint, store) -> Policy`` (None: the
-    game has no LLM policy); ``endpoint_defaults``: sampling the game's study used
-    (Endpoint field -> value), applied where the user set none; ``behaviours``: the
-    module that registers the stand-in server's behaviours for the game's prompts;
-    ``failure_share``: the share of failed LLM decisions above which a game is invalid,
-    a number or the name of the game's parameter that holds it; ``estimate``: one game's LLM use at
-    most, ``estimate(game, parameters, endpoint) -> LlmEstimate`` (for ``sweep --dry-run`` and
-    budgets; None: the dry run says it cannot tell). ``policy`` and ``estimate`` may be values or
-    ``"module:attribute"``; ``behaviours`` a module that registers behaviours when imported, or
-    the behaviours as values (kind -> ``factory(params, model)``, as ``register_behaviour`` takes).
+    Attributes:
+        policy: The LLM policy's factory, ``factory(endpoint, store) -> Policy``, a value or
+            ``"module:factory"`` (None: the game has no LLM policy).
+        endpoint_defaults: The sampling the game's study used (``Endpoint`` field -> value), applied
+            where the user set none.
+        behaviours: The stand-in server's behaviours for the game's prompts: a module that registers
+            them when imported, or the behaviours as values (kind -> ``factory(params, model)``, as
+            ``register_behaviour`` takes).
+        failure_share: The share of failed LLM decisions above which a game is invalid, a number or
+            the name of the game's parameter that holds it.
+        estimate: One game's LLM use at most, ``estimate(game, parameters, endpoint) -> LlmEstimate``
+            (for ``sweep --dry-run`` and budgets; None: the dry run says it cannot tell).
     """
 
     policy: Callable[..., Any] | str | None = None

@@ -58,6 +58,22 @@ def build_topology(
     * ``ba``: Barabási–Albert, ``m = 2`` edges per new node.
     * ``ws``: connected Watts–Strogatz, ring degree ``k = 4``, rewiring ``p = 0.5``.
     * ``caveman``: ``networkx.connected_caveman_graph(n / 4, 4)``.
+
+    Args:
+        topology: ``er``, ``ba``, ``ws`` or ``caveman``.
+        n: The number of nodes.
+        rng: The random stream the graph is drawn from (a game's seeded ``model.random``).
+        er_p: The Erdős–Rényi edge probability.
+        ba_m: The Barabási–Albert edges per new node.
+        ws_k: The Watts–Strogatz ring degree (even).
+        ws_p: The Watts–Strogatz rewiring probability.
+        clique_size: The caveman graph's clique size (``n`` a multiple of it).
+
+    Returns:
+        The graph, nodes numbered 0 to n - 1.
+
+    Raises:
+        NetworkError: An unknown topology, or an ``n`` the topology cannot take; the message names the fix.
     """
     topology = topology.lower()
     if topology not in TOPOLOGIES:
@@ -183,6 +199,13 @@ def seeded_layout(graph: nx.Graph, seed: int) -> dict[int, tuple[float, float]]:
     Kamada–Kawai (deterministic) up to 300 nodes: it draws the caveman ring of
     cliques and the hubs of a BA graph legibly; a seeded spring layout above;
     a circle beyond 2,000 nodes, where a force layout costs more than a game.
+
+    Args:
+        graph: The graph to lay out.
+        seed: The seed of the spring layout (the same seed, the same picture).
+
+    Returns:
+        Node -> ``(x, y)``.
     """
     n = graph.number_of_nodes()
     if n > 2000:

@@ -89,5 +89,13 @@ def json_safe(value: Any) -> Any:
 
 
 def json_text(value: Any, **dumps: Any) -> str:
-    """Valid JSON of ``value``: NaN and infinities as ``null``, anything else JSON has no type for as its text."""
+    """Valid JSON of a value: NaN and infinities as ``null``, anything else JSON has no type for as its text.
+
+    Args:
+        value: What to print (a summary row, a report).
+        **dumps: Options of ``json.dumps`` (``indent``, ``sort_keys``).
+
+    Returns:
+        The JSON text.
+    """
     return json.dumps(json_safe(value), allow_nan=False, default=str, **dumps)

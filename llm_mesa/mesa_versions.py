@@ -57,6 +57,13 @@ def seed_streams(model: mesa.Model, rng: Any) -> int:
     unseeded game keeps the seed Mesa 3 drew for it (``model._seed``), or on Mesa 4 draws
     one from OS entropy, so every game is named, and replayed, by the seed it played with.
     The generator is reseeded in place: Mesa's agent sets hold this very object.
+
+    Args:
+        model: The model being built (``super().__init__`` done).
+        rng: The ``rng`` the model was given: an integer seed, or None.
+
+    Returns:
+        The game's seed.
     """
     if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
         seed = int(rng)
@@ -73,6 +80,13 @@ def network_space(graph: nx.Graph, rng: random.Random) -> Network:
     Mesa 3: a topological network (no positions; a drawing layout costs more than a rule
     game and is computed only when drawn, ``model.layout``). Mesa 4 wants a position for
     every node: its own default, the circular layout, which costs O(N).
+
+    Args:
+        graph: The network the agents sit on.
+        rng: The model's random stream (``model.random``), which the space draws from.
+
+    Returns:
+        The space; each node is a cell.
     """
     if MESA_4:
         return Network(graph, random=rng)

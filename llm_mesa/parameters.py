@@ -27,18 +27,30 @@ _FALSE = ("0", "false", "no", "off")
 
 @dataclass(frozen=True)
 class Parameter:
-    """One game parameter.
+    """One game parameter: from it come its validation, its command-line option, its explorer
+    control and its use as a sweep axis.
 
-    ``low``/``high`` are inclusive bounds for numbers; ``choices`` the allowed
-    values of a string; ``nullable`` lets ``None`` through (meaning "the game
-    picks", e.g. a memory size that depends on the mode). ``cli`` is the
-    command-line option (default ``--name`` with dashes); ``sweep`` says whether
-    the parameter may be a sweep axis; ``control`` whether the explorer shows it;
-    ``in_seed`` whether it enters the seeds an experiment derives for its games
-    (False for one that says who plays, not what is played, e.g. which agents an
-    LLM plays: designs differing only in it then play the same graphs and draws).
-    ``round_limit`` marks the one whole-number parameter that bounds the game's rounds:
-    a model still running past it is stopped as runaway (``llm_mesa.games.Game.step_limit``).
+    Attributes:
+        name: The parameter's name, as the game's model takes it (``rounds``, ``inertia``).
+        kind: Its type: ``int``, ``float``, ``str`` or ``bool``.
+        default: Its value when none is given (within its own bounds: checked when the game registers).
+        help: One line for ``--help`` and error messages.
+        low: The smallest number allowed (inclusive).
+        high: The largest number allowed (inclusive).
+        choices: The values a string may take.
+        nullable: Lets ``None`` through, meaning "the game picks" (a memory size that depends on the mode).
+        cli: The command-line option (default ``--name`` with dashes).
+        sweep: Whether it may be a sweep axis.
+        control: Whether the explorer shows it.
+        step: The explorer slider's step.
+        label: The explorer's short label (default: the name).
+        in_seed: Whether it enters the seeds an experiment derives for its games: False for one that
+            says who plays, not what is played (which agents an LLM plays), so that designs differing
+            only in it play the same graphs and draws.
+        round_limit: Marks the one whole-number parameter that bounds the game's rounds: a model still
+            running past it is stopped as runaway (``llm_mesa.Game.step_limit``).
+        control_range: The range a slider offers, within ``low``..``high`` (which only validate);
+            None: ``offered_range`` picks one.
     """
 
     name: str
@@ -68,10 +80,22 @@ class Parameter:
 
     @property
     def option(self) -> str:
+        """The command-line option (``--max-rounds``)."""
         return self.cli or "--" + self.name.replace("_", "-")
 
     def convert(self, value: Any) -> Any:
-        """``value`` (a Python value or command-line text) as this parameter's type, checked."""
+        """A value as this parameter's type, checked against its bounds and choices.
+
+        Args:
+            value: A Python value, or text from a command line, a link or a file (``"12"``, ``"yes"``).
+
+        Returns:
+            The value as the parameter's type.
+
+        Raises:
+            ParameterError: The value is not of the type, or is outside the bounds or choices; the
+                message names the fix.
+        """
         if value is None or (isinstance(value, str) and value.strip().lower() in ("none", "null")
                              and self.nullable):
             if self.nullable:
@@ -114,6 +138,14 @@ class Parameter:
         return self.kind(value)
 
     def check(self, value: Any) -> None:
+        """Refuse a value of the right type outside the bounds or choices.
+
+        Args:
+            value: A value of the parameter's type.
+
+        Raises:
+            ParameterError: The value is outside the bounds or not among the choices.
+        """
         if value is None and self.nullable:
             return
         if self.choices is not None and value not in self.choices:
@@ -134,9 +166,13 @@ class Parameter:
         return kind + (f" {bounds}" if bounds else "")
 
     def offered_range(self) -> tuple[float, float]:
-        """The range a slider offers: ``control_range`` when declared; else the bounds, unless they are so
-        wide that the default would sit pinned at one end (n 5..10,000 at 36), then a range around the
-        default (a few times it), within the bounds."""
+        """The range a slider offers, for a number with both bounds.
+
+        Returns:
+            ``control_range`` when declared; else the bounds, unless they are so wide that the default
+            would sit pinned at one end (n 5..10,000 at 36), then a range around the default (a few times
+            it), within the bounds.
+        """
         if self.control_range is not None:
             return self.control_range
         low, high = float(self.low), float(self.high)
@@ -148,7 +184,13 @@ class Parameter:
         return (self.low, top)
 
     def control_spec(self) -> dict[str, Any]:
-        """This parameter as an explorer control (Mesa's ``model_params`` format)."""
+        """This parameter as an explorer control.
+
+        Returns:
+            The control in Mesa's ``model_params`` format: a ``Select`` for choices, a ``Checkbox`` for a
+            true/false value, a ``SliderInt`` or ``SliderFloat`` for a bounded number, else an
+            ``InputText``.
+        """
         label = self.label or self.name.replace("_", " ")
         choices = self.choices if self.choices is not None else getattr(self.kind, "choices", None)
         if choices is not None:  # a kind may offer choices beyond which it takes more (a prompt: file:PATH)
@@ -167,7 +209,11 @@ class Parameter:
 
 @dataclass(frozen=True)
 class ParameterSet:
-    """A game's parameters, in the order they are shown."""
+    """A game's parameters, in the order they are shown; build one with ``ParameterSet.of(...)``.
+
+    Attributes:
+        parameters: The parameters, names unique; at most one is the ``round_limit``.
+    """
 
     parameters: tuple[Parameter, ...]
     _index: dict[str, Parameter] = field(init=False, repr=False, compare=False)
@@ -182,6 +228,14 @@ class ParameterSet:
 
     @classmethod
     def of(cls, *parameters: Parameter) -> "ParameterSet":
+        """A set of these parameters.
+
+        Args:
+            *parameters: The game's parameters, in the order they are shown.
+
+        Returns:
+            The set (its names checked unique).
+        """
         return cls(tuple(parameters))
 
     def __iter__(self) -> Iterator[Parameter]:
@@ -198,13 +252,30 @@ class ParameterSet:
 
     @property
     def names(self) -> tuple[str, ...]:
+        """The parameters' names, in order."""
         return tuple(self._index)
 
     def defaults(self) -> dict[str, Any]:
+        """Every parameter's default.
+
+        Returns:
+            Name -> default, in order.
+        """
         return {p.name: p.default for p in self.parameters}
 
     def validate(self, values: Mapping[str, Any], *, complete: bool = False) -> dict[str, Any]:
-        """``values`` converted and checked; unknown names refused. ``complete`` fills in defaults."""
+        """Values converted and checked, each by its parameter.
+
+        Args:
+            values: Name -> value (text or a Python value).
+            complete: Fill in the default of every parameter not given.
+
+        Returns:
+            Name -> the converted value.
+
+        Raises:
+            ParameterError: An unknown name, or a value the parameter refuses.
+        """
         out = self.defaults() if complete else {}
         for name, value in values.items():
             out[name] = self[name].convert(value)
@@ -213,7 +284,13 @@ class ParameterSet:
     # --- the command line ------------------------------------------------------------
     def add_arguments(self, parser: argparse.ArgumentParser | argparse._ArgumentGroup,
                       names: Iterable[str] | None = None, **defaults: Any) -> None:
-        """One option per parameter; its type check is the parameter's own (one error line)."""
+        """Add one command-line option per parameter; its type check is the parameter's own (one error line).
+
+        Args:
+            parser: The parser or argument group to add to.
+            names: The parameters to add (default: all).
+            **defaults: Defaults that replace the parameters' own, by name.
+        """
         for p in (self[n] for n in names) if names is not None else self.parameters:
             default = defaults.get(p.name, p.default)
             shown = "" if default is None else f" (default {default})"
@@ -226,12 +303,30 @@ class ParameterSet:
                                 metavar=metavar, help=p.help + shown)
 
     def from_args(self, args: argparse.Namespace) -> dict[str, Any]:
-        """The parameter values an ``argparse`` namespace holds (those it has)."""
+        """The parameter values a parsed command line holds.
+
+        Args:
+            args: The namespace ``parse_args`` returned (options added by ``add_arguments``).
+
+        Returns:
+            Name -> value, for the parameters the namespace has.
+        """
         return {p.name: getattr(args, p.name) for p in self.parameters if hasattr(args, p.name)}
 
     # --- sweeps ----------------------------------------------------------------------
     def parse_axis(self, text: str) -> tuple[str, list[Any]]:
-        """``"alpha=0.5,0.9"`` -> ``("alpha", [0.5, 0.9])``, each value checked."""
+        """A sweep axis from its text (``--set alpha=0.5,0.9``).
+
+        Args:
+            text: ``NAME=V1,V2,...``.
+
+        Returns:
+            The name and its values, each checked, duplicates dropped: ``("alpha", [0.5, 0.9])``.
+
+        Raises:
+            ParameterError: A malformed text, an unknown name, a parameter that may not be an axis or a
+                bad value.
+        """
         name, eq, rest = text.partition("=")
         name = name.strip().replace("-", "_")
         if not eq or not name or not rest.strip():
@@ -246,7 +341,16 @@ class ParameterSet:
 
     # --- the explorer ----------------------------------------------------------------
     def controls(self, names: Sequence[str] | None = None, **overrides: Any) -> dict[str, dict[str, Any]]:
-        """Explorer controls (Mesa ``model_params``) for the parameters that have one."""
+        """Explorer controls for the parameters that have one.
+
+        Args:
+            names: The parameters to give controls (default: those marked ``control``).
+            **overrides: Per name, fields replacing the control's own (a page's own ``min`` and ``max``
+                are its limit).
+
+        Returns:
+            Name -> control, in Mesa's ``model_params`` format.
+        """
         chosen = [self[n] for n in names] if names is not None else [p for p in self.parameters if p.control]
         out = {}
         for p in chosen:

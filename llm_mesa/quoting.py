@@ -68,7 +68,20 @@ def _defang(token: str) -> str:
 
 
 def neutralise(text: str, max_chars: int | None = None) -> str:
-    """``text`` as it may be delivered into another agent's prompt (see the module doc)."""
+    """Text as it may be delivered into another agent's prompt.
+
+    Line and paragraph separators and other control characters become spaces, bidirectional
+    controls and zero-width format characters are dropped, and chat-template control tokens
+    (every family in ``TEMPLATE_TOKEN_FAMILIES``) are broken, so a message can never open a new
+    turn of the conversation.
+
+    Args:
+        text: What an agent (or a user's script) wrote.
+        max_chars: Cut the result to this many characters (None: no cut).
+
+    Returns:
+        The text to quote into a prompt.
+    """
     out = []
     for ch in text:
         if ch in BIDI_CONTROLS:

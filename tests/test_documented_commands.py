@@ -1,8 +1,8 @@
 """Every documented command runs as written, from a fresh clone.
 
 The test clones this repository's HEAD into a folder of its own and runs, there and in
-the order they are documented, every command of README.md and then docs/*.md, as a
-newcomer would in one terminal: each line of a fenced shell block (continuations
+the order they are documented, every command of README.md and then of every page of the
+documentation site (each ``.md`` under docs/, by path), as a newcomer would in one terminal: each line of a fenced shell block (continuations
 joined, comments dropped) and each command spelled out in the prose (a code span that
 starts with ``llm-mesa``, ``.venv/bin/``, ``bash``, ``python``, ``pip`` or ``solara``).
 The README's first command, ``bash scripts/demo.sh``, makes the clone's own ``.venv``;
@@ -11,7 +11,9 @@ The README's first command, ``bash scripts/demo.sh``, makes the clone's own ``.v
 What cannot run here is skipped with its reason (``SKIPS``): a model server on a GPU or
 a provider's API, a cluster, llama.cpp's build (about 10 minutes; ``.ci/run`` makes it
 and runs ``tests/test_real_model.py``), the test suite itself, the benchmarks (``.ci/run``
-runs each), the Mesa 4 venv. In the prose, a span with placeholders (``DIR``, ``K``,
+runs each), the Mesa 4 venv. The site's notebooks run through the build: the getting-started
+page's ``bash scripts/docs.sh`` builds the site in the clone, executing each notebook
+afresh (a cell that raises fails the build, and so this test). In the prose, a span with placeholders (``DIR``, ``K``,
 ``...``) is a form, and one that a longer documented command begins with is that
 command's part. In a fenced block nothing is a form: a placeholder there fails.
 
@@ -133,15 +135,20 @@ def prose_commands(name: str, text: str) -> list[Command]:
     return out
 
 
+def site_pages(docs: Path) -> list[Path]:
+    """The documentation site's Markdown pages, by path (what the build reads; not what it wrote)."""
+    return sorted(p for p in docs.rglob("*.md") if not {"_build", ".ipynb_checkpoints"} & set(p.relative_to(docs).parts))
+
+
 def documented(clone: Path) -> list[tuple[str, list[Command]]]:
     """Each document's commands in its order, README first; each classified (``skipped``)."""
-    documents = [clone / "README.md", *sorted((clone / "docs").glob("*.md"))]
+    documents = [clone / "README.md", *site_pages(clone / "docs")]
     found = []
     for path in documents:
-        text = path.read_text()
-        commands = sorted(fenced_commands(path.name, text) + prose_commands(path.name, text),
+        text, name = path.read_text(), str(path.relative_to(clone))
+        commands = sorted(fenced_commands(name, text) + prose_commands(name, text),
                           key=lambda c: int(c.where.rpartition(":")[2]))
-        found.append((path.name, commands))
+        found.append((name, commands))
     every = [c.text for _, commands in found for c in commands]
     seen: set[str] = set()
     for _, commands in found:
@@ -219,7 +226,7 @@ def run_document(commands: list[Command], clone: Path, env: dict[str, str], logs
                 continue
             started = time.monotonic()
             text = with_free_ports(command.text, ports)
-            log = logs / f"{command.where.replace(':', '-')}-{index}.log"
+            log = logs / f"{command.where.replace(':', '-').replace('/', '_')}-{index}.log"
             serves = text.endswith("&") or SERVES.search(text)
             if serves:
                 with open(log, "w") as out:

@@ -166,9 +166,12 @@ def test_a_report_written_and_opened_in_a_browser_stays_on_the_machine(tmp_path,
 
 
 def readme_solaraviz_command() -> list[str]:
-    """The README's command for the SolaraViz example, as written there (every place it is given must agree)."""
-    found = set(re.findall(r"`(solara run [^`]*examples/solaraviz_\w+\.py)`", (REPO / "README.md").read_text()))
-    assert len(found) == 1, f"the README gives the SolaraViz example's command as {sorted(found) or 'nothing'}"
+    """The documented command for the SolaraViz example, as written in the README and the site's pages (every
+    place it is given must agree)."""
+    pages = [REPO / "README.md", *(p for p in (REPO / "docs").rglob("*.md") if "_build" not in p.parts)]
+    found = {" ".join(command.split()) for page in pages
+             for command in re.findall(r"`(solara run [^`]*examples/solaraviz_\w+\.py)`", page.read_text())}
+    assert len(found) == 1, f"the documentation gives the SolaraViz example's command as {sorted(found) or 'nothing'}"
     return shlex.split(found.pop())
 
 

@@ -266,3 +266,36 @@ def test_the_public_api_check_catches_a_private_import(tmp_path):
         "import llm_mesa.sweep.engine", "from llm_mesa import _EXPORTS", "from llm_mesa.graphs import ...",
         "from llm_mesa.llm import answers", "from llm_mesa.models.consensus import ...",
         "from llm_mesa.visualization import ...", "the module name 'llm_mesa.llm.store'", "llm_mesa._EXPORTS"])
+
+
+#: the page that draws the layout for readers; the block below its "Layout" heading is held here
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+
+
+def layout_paths(page: str) -> set[str]:
+    """The paths the page's layout block names: a folder at the line's start, its files and folders indented under it."""
+    block = re.search(r"^## Layout\n.*?^```\n(.*?)^```", page, re.S | re.M)
+    assert block, "the architecture page has no layout block under '## Layout'"
+    paths, folder = set(), ""
+    for line in block.group(1).splitlines():
+        found = re.match(r"^( *)(\S+)", line)
+        if not found or not found.group(2).endswith(("/", ".py")):
+            continue
+        indent, name = found.groups()
+        folder = name if not indent else folder
+        paths.add(name if not indent else folder + name)
+    return paths
+
+
+def test_the_architecture_pages_layout_names_what_exists_and_every_package():
+    """What readers are shown of the tree is the tree: each path named exists, and no package of the core or a game is missing."""
+    paths = layout_paths(ARCHITECTURE.read_text())
+    assert sorted(p for p in paths if not (ROOT / p).exists()) == []
+    packages = {f"{init.parent.relative_to(ROOT)}/" for folder in ("llm_mesa", "models") for init in (ROOT / folder).glob("*/__init__.py")}
+    assert sorted(packages - paths) == []
+
+
+def test_the_layout_check_sees_a_stale_block():
+    page = "# A\n\n## Layout\n\nThe tree.\n\n```\nllm_mesa/   core\n  gone.py   removed\n  views/    pages\nREADME.md\n```\n"
+    assert layout_paths(page) == {"llm_mesa/", "llm_mesa/gone.py", "llm_mesa/views/"}
+    assert not (ROOT / "llm_mesa/gone.py").exists()

@@ -44,7 +44,7 @@ from llm_mesa.llm import (
 from llm_mesa.llm import client as client_module
 from llm_mesa.llm.dialects import endpoint_manifest
 from llm_mesa.llm.limits import forget_limits
-from llm_mesa.llm.store import request_identity, request_key
+from llm_mesa.llm.store_keys import request_identity, request_key
 from llm_mesa.loopback.server import LoopbackServer
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}

@@ -25,7 +25,7 @@ from llm_mesa.llm import (
 )
 from llm_mesa.llm import client as client_module
 from llm_mesa.llm.dialects import endpoint_manifest
-from llm_mesa.llm.store import request_identity, request_key
+from llm_mesa.llm.store_keys import request_identity, request_key
 
 SECRET = "sk-record-replay-secret-987"
 
@@ -236,12 +236,13 @@ def test_an_exit_without_close_loses_nothing(tmp_path):
     script = (
         "from llm_mesa.llm import Endpoint, LLMRequest, LLMResult, ResponseStore\n"
         "from llm_mesa.llm import store as m\n"
+        "from llm_mesa.llm.store_keys import request_identity, request_key\n"
         "m.BATCH_WINDOW_S = 30.0\n"
         f"store = ResponseStore({str(path)!r})\n"
         "ep = Endpoint('http://127.0.0.1:9/v1', 'm')\n"
         "for a in range(5):\n"
-        "    ident = m.request_identity(ep, LLMRequest(prompt='p', sample_key=f'a={a}'))\n"
-        "    store.put(m.request_key(ident), ident, LLMResult(text=str(a)))\n"
+        "    ident = request_identity(ep, LLMRequest(prompt='p', sample_key=f'a={a}'))\n"
+        "    store.put(request_key(ident), ident, LLMResult(text=str(a)))\n"
     )
     subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
     assert _rows_on_disk(path) == 5

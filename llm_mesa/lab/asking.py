@@ -65,12 +65,12 @@ class Asked:
 
     def identity(self, endpoint: Endpoint) -> dict[str, Any]:
         """What the store keys this decision by on ``endpoint`` (as ``llm_mesa.llm.complete`` keys a call)."""
-        from llm_mesa.llm.store import request_identity
+        from llm_mesa.llm.store_keys import request_identity
 
         return request_identity(endpoint, self.request)
 
     def key(self, endpoint: Endpoint) -> str:
-        from llm_mesa.llm.store import request_key
+        from llm_mesa.llm.store_keys import request_key
 
         return request_key(self.identity(endpoint))
 

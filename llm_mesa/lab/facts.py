@@ -30,15 +30,18 @@ MAX_FACT_CHARS = 2000
 
 @dataclass(frozen=True)
 class Facts:
-    """One decision's facts, as a seat's page shows them.
+    """One decision's facts, as a seat's page shows them: what the agent would be told.
 
-    ``agent``: the agent as the game's tables name it ("node 3"); ``rows``: label and value,
-    in order; ``sections``: a title and its lines (a history, the messages received);
-    ``round`` and ``rounds``: the round being decided and the game's round limit (None:
-    not known); ``labels``: the words the answer form uses for each field of the answer;
-    ``choices``: the values a field of the answer may take for this agent now, where the
-    schema allows more (a private message's recipient: the agent's neighbours, not any
-    number): the form offers only these, and an answer that names another is refused.
+    Attributes:
+        agent: The agent as the game's tables name it ("node 3").
+        rows: Label and value of each fact, in order.
+        sections: A title and its lines (a history, the messages received).
+        round: The round being decided (None: not known).
+        rounds: The game's round limit (None: not known).
+        labels: The words the answer form uses for each field of the answer.
+        choices: The values a field of the answer may take for this agent now, where the schema allows
+            more (a private message's recipient: the agent's neighbours, not any number): the form offers
+            only these, and an answer that names another is refused.
     """
 
     agent: str
@@ -50,7 +53,11 @@ class Facts:
     choices: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
 
     def heading(self) -> str:
-        """"Round N of M" (or "Round N" where the limit is not known)."""
+        """The seat's round line.
+
+        Returns:
+            "Round N of M", "Round N" where the limit is not known, or nothing where the round is not.
+        """
         if self.round is None:
             return ""
         return f"Round {self.round}" + (f" of {self.rounds}" if self.rounds else "")

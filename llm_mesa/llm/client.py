@@ -51,7 +51,8 @@ from typing import TYPE_CHECKING, Any
 from llm_mesa.llm import dialects, preflight_check, stopping, transport, wire
 from llm_mesa.llm.endpoint import Endpoint, EndpointError
 from llm_mesa.llm.limits import ServerLimit, pick_server, server_limit
-from llm_mesa.llm.store import DamagedRow, ResponseStore, request_identity, request_key
+from llm_mesa.llm.store import DamagedRow, ResponseStore
+from llm_mesa.llm.store_keys import request_identity, request_key
 from llm_mesa.llm.transport import aclose_clients, get_client
 from llm_mesa.llm.types import LLMRequest, LLMResult
 from llm_mesa.llm.usage import Usage, as_ledgers

@@ -24,7 +24,9 @@ from urllib.parse import urlparse
 
 from llm_mesa.llm.option_values import (  # noqa: F401 (EndpointError and shared_concurrency are read from here)
     EndpointError,
+    EndpointOption,
     concurrency_value,
+    option_metadata,
     parse_json_object,
     parse_price,
     shared_concurrency,
@@ -58,89 +60,58 @@ def is_loopback_url(url: str) -> bool:
 
 
 @dataclass(frozen=True)
-class EndpointOption:
-    """How one ``Endpoint`` field is set: its command-line option, type and help.
+class Endpoint:
+    """An OpenAI-compatible endpoint, a model and every sampling parameter (None: not sent).
 
-    The one list of them (``ENDPOINT_OPTIONS``, from the fields themselves) serves
-    the command line, ``llm:key=value`` policy specs, the experiment file's ``[llm]``
-    table (keyed by field name) and the explorer.
+    Each field is checked when the endpoint is made (an ``EndpointError`` names the fix) and
+    is also a command-line option, a policy-spec key (``llm:model=X``) and an experiment
+    file's ``[llm]`` key; the fields, with their options, are listed below.
     """
 
-    name: str   # the Endpoint field, the [llm] key and the spec key
-    flag: str   # the command-line option
-    kind: type  # str, int, float, bool, dict (JSON text) or tuple (price: two numbers)
-    help: str
-    spec: bool = True  # settable in a policy spec llm:name=value
-    choices: tuple[str, ...] | None = None
-
-    @property
-    def dest(self) -> str:
-        """Where argparse keeps the option's value."""
-        return self.flag.lstrip("-").replace("-", "_")
-
-    def parse(self, value: Any) -> Any:
-        """A value given as text (command line) or data (TOML), as the field's type."""
-        if value is None:
-            return None
-        if self.kind is dict:
-            return parse_json_object(value, self.flag)
-        if self.kind is tuple:
-            return parse_price(value)
-        return value
-
-
-def _option(flag: str, kind: type, help: str, *, spec: bool = True, choices: tuple[str, ...] | None = None):
-    return {"option": (flag, kind, help, spec, choices)}
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """An OpenAI-compatible endpoint, model and sampling parameters (None = not sent)."""
-
-    base_url: str = field(metadata=_option(
+    base_url: str = field(metadata=option_metadata(
         "--base-url", str, "OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (env OPENAI_BASE_URL); "
         "several servers of the one model: URL1,URL2 (calls spread by free capacity)"))
-    model: str = field(metadata=_option("--model", str, "model name as the server lists it (env LLM_MESA_MODEL)"))
-    api_key_env: str = field(default="OPENAI_API_KEY", metadata=_option(
+    model: str = field(metadata=option_metadata("--model", str, "model name as the server lists it (env LLM_MESA_MODEL)"))
+    api_key_env: str = field(default="OPENAI_API_KEY", metadata=option_metadata(
         "--api-key-env", str, "NAME of the environment variable holding the API key (default %(default)s; "
         "not needed on loopback)"))
-    temperature: float | None = field(default=None, metadata=_option(
+    temperature: float | None = field(default=None, metadata=option_metadata(
         "--temperature", float, "sampling temperature (unset: not sent)"))
-    top_p: float | None = field(default=None, metadata=_option("--top-p", float, "nucleus sampling top-p (unset: not sent)"))
-    max_tokens: int | None = field(default=None, metadata=_option(
+    top_p: float | None = field(default=None, metadata=option_metadata("--top-p", float, "nucleus sampling top-p (unset: not sent)"))
+    max_tokens: int | None = field(default=None, metadata=option_metadata(
         "--max-tokens-per-call", int, "max_tokens of each call (unset: not sent)"))
-    max_completion_tokens: int | None = field(default=None, metadata=_option(
+    max_completion_tokens: int | None = field(default=None, metadata=option_metadata(
         "--max-completion-tokens", int, "max_completion_tokens, for reasoning models (excludes --max-tokens-per-call)"))
-    seed: int | None = field(default=None, metadata=_option(
+    seed: int | None = field(default=None, metadata=option_metadata(
         "--llm-seed", int, "seed sent to the server (does not make serving reproducible; recording does)"))
-    extra_body: dict[str, Any] | None = field(default=None, hash=False, metadata=_option(
+    extra_body: dict[str, Any] | None = field(default=None, hash=False, metadata=option_metadata(
         "--extra-body", dict, "JSON object merged into each request body, e.g. '{\"repetition_penalty\": 1.1}'",
         spec=False))
-    dialect: str = field(default="auto", metadata=_option(
+    dialect: str = field(default="auto", metadata=option_metadata(
         "--dialect", str, "structured-output dialect (default %(default)s: json_schema, then json_object, then "
         "instructions)", choices=DIALECTS))
-    prompt_mode: str = field(default="chat", metadata=_option(
+    prompt_mode: str = field(default="chat", metadata=option_metadata(
         "--prompt-mode", str, "chat messages or a raw /completions prompt (default %(default)s)", choices=PROMPT_MODES))
     #: calls in flight to the server: ``auto`` finds its capacity (``limits.AdaptiveLimit``), a number fixes it;
     #: endpoints with one base URL share one limit (the smallest number given, auto only if all say auto)
-    concurrency: int | str = field(default="auto", metadata=_option(
+    concurrency: int | str = field(default="auto", metadata=option_metadata(
         "--concurrency", concurrency_value, "calls in flight to this server: auto (default) starts at 64 and grows "
         "while latency stays flat and no 429 or timeout comes back, cuts on them; a number fixes it. Endpoints "
         "sharing a base URL share one limit, the smallest number given"))
-    timeout: float = field(default=120.0, metadata=_option(
+    timeout: float = field(default=120.0, metadata=option_metadata(
         "--timeout", float, "seconds one attempt of a call may take in all, and each read within it, before it is "
         "retried; the pre-flight check waits no longer either (default %(default)s)"))
-    max_attempts: int = field(default=5, metadata=_option(
+    max_attempts: int = field(default=5, metadata=option_metadata(
         "--max-attempts", int, "attempts per call for 429/5xx/timeouts (default %(default)s)"))
     #: a larger answer is a failed call (its body is not read past this)
-    max_answer_bytes: int = field(default=MAX_ANSWER_BYTES, metadata=_option(
+    max_answer_bytes: int = field(default=MAX_ANSWER_BYTES, metadata=option_metadata(
         "--max-answer-bytes", int, "bytes one answer may have; a larger one is a failed call, read no further "
         "(default %(default)s, 4 MiB)"))
     #: (prompt, completion) price per 1M tokens, for cost accounting
-    price: tuple[float, float] | None = field(default=None, metadata=_option(
+    price: tuple[float, float] | None = field(default=None, metadata=option_metadata(
         "--price", tuple, "PROMPT,COMPLETION price per 1M tokens, for cost in the usage report", spec=False))
     #: llama.cpp servers: JSON answers on one line (``dialects.COMPACT_JSON_LOGIT_BIAS``)
-    compact_json: bool = field(default=False, metadata=_option(
+    compact_json: bool = field(default=False, metadata=option_metadata(
         "--compact-json", bool, "llama.cpp servers (llm-mesa local): JSON answers on one line, newline and tab tokens "
         "banned, so a small model cannot pad an answer with whitespace up to its token limit", spec=False))
 
@@ -243,7 +214,14 @@ class Endpoint:
         return tuple(self.base_url.split(","))
 
     def for_server(self, url: str) -> Endpoint:
-        """This endpoint on one of its servers (the same object when it has one)."""
+        """This endpoint on one of its servers.
+
+        Args:
+            url: One of ``base_urls``.
+
+        Returns:
+            The endpoint with that base URL alone (the same object when it has one server).
+        """
         if url == self.base_url:
             return self
         found = _per_server.get((self, url))
@@ -255,10 +233,15 @@ class Endpoint:
 
     @property
     def is_loopback(self) -> bool:
+        """Whether every server is on this machine (such a server needs no key)."""
         return all(is_loopback_url(url) for url in self.base_urls)
 
     def sampling_params(self) -> dict[str, Any]:
-        """Exactly the sampling fields sent with every call (extra body merged in)."""
+        """The sampling fields sent with every call.
+
+        Returns:
+            The fields set (temperature, top-p, token limit, seed), the extra body merged in.
+        """
         return dict(self._sampling_params)
 
     @cached_property
@@ -271,7 +254,14 @@ class Endpoint:
         return params
 
     def api_key(self) -> str:
-        """The key from the environment; a dummy for loopback; else an error that names the variable."""
+        """The API key, read from the environment when a client is made (never stored here).
+
+        Returns:
+            The variable ``api_key_env``'s value; a stand-in key for a server on this machine.
+
+        Raises:
+            EndpointError: No key, for a server elsewhere; the message names the variable.
+        """
         key = os.environ.get(self.api_key_env)
         if key:
             return key
@@ -281,14 +271,31 @@ class Endpoint:
                             f"export {self.api_key_env}=... (or name another with --api-key-env)")
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
-        """Money for these tokens under ``price`` (0 when no price is set)."""
+        """What these tokens cost under ``price``.
+
+        Args:
+            prompt_tokens: Prompt tokens.
+            completion_tokens: Completion tokens.
+
+        Returns:
+            The cost, in the price's currency (0 when no price is set).
+        """
         if self.price is None:
             return 0.0
         return (prompt_tokens * self.price[0] + completion_tokens * self.price[1]) / 1e6
 
     @classmethod
     def from_url_and_env(cls, base_url: str | None = None, model: str | None = None, **options: Any) -> Endpoint:
-        """Build from arguments, falling back to ``OPENAI_BASE_URL`` and ``LLM_MESA_MODEL``."""
+        """An endpoint from arguments, the environment filling in what they leave out.
+
+        Args:
+            base_url: The base URL (default: ``OPENAI_BASE_URL``).
+            model: The model (default: ``LLM_MESA_MODEL``).
+            **options: Any other field.
+
+        Returns:
+            The endpoint, checked.
+        """
         base_url = base_url or os.environ.get("OPENAI_BASE_URL")
         model = model or os.environ.get("LLM_MESA_MODEL")
         if not base_url:
@@ -309,6 +316,9 @@ ENDPOINT_OPTIONS: tuple[EndpointOption, ...] = tuple(
 #: the options by field name
 OPTIONS_BY_NAME: dict[str, EndpointOption] = {o.name: o for o in ENDPOINT_OPTIONS}
 _FIELD_DEFAULTS = {f.name: f.default for f in fields(Endpoint) if f.default is not dataclasses.MISSING}
+Endpoint.__doc__ += "\n    Attributes:\n" + "".join(  # the fields, from their options' own help (one source)
+    f"        {o.name}: {o.help.replace('%(default)s', str(_FIELD_DEFAULTS.get(o.name)))} (``{o.flag}``).\n"
+    for o in ENDPOINT_OPTIONS)
 
 
 def add_endpoint_arguments(parser: argparse.ArgumentParser, *, unset: bool = False,

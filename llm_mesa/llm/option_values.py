@@ -1,9 +1,11 @@
-"""Values of the endpoint's options, checked where they are read: the concurrency limit, a JSON
-object option and a price; kept apart so that ``endpoint`` holds the endpoint itself."""
+"""The endpoint's options and their values, checked where they are read: how a field is set
+(``EndpointOption``), the concurrency limit, a JSON object option and a price; kept apart
+so that ``endpoint`` holds the endpoint itself."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from llm_mesa.errors import LlmMesaError
@@ -11,6 +13,43 @@ from llm_mesa.errors import LlmMesaError
 
 class EndpointError(LlmMesaError):
     """A bad or unreachable endpoint; the message is one line that names the fix."""
+
+
+@dataclass(frozen=True)
+class EndpointOption:
+    """How one ``Endpoint`` field is set: its command-line option, type and help.
+
+    The one list of them (``ENDPOINT_OPTIONS``, from the fields themselves) serves
+    the command line, ``llm:key=value`` policy specs, the experiment file's ``[llm]``
+    table (keyed by field name) and the explorer.
+    """
+
+    name: str   # the Endpoint field, the [llm] key and the spec key
+    flag: str   # the command-line option
+    kind: type  # str, int, float, bool, dict (JSON text) or tuple (price: two numbers)
+    help: str
+    spec: bool = True  # settable in a policy spec llm:name=value
+    choices: tuple[str, ...] | None = None
+
+    @property
+    def dest(self) -> str:
+        """Where argparse keeps the option's value."""
+        return self.flag.lstrip("-").replace("-", "_")
+
+    def parse(self, value: Any) -> Any:
+        """A value given as text (command line) or data (TOML), as the field's type."""
+        if value is None:
+            return None
+        if self.kind is dict:
+            return parse_json_object(value, self.flag)
+        if self.kind is tuple:
+            return parse_price(value)
+        return value
+
+
+def option_metadata(flag: str, kind: type, help: str, *, spec: bool = True, choices: tuple[str, ...] | None = None):
+    """An ``Endpoint`` field's metadata: the option that sets it (``field(metadata=option_metadata(...))``)."""
+    return {"option": (flag, kind, help, spec, choices)}
 
 
 def concurrency_value(value: Any) -> int | str:

@@ -32,11 +32,8 @@ held for dictionary operations, and ``_conn_lock`` guards the reading
 connection, held across SQL; ``put``, the one store method the loop itself
 runs, takes only ``_lock`` and opens nothing.
 
-The key is a SHA-256 over canonical JSON of what determines an answer: model,
-sampling parameters, requested dialect, prompt mode, prompt template hash,
-messages or prompt, and the sample key (agent, round, try), so identical prompts
-of different agents still get their own samples and an edited template never
-replays stale answers. API keys are never part of a request here.
+The key of a call (``llm_mesa.llm.store_keys``) is a SHA-256 over what determines its
+answer, API keys never among it.
 
 Compact rows (``ROW_FORMAT`` 2): a request's long parts that repeat from call to
 call (a rules message, the answer schema) are stored once in the ``texts`` table,
@@ -54,7 +51,6 @@ in every row or hex keys, read as before, and rows of every kind can share a fil
 from __future__ import annotations
 
 import atexit
-import hashlib
 import json
 import os
 import queue
@@ -64,46 +60,19 @@ import time
 import weakref
 import zlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from llm_mesa.boundary import check_tree
 from llm_mesa.llm.compact import DICT_PREFIX, Packer
-from llm_mesa.llm.dialects import COMPACT_JSON_ID
 from llm_mesa.llm.store_file import StoreError, check_store_path, open_for_writing, open_read_only, unreadable
-from llm_mesa.llm.types import GAME_SCOPE, LLMRequest, LLMResult, checked_record
-
-if TYPE_CHECKING:
-    from llm_mesa.llm.endpoint import Endpoint
+from llm_mesa.llm.store_keys import key_text, stored_key
+from llm_mesa.llm.types import LLMResult, checked_record
 
 MODES = ("record", "replay", "replay-fill", "off")
 
 
 class ReplayMiss(StoreError):
     """Strict replay met a call that was never recorded."""
-
-
-def request_identity(endpoint: Endpoint, request: LLMRequest) -> dict[str, Any]:
-    """What determines an answer (and nothing secret): the hashed part of a request."""
-    return {
-        "model": endpoint.model,
-        "sampling": endpoint.sampling_params(),
-        "dialect": endpoint.dialect if request.schema is not None else "text",
-        "prompt_mode": endpoint.prompt_mode,
-        "template_hash": request.template_hash,
-        "messages": request.messages,
-        "prompt": request.prompt,
-        "schema": request.schema,
-        "sample_key": request.sample_key,
-        # only where it can be sent (with a schema); absent when off, so older keys hold; which
-        # whitespace is banned, when on
-        **({"compact_json": COMPACT_JSON_ID} if endpoint.compact_json and request.schema is not None else {}),
-        **({"game_scope": scope} if (scope := GAME_SCOPE.get()) and "g=" not in request.sample_key else {}),
-    }
-
-
-def request_key(identity: dict[str, Any]) -> str:
-    canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 #: a writer commits after this many rows, or ...
@@ -115,18 +84,6 @@ _Row = tuple[str, dict, dict, float]  # key, request identity, answer record, cr
 _STOP = None  # the writer's end-of-queue marker
 _FLUSH = ("", {}, {}, 0.0)  # commit what is batched now (compared by identity)
 
-
-def stored_key(key: str) -> bytes | str:
-    """A key as a row holds it: its 32 bytes (a hex key of another shape, as it is)."""
-    try:
-        return bytes.fromhex(key) if len(key) == 64 else key
-    except ValueError:
-        return key
-
-
-def key_text(stored: bytes | str) -> str:
-    """A row's key as the hex digits ``request_key`` gives (rows before BLOB keys hold them as text)."""
-    return stored.hex() if isinstance(stored, bytes) else stored
 
 #: every open store of this process, so a new store on the same file (or the
 #: interpreter's exit) can flush their writers first
@@ -162,7 +119,19 @@ class DamagedRow(StoreError):
 
 
 class ResponseStore:
-    """SQLite store of calls; ``mode`` is record (default), replay, replay-fill or off."""
+    """The SQLite file every LLM call of a run is recorded in, and replayed from.
+
+    Args:
+        path: The store's file (made by its first recorded call).
+        mode: ``record`` (the default: an answer the store holds is replayed, one it lacks is called
+            for and recorded, and a recorded answer is never replaced), ``replay`` (strict, the file
+            opened read-only: a call it lacks is an error), ``replay-fill`` (a call it lacks goes to the
+            endpoint and is recorded) or ``off``.
+
+    Raises:
+        StoreError: An unknown mode, a replay of a file that does not exist, or a path that is no
+            store (a folder, a device, another program's database, a read-only file to record in).
+    """
 
     def __init__(self, path: str | os.PathLike[str], mode: str = "record") -> None:
         if mode not in MODES:
@@ -217,14 +186,23 @@ class ResponseStore:
 
     @property
     def replays(self) -> bool:
+        """Whether recorded answers are played back (``replay``, ``replay-fill``)."""
         return self.mode in ("replay", "replay-fill")
 
     @property
     def records(self) -> bool:
+        """Whether new answers are recorded (``record``, ``replay-fill``)."""
         return self.mode in ("record", "replay-fill")
 
     def get(self, key: str) -> LLMResult | None:
-        """The recorded result for ``key`` (marked replayed), or None; sees rows not yet written."""
+        """A recorded answer; rows handed to the writer and not yet committed are seen too.
+
+        Args:
+            key: The call's key (``llm_mesa.llm.store_keys.request_key``).
+
+        Returns:
+            The result, marked replayed, or None when the store holds none.
+        """
         with self._lock:
             self._adopt_after_fork()
             pending = self._pending.get(key)
@@ -274,8 +252,13 @@ class ResponseStore:
         return None if row is None else row[0]
 
     def put(self, key: str, identity: dict[str, Any], result: LLMResult) -> None:
-        """Hand one call to the writer thread (committed within ``BATCH_WINDOW_S``), replacing
-        an older answer to the same key."""
+        """Hand one call to the writer thread, which commits it within ``BATCH_WINDOW_S``.
+
+        Args:
+            key: The call's key.
+            identity: What determines the answer (``request_identity``), stored with it.
+            result: The answer, or the failure, to record (an older answer to the key is replaced).
+        """
         row = (key, identity, result.to_record(), time.time())
         with self._lock:
             self._adopt_after_fork()
@@ -371,12 +354,29 @@ class ResponseStore:
         self._raise_write_error()
 
     def already_recorded(self, sample_key: str) -> AlreadyRecorded:
+        """The error for a call this store answers already, to raise: recording it again would replace it.
+
+        Args:
+            sample_key: The call's place in the game (agent, round, try).
+
+        Returns:
+            The error, one line that names the fix.
+        """
         return AlreadyRecorded(
             f"{self.path} already holds an answer to this call ({sample_key}); recording again would replace it and "
             f"a later replay would play another game: replay it (--replay {self.path}, with --replay-fill to call "
             "for what is missing), or record to a new file")
 
     def miss(self, key: str, sample_key: str) -> ReplayMiss:
+        """The error for a call a strict replay lacks, to raise.
+
+        Args:
+            key: The call's key.
+            sample_key: The call's place in the game (agent, round, try).
+
+        Returns:
+            The error, one line that names the fix (replay-fill).
+        """
         return ReplayMiss(f"no recorded answer in {self.path} for sample key {sample_key!r} (key {key[:12]}); "
                           "the prompt, template or sampling changed since recording: rerun with "
                           "store mode replay-fill to call the endpoint for missing answers")
@@ -389,7 +389,11 @@ class ResponseStore:
             return self._connection().execute("SELECT COUNT(*) FROM calls").fetchone()[0]
 
     def rows(self) -> list[dict[str, Any]]:
-        """Every stored call as a dict (request and response decoded), oldest first."""
+        """Every stored call, oldest first (pending rows committed first).
+
+        Returns:
+            One dict a call: ``key``, ``request`` and ``response`` (decoded), ``created`` (a Unix time).
+        """
         self.flush()
         if not self.path.exists():
             return []
@@ -422,6 +426,11 @@ class ResponseStore:
         self._raise_write_error()
 
     def manifest(self) -> dict[str, Any]:
+        """What a run's manifest says of the store.
+
+        Returns:
+            Its ``path`` and ``mode``.
+        """
         return {"path": str(self.path), "mode": self.mode}
 
     def __repr__(self) -> str:

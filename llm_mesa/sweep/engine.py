@@ -70,7 +70,18 @@ class BudgetReached(SweepError):
 
 @dataclass
 class SweepResult:
-    """What ``run_sweep`` did: the complete results table and its counts."""
+    """What ``run_sweep`` did: the complete results table and its counts.
+
+    Attributes:
+        game: The game swept.
+        results: Every game's row, those of earlier runs of the sweep included.
+        played: Games played by this call.
+        skipped: Games found already in the output (a resumed sweep).
+        out: The output.
+        wall_s: The call's wall time in seconds.
+        conditions: The conditions' names.
+        policies: The policies' labels.
+    """
 
     game: Game
     results: pd.DataFrame
@@ -82,6 +93,7 @@ class SweepResult:
     policies: list[str]
 
     def headline(self) -> str:
+        """The table a sweep ends with: the game's own headline, else games and means per cell."""
         own = self.game.headline(self.results, self.conditions, self.policies)
         if own is not None:
             return own
@@ -135,6 +147,14 @@ def run_sweep(
             starts, the games in flight are kept, ``BudgetReached`` is raised),
             ``check_endpoints``, ``compact``, ``command``, ``experiment``, ``extend``
             (add conditions, policies or seeds to a sweep started with another grid).
+
+    Returns:
+        What the sweep did: the game, every game's row (those played before included), how many
+        games were played and skipped, the output, the wall time, the conditions and policies.
+
+    Raises:
+        SweepError: A grid, policy or output the sweep cannot play or write; the message names the fix.
+        BudgetReached: The budget was spent (the games played are kept; the same call resumes).
     """
     execution = Execution(processes, games_in_flight, batch_size, executor, blas_threads)
     command = options.pop("command", None)
@@ -302,7 +322,18 @@ def check_conditions(game: Game, condition_parameters: dict[str, dict[str, Any]]
 
 
 def read_sweep(out: str | os.PathLike[str], table: str = "games") -> pd.DataFrame:
-    """A sweep's results (``games``) or one of its per-game tables, deduplicated."""
+    """A sweep's results, or one of its per-game tables, read back.
+
+    Args:
+        out: The sweep's output (``llm-mesa sweep --out``).
+        table: ``games`` (one row a game) or a per-game table the sweep kept (``rounds``, ``agents``).
+
+    Returns:
+        The table, each game's rows once (a game written twice by a resumed run counts once).
+
+    Raises:
+        SweepError: No sweep output there.
+    """
     if not Path(out).exists() and not Path(str(out) + ".parts").exists():
         raise SweepError(f"no sweep output at {str(out)!r}; run `llm-mesa sweep --out {out}` first")
     return SweepOutput(out).read(table)

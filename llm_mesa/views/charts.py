@@ -90,10 +90,23 @@ def line_spec(rows: Sequence[Mapping[str, Any]], title: str, y_title: str, *, la
               y_domain: Sequence[float] | None = None, current_round: int | None = None,
               series: Sequence[str] | None = None, dash: str | None = None, height: int = 150,
               subtitle: str | list[str] | None = None, counts: bool = False) -> dict[str, Any]:
-    """A line chart of ``rows`` (round, series, value[, dash field]) over rounds 0..``last_round``.
+    """A line chart over rounds, as a Vega-Lite spec any page (or Altair) draws.
 
-    ``counts`` gives whole-number ticks; ``current_round`` draws an orange rule (a replay's position);
-    ``dash`` names a field whose values are drawn as dash styles (two populations overlaid).
+    Args:
+        rows: One row a point: ``round``, ``series``, ``value`` (and the ``dash`` field, if any).
+        title: The chart's title.
+        y_title: The y axis's title.
+        last_round: The x axis runs from round 0 to it.
+        y_domain: The y axis's range (None: from the values).
+        current_round: Draws an orange rule there (a replay's position).
+        series: The series in legend order (None: as they come).
+        dash: A field whose values are drawn as dash styles (two populations overlaid).
+        height: The chart's height in pixels.
+        subtitle: A line (or lines) under the title.
+        counts: Whole-number ticks on the y axis.
+
+    Returns:
+        The Vega-Lite spec.
     """
     order = list(series) if series is not None else list(dict.fromkeys(r["series"] for r in rows))
     x = round_axis(last_round)

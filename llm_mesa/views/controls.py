@@ -36,7 +36,12 @@ LLM = "llm"
 
 
 class ControlError(LlmMesaError):
-    """A control value that cannot make a game; ``control`` names the control at fault."""
+    """A control value that cannot make a game: the page shows the message beside its control.
+
+    Args:
+        control: The name of the control at fault.
+        message: One line that names the fix.
+    """
 
     def __init__(self, control: str, message: str) -> None:
         super().__init__(message)

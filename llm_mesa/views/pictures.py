@@ -90,13 +90,20 @@ def fill_of(states: Sequence[Any], scale: Scale | None, *, palette: Mapping[Any,
 class NetworkPicture:
     """One round of a game on a graph, as a page draws it.
 
-    ``state``: each node's state, in ``graph``'s node order (its fill; None: no agent there);
-    ``scale``: what the state is (None: read from the values); ``palette`` maps categories to
-    colours; ``domain``: the range a continuous fill spans (the view keeps it steady between
-    rounds); ``ring``: an optional second category per node (drawn as its ring, e.g. a
-    preference); ``flagged``: nodes drawn as squares (e.g. an agent whose neighbourhood
-    disagrees); ``marked``: nodes drawn as ringed diamonds (e.g. flippers); ``details``: each
-    node's tooltip rows; ``legend`` says what fill, ring, flagged and marked mean.
+    Attributes:
+        graph: The network.
+        layout: Node -> drawing position ``(x, y)``.
+        state: Each node's state, in ``graph``'s node order: its fill (None: no agent there).
+        round_number: The round drawn.
+        palette: Category -> colour.
+        ring: A second category per node, drawn as its ring (a preference).
+        flagged: Nodes drawn as squares (an agent whose neighbourhood disagrees).
+        marked: Nodes drawn as ringed diamonds (flippers).
+        details: Each node's tooltip rows.
+        legend: What fill, ring, flagged and marked mean.
+        key: Tells one game from another (the page redraws when it changes).
+        scale: What the state is (None: read from the values).
+        domain: The range a continuous fill spans (the view keeps it steady between rounds).
     """
 
     graph: nx.Graph
@@ -114,6 +121,11 @@ class NetworkPicture:
     domain: tuple[float, float] | None = None
 
     def fill(self) -> Fill:
+        """How the nodes are filled.
+
+        Returns:
+            The fill: each node's colour, the legend's entries or colour bar, the ink readable on each.
+        """
         return self._fill
 
     @cached_property
@@ -122,7 +134,11 @@ class NetworkPicture:
                        title=self.legend.get("fill", "state"))
 
     def colours(self) -> dict[str, str]:
-        """Every category drawn, with its colour, in legend order (numbers: none)."""
+        """The legend's colours.
+
+        Returns:
+            Every category drawn -> its colour, in legend order (empty for numbers).
+        """
         return dict(self.fill().colours)
 
     @cached_property
