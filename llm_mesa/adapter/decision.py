@@ -187,8 +187,8 @@ class Decision:
 
     def parse(self, full: str) -> dict[str, Any] | None:
         """The view a prompt of this decision was written from (any variant), read back from the prompt's text as
-        the stand-in server sees it (chat messages joined as ``role\ntext``, or one raw prompt); None when the text
-        is not one of this decision's prompts."""
+        the stand-in server sees it (chat messages joined as a role's name, a new line and its text, or one raw
+        prompt); None when the text is not one of this decision's prompts."""
         for rules, state in self.variants().values():
             for shape in (f"system\n{rules}\nuser\n{state}", f"{rules}\n\n{state}\nAnswer:"):
                 texts = _match(shape, full)

@@ -40,6 +40,7 @@ from llm_mesa import (
     turn_order,
 )
 
+from . import game as _game  # noqa: F401  (its catalogue names the policies built by name here, llm included)
 from .graphs import build_graph, drawing_layout
 from .parameters import COLOURS, PARAMETERS, ColouringError
 from .policies import NAME, Move, View

@@ -23,6 +23,7 @@ from llm_mesa.parameters import ParameterError
 from llm_mesa.policy import Policy, make_policy
 from llm_mesa.prompt_templates import FILE_PREFIX
 
+from . import game as _game  # noqa: F401  (its catalogue names the policies built by name here, llm included)
 from .parameters import KEYED_WHEN_SET, PARAMETERS
 from .preferences import assign_preferences
 from .prompt_variants import TEMPLATES

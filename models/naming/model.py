@@ -33,6 +33,7 @@ from llm_mesa.parameters import ParameterError
 from llm_mesa.policy import Policy, PolicyError, make_policy
 from llm_mesa.rounds import PolicyAgent, play_round
 
+from . import game as _game  # noqa: F401  (its catalogue names the policies built by name here, llm included)
 from . import metrics
 from . import speakers as _speakers  # noqa: F401  (registers the rule speakers the model names)
 from .observation import OUTCOMES, NamingConfigError, NamingObservation, Utterance, name_index
