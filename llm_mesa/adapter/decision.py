@@ -42,6 +42,9 @@ class View(dict):
         except KeyError:
             raise AttributeError(name) from None
 
+    def __repr__(self) -> str:  # which decision is part of what is seen: two decisions on one view differ
+        return f"View({self.decision!r}, {self.variant!r}, {dict.__repr__(self)})"
+
 
 def when(*answers: str) -> Callable[[Any, str, Callable[[], Any]], Any]:
     """An ``act`` that lets the model's own method run when the answer is one of ``answers``, and skips it otherwise

@@ -11,6 +11,7 @@ a ``random`` baseline, LLM agents, and the stand-in server's ``GAME:mesa`` answe
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 from llm_mesa.adapter.decision import Decision
 from llm_mesa.adapter.hooks import HOOKS, Hooks, OwnRule, hooks_of
 from llm_mesa.adapter.parameters import model_parameters
-from llm_mesa.adapter.playing import RandomChoice, decision_llm, estimate, stand_in
+from llm_mesa.adapter.playing import RandomChoice, decision_llm, estimate, observed, stand_in
 from llm_mesa.adapter.tables import agents_table, decisions_table, rounds_table, snapshot
 from llm_mesa.adapter.tables import summary as summary_row
 from llm_mesa.errors import GameError
@@ -92,10 +93,11 @@ class MesaGame(Game):
         self.tables = (Table("rounds", ROUNDS.key, "the model's DataCollector: one row per step (0 the start)",
                              read=rounds_table),
                        Table("agents", ("round", "agent"), "one row per agent and step: its state, its cell, what it "
-                             "decided, and the DataCollector's agent reporters", read=agents_table),
+                             "decided, and the DataCollector's agent reporters", read=agents_table, needs=("decisions",)),
                        Table("decisions", ("round", "agent", "decision"), "every decision: what the agent saw "
                              "(view_*), its answer", types={"answer": "string"}, read=decisions_table))
-        self.policies = PolicyCatalog(rules={"mesa": OwnRule, "random": RandomChoice})
+        self.policies = PolicyCatalog(rules={"mesa": functools.partial(OwnRule, self.decisions), "random": RandomChoice},
+                                      observed=observed(self))
         self.llm = LlmSupport(policy=decision_llm(self), behaviours={f"{name}:mesa": stand_in(self)},
                               failure_share=failure_share, estimate=estimate)
         self.extensions = Extensions(summary=summary_row, place=place, state=_state)

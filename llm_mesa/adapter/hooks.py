@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import random
 import weakref
 from collections import Counter
@@ -45,12 +46,26 @@ HOOKS: weakref.WeakKeyDictionary[Any, Hooks] = weakref.WeakKeyDictionary()
 
 
 class OwnRule(Policy):
-    """The model's own rule: its methods run as it wrote them (the ``mesa`` policy)."""
+    """The model's own rule: its methods run as it wrote them (the ``mesa`` policy).
+
+    Args:
+        decisions: the game's decisions, whose declared rules say how likely the model's own code makes each
+            answer (``distribution``: what ``llm-mesa fit`` weighs recorded decisions by).
+    """
 
     name = "mesa"
 
+    def __init__(self, decisions: Sequence[Decision] = ()) -> None:
+        self.decisions = {d.name: d for d in decisions}
+
     def decide(self, observation: Any, rng: random.Random) -> Any:
-        raise NotImplementedError("the model's own rule decides inside the model's own code")
+        """The declared rule's answer (drawn from ``rng`` where it draws): where a policy wraps this one (a fit's
+        trembling hand), the model's own method is not the one that runs."""
+        chances = self.distribution(observation)
+        return rng.choices(list(chances), weights=list(chances.values()))[0]
+
+    def distribution(self, observation: Any) -> dict[Any, float]:
+        return self.decisions[observation.decision].distribution(observation)
 
 
 class Hooks:
@@ -221,7 +236,7 @@ class Hooks:
                 self.comparable += 1
                 self.agreed += answer == rule
         self.records.append({"round": self.round, "agent": agent.unique_id, "decision": decision.name,
-                             "answer": answer, **{f"view_{k}": v for k, v in view.items() if k != "round"}})
+                             "answer": answer, **{f"view_{k}": kept(v) for k, v in view.items() if k != "round"}})
 
     # --- turns of an agent set's loop ---------------------------------------------------------
     def intercept(self) -> None:
@@ -340,6 +355,16 @@ def answers(model: Any, decision: str | None = None) -> dict[str, int]:
             counted[answer] = counted.get(answer, 0) + count
     return counted
 
+
+
+def kept(value: Any) -> Any:
+    """A view's value as a table keeps it: a number, a text or yes/no as it is, anything else as its JSON text (a
+    tuple of neighbours' moves and scores), so every game's ``decisions`` table writes to Parquet alike."""
+    if hasattr(value, "item"):
+        value = value.item()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return json.dumps(value, default=str)
 
 
 def agent_details(model: Any, agent: Any) -> tuple[str, dict[str, Any] | None, str | None]:

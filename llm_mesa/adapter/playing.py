@@ -93,6 +93,39 @@ def draw(chances: Mapping[str, float], rng: random.Random) -> str:
     return rng.choices(list(chances), weights=list(chances.values()))[0]
 
 
+def observed(game: MesaGame) -> Any:
+    """The game's reader of recorded decisions for ``llm-mesa fit``: each row of a game's ``decisions`` table as
+    ``(agent, round, view, answer)``, the view rebuilt from its ``view_*`` columns (a JSON text read back)."""
+    from llm_mesa.adapter.decision import View
+
+    def read(tables: Mapping[str, Any], parameters: Mapping[str, Any], seed: int) -> Any:
+        made = tables.get("decisions")
+        if made is None or not len(made):
+            return
+        by_name = {d.name: d for d in game.decisions}
+        columns = [c for c in made.columns if c.startswith("view_")]
+        for row in made.to_dict("records"):
+            decision = by_name.get(row["decision"])
+            if decision is None or row.get("answer") is None or row["answer"] != row["answer"]:
+                continue  # a decision the model's own code took by a draw: its answer is not recorded
+            fields = {c[len("view_"):]: _read_back(row[c]) for c in columns if row[c] == row[c]}
+            fields["round"] = int(row["round"])
+            yield row["agent"], int(row["round"]), View(fields, decision.name, choices=decision.choices), row["answer"]
+
+    return read
+
+
+def _read_back(value: Any) -> Any:
+    if isinstance(value, str) and value[:1] in "[{":
+        import json
+
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value.item() if hasattr(value, "item") else value
+
+
 def estimate(game: MesaGame, parameters: Mapping[str, Any], endpoint: Any) -> LlmEstimate:
     """One game's LLM use at most: every agent that may decide (``max_agents``, else ``most_agents``, else those of
     the game built) decides every step, each decision once, on a prompt as long as its templates with every field at

@@ -111,11 +111,11 @@ class Likelihood:
         self._counts = np.array([c for _, _, c in self.entries], dtype=float)
 
     @classmethod
-    def of(cls, game: str, spec: str, pairs: Iterable[tuple[Any, Any]]) -> Likelihood:
+    def of(cls, game: Any, spec: str, pairs: Iterable[tuple[Any, Any]]) -> Likelihood:
         name, fixed = parse_policy_spec(spec)
         rule = make_policy(spec, game)
         if not declares_distribution(rule):
-            raise AnalysisError(f"the {game} rule {name!r} does not say how likely its decisions are (no distribution); "
+            raise AnalysisError(f"the {getattr(game, 'name', game)} rule {name!r} does not say how likely its decisions are (no distribution); "
                                 "fit another rule (--rules)")
         free = [p for p in type(rule).fit_parameters if p not in fixed]
         bounds = [tuple(map(float, type(rule).fit_parameters[p])) for p in free]
@@ -282,7 +282,7 @@ def _interval(likelihood: Likelihood, j: int, estimate: np.ndarray, best: float)
     return ends[0], ends[1]
 
 
-def fit_rule(game: str, spec: str, pairs: Iterable[tuple[Any, Any]]) -> RuleFit:
+def fit_rule(game: Any, spec: str, pairs: Iterable[tuple[Any, Any]]) -> RuleFit:
     """Fit the rule ``spec`` (its free ``fit_parameters``; those the spec names stay fixed) to ``pairs``."""
     likelihood = Likelihood.of(game, spec, pairs)
     estimate, best = _maximise(likelihood, likelihood.free, likelihood.bounds)

@@ -14,7 +14,8 @@ from typing import Any
 import pandas as pd
 
 from llm_mesa.analysis.checks import AnalysisError
-from llm_mesa.games import Game, load_target
+from llm_mesa.game_hooks import loaded
+from llm_mesa.games import Game
 
 __all__ = ["PEOPLE", "Cell", "agent_column", "decisions_of"]
 
@@ -56,7 +57,7 @@ def _reader(game: Game):
     if not game.policies.observed:
         raise AnalysisError(f"the {game.name} game does not say where its decisions are recorded "
                             "(PolicyCatalog.observed); fit one of the games that does")
-    return load_target(game.policies.observed)
+    return loaded(game.policies.observed)  # a value, or "module:function"
 
 
 def agent_column(frame: pd.DataFrame) -> str:

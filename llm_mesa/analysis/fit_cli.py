@@ -85,7 +85,7 @@ def fit_runs(paths: Sequence[str], rules: str | None = None, measures: str | Non
     fits = []
     for cell in cells:
         for spec in specs:
-            fitted = fit_rule(played.name, spec, cell.pairs)
+            fitted = fit_rule(played, spec, cell.pairs)
             checks, note = check_by_play(cell, fitted.spec, fitted.error_rate, outcomes) if check else ([], "not checked")
             fits.append({"policy": cell.policy, "condition": cell.condition_json(), **fitted.json(), "checks": checks,
                          "note": note, "game": played.name})
