@@ -1,6 +1,7 @@
 """A Mesa model's tables and summary row, read from what the model keeps and what its decisions were.
 
-* ``rounds``: the model's ``DataCollector`` model reporters, one row per step (0 the start), under
+* ``rounds``: the model's ``DataCollector`` model reporters, one row per step (0 the start: a model that collects
+  only after each step has its start read by its reporters as the game begins), under
   their own names; a model with no DataCollector gets the decisions taken each step instead;
 * ``agents``: each agent at the end of each step: its declared state, its cell (``x``, ``y`` on a
   grid; on a network the agent is named by its node), its answers that step, and the
@@ -43,6 +44,12 @@ def snapshot(game: MesaGame, model: Any, hooks: Hooks) -> None:
     if not hasattr(hooks, "on_network"):
         hooks.on_network = bool(network_nodes(model))
         hooks.agent_rows, hooks.round_rows = [], []
+        collector = getattr(model, "datacollector", None)
+        hooks.start_row = None
+        if collector is not None and not any(collector.model_vars.values()):  # it collects only after each step
+            from llm_mesa.mesa_versions import report
+
+            hooks.start_row = {name: report(reporter, model) for name, reporter in collector.model_reporters.items()}
     for agent in model.agents:
         row = {"round": hooks.round, "agent": name_of(agent, hooks.on_network), "state": game.state_of(agent)}
         coordinate = getattr(getattr(agent, "cell", None), "coordinate", None)
@@ -63,7 +70,12 @@ def rounds_table(model: Any) -> pd.DataFrame:
     collector = getattr(model, "datacollector", None)
     if collector is None:
         return pd.DataFrame(_hooks(model).round_rows).fillna(0)
+    import pandas as pd
+
+    hooks = _hooks(model)
     frame = collector.get_model_vars_dataframe().reset_index(drop=True)
+    if hooks.start_row is not None:  # the start, read as its DataCollector reads a step, before the model's first row
+        frame = pd.concat([pd.DataFrame([hooks.start_row]), frame], ignore_index=True)
     return frame.assign(round=range(len(frame)))[["round", *frame.columns]]
 
 

@@ -39,7 +39,7 @@ GAME = MesaGame(
     fixed={"width": 50, "height": 50} if "width" in inspect.signature(SugarscapeG1mt).parameters else {},
     bounds={"initial_population": (1, 2000), "endowment_min": (1, 100), "endowment_max": (1, 200),
             "metabolism_min": (1, 10), "metabolism_max": (1, 10), "vision_min": (1, 10), "vision_max": (1, 10)},
-    state=lambda trader: trader.sugar, headline_measure="#Traders",
+    state=lambda trader: int(trader.sugar), headline_measure="#Traders",
     state_scale=continuous(0, None, unit="sugar", label="sugar held"),
     measures={"#Traders": count(label="traders"), "Trade Volume": count(label="trades in the step"),
               "Price": continuous(label="geometric mean price")},
