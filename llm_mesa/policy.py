@@ -187,7 +187,8 @@ def policy_names_in(spec: str) -> list[str]:
     return [part.strip().partition(":")[0].strip() for part in re.split(r"[+;]", spec) if part.strip()]
 
 
-def _parse_value(text: str) -> Any:
+def parse_value(text: str) -> Any:
+    """A value as text reads (a spec's, a prompt's): a whole number, a number, true/false, none, else the text."""
     for cast in (int, float):
         try:
             return cast(text)
@@ -208,7 +209,7 @@ def parse_policy_spec(spec: str) -> tuple[str, dict[str, Any]]:
         key, eq, value = part.partition("=")
         if not eq:
             raise PolicyError(f"policy parameter {part!r} in {spec!r} needs the form key=value")
-        kwargs[key.strip().replace("-", "_")] = _parse_value(value.strip())
+        kwargs[key.strip().replace("-", "_")] = parse_value(value.strip())
     return name.strip(), kwargs
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llm_mesa.errors import GameError
+from llm_mesa.policy import parse_value
 
 #: the most characters one field of a prompt holds; a longer one is cut, and the prompt says how much was left out
 FIELD_CHARS = 600
@@ -196,7 +197,7 @@ class Decision:
             for shape in (f"system\n{rules}\nuser\n{state}", f"{rules}\n\n{state}\nAnswer:"):
                 texts = _match(shape, full)
                 if texts is not None:
-                    return dict(self.read(texts)) if self.read is not None else {k: _value(v) for k, v in texts.items()}
+                    return dict(self.read(texts)) if self.read is not None else {k: parse_value(v) for k, v in texts.items()}
         return None
 
 
@@ -218,16 +219,6 @@ def _pattern(template: str) -> re.Pattern[str]:
 def _match(template: str, text: str) -> dict[str, str] | None:
     found = _pattern(template).match(text)
     return None if found is None else found.groupdict()
-
-
-def _value(text: str) -> Any:
-    """A field as it reads: a whole number, a number, true/false, else the text."""
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return {"True": True, "False": False}.get(text, text)
 
 
 __all__ = ["Decision", "FIELD_CHARS", "TIMINGS", "View", "when"]
