@@ -9,7 +9,7 @@ gets the game's figures, each beside the table it was drawn from, the study's
 published numbers beside ours where the conditions match, and a figure even
 where a test had to be skipped (it says why). The manifests are summarised at
 the end: models, sampling parameters, seeds, dialects, prompt template hashes,
-token totals, cost and failures. Figures are SVG embedded in the page: the file
+token totals, cost and failed decisions. Figures are SVG embedded in the page: the file
 opens anywhere and loads nothing. --out refuses to replace a file unless --force.
 """
 
@@ -29,6 +29,7 @@ import pandas as pd
 from llm_mesa.analysis.cli import writable_out, write_atomic
 from llm_mesa.analysis.report_html import Panel, Study, render_page
 from llm_mesa.analysis.sweep_data import AnalysisError, SweepData, open_sweep, open_sweeps
+from llm_mesa.sweep.columns import failed_decisions
 
 __all__ = ["build_report", "configure", "manifest_summary", "run"]
 
@@ -104,7 +105,9 @@ def manifest_summary(sweep: SweepData) -> pd.DataFrame:
                 "conditions": len(grid.get("conditions") or {}), "seeds": _seeds(grid),
                 "games": len(mine), "games_planned": manifest.get("games_total"),
                 "prompt_tokens": _sum(mine, "prompt_tokens"), "completion_tokens": _sum(mine, "completion_tokens"),
-                "cost": _sum(mine, "cost"), "failures": _sum(mine, "failures"),
+                "cost": _sum(mine, "cost"),
+                "failed_decisions": failed_decisions(mine) if {"failed_decisions", "failures"} & set(mine.columns)
+                else None,
                 "llm_mesa": versions.get("llm-mesa", ""), "mesa": versions.get("mesa", ""),
             })
     return pd.DataFrame(rows)

@@ -134,5 +134,5 @@ def render_page(title: str, studies: list[Study], manifests: pd.DataFrame, gener
             index += 1
     out += ["<h2>Runs: manifests summarised</h2>",
             '<div class="tables">' + _table_html(manifests, "models, sampling, seeds, dialects, prompts, tokens, cost, "
-                                                             "failures") + "</div>", "</body></html>"]
+                                                             "failed decisions") + "</div>", "</body></html>"]
     return "\n".join(out) + "\n"

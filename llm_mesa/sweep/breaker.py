@@ -25,7 +25,7 @@ import pandas as pd
 from llm_mesa.errors import INVALID_GAME
 from llm_mesa.llm.diagnosis import CAUSES
 
-from .columns import SweepError
+from .columns import SweepError, failed_decisions
 
 #: the fewest invalid games in a row that trip the breaker (one failure should not stop a sweep)
 MIN_RUN = 3
@@ -97,8 +97,8 @@ def closing_line(results: pd.DataFrame) -> str | None:
     causes = Counter(results.loc[invalid, "failure_cause"].fillna(_UNSAID)) if "failure_cause" in results.columns \
         else Counter({_UNSAID: int(invalid.sum())})
     kind, _ = causes.most_common(1)[0]
-    return (f"{int(invalid.sum())} of {len(results)} games are invalid (too many failed LLM decisions; "
-            f"commonest cause {cause_of(kind)})")
+    return (f"{int(invalid.sum())} of {len(results)} games are invalid (too many failed LLM decisions: "
+            f"{failed_decisions(results.loc[invalid]):,} in them; commonest cause {cause_of(kind)})")
 
 
 def check_finished(results: pd.DataFrame) -> None:
