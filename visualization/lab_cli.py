@@ -298,7 +298,7 @@ def _finish(args: argparse.Namespace, session: Any, spec: str, store: Any) -> in
     if args.out is not None:
         manifest = build_manifest(session.game.name, session.parameters, summary=summary, policy=spec, seed=args.seed,
                                   lab=lab_manifest_part(session, replay), **_endpoints(session))
-        write_run(args.out, lab_tables(session), summary, manifest)
+        write_run(args.out, lab_tables(session), summary, manifest, private=True)  # people's data: its owner's alone
         lab_app.WRITTEN[:] = [str(args.out)]
     print(format_summary(session.game, summary, args.out))
     if replay:

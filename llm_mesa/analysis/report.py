@@ -26,9 +26,10 @@ from typing import Any
 
 import pandas as pd
 
-from llm_mesa.analysis.cli import writable_out, write_atomic
+from llm_mesa.analysis.cli import writable_out
 from llm_mesa.analysis.report_html import Panel, Study, render_page
 from llm_mesa.analysis.sweep_data import AnalysisError, SweepData, open_sweep, open_sweeps
+from llm_mesa.files import write_text_atomic
 from llm_mesa.sweep.columns import failed_decisions
 
 __all__ = ["build_report", "configure", "manifest_summary", "run"]
@@ -146,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
     if out.suffix.lower() not in (".html", ".htm"):
         raise AnalysisError(f"--out {str(out)!r} must end in .html")
     page, figures = build_report(args.sweeps, args.title, cache=not args.no_cache)
-    write_atomic(out, page)
+    write_text_atomic(out, page)
     print(f"wrote {out} ({figures} figures)")
     return 0
 
