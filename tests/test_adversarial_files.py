@@ -148,13 +148,14 @@ def test_a_hostile_file_is_one_line_exit_2_and_nothing_written(name, make, fragm
 
 
 def test_a_read_only_store_folder_is_named_as_such(tmp_path, monkeypatch):
-    """As root every folder is writable, so the refusal the kernel would give is played by mkdtemp."""
+    """As root every folder is writable, so the refusal the kernel would give is played by the probe folder's
+    creation (``llm_mesa.files.new_folder``)."""
     import llm_mesa.llm.store_file as store
 
     def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(store.tempfile, "mkdtemp", refuse)
+    monkeypatch.setattr(store, "new_folder", refuse)
     status, err = run(["consensus", "--policy", "llm", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
                        "--record", str(tmp_path / "calls.sqlite")])
     assert status == 2 and "its folder is not writable (Permission denied)" in err and "damaged" not in err, err

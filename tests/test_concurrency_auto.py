@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
+import time
 
 import pytest
 from concurrency_sim import Shape, simulate
@@ -188,12 +190,77 @@ def test_a_latency_rise_after_growth_is_probed_before_anything_is_cut():
     window(rule, latency=1.6)
     assert rule.limit > grown  # and it grows again from the server's new speed
     window(rule, latency=3.0)  # slower after growing: fewer are tried
-    probed = rule.limit
+    probed, came_from = rule.limit, rule.probe[0]
     assert rule.probe is not None and probed < grown + 10
-    window(rule, latency=1.0)  # faster with fewer: the calls in flight were the cause; half as many are tried
-    assert rule.probe is not None and rule.limit == max(LATENCY_FLOOR, probed // 2)
-    window(rule, latency=1.0)  # no faster with half: the probe's limit stands, a cut
-    assert rule.limit == probed == rule.last_cut and rule.probe is None
+    window(rule, latency=1.0)  # faster with fewer, at the fastest speed seen: the calls, or the server? checked
+    assert rule.recheck is not None and rule.limit == came_from and rule.last_cut is None
+    window(rule, latency=3.0)  # as slow as before with as many again ...
+    assert rule.recheck is not None and rule.limit == probed
+    window(rule, latency=1.0)  # ... and as fast with fewer again: the calls in flight; the probe's limit stands
+    assert rule.limit == probed and rule.learned and rule.recheck is None and rule.probe is None
+    assert rule.history["cuts"] == 2  # the first 429's and this one
+
+
+def test_a_probe_still_slower_than_the_servers_unloaded_speed_halves_at_once():
+    """A queue the fewer calls shortened without emptying it: fewer calls made it faster, no check needed; half as
+    many are tried next (a server that slows under load is found by halvings that pay)."""
+    rule = AdaptiveLimit()
+    rule.wanted(1000)
+    ticket = Ticket(rule.epoch, 1000)
+    for i in range(1000):
+        rule.answered(ticket, None, 1.0 + i // 100, now=0.0, queued=False)  # served 100 at a time
+    assert rule.probe is not None and rule.limit == 500
+    window(rule, latency=3.5)  # faster with half, and still over three times the fastest answer
+    assert rule.recheck is None and rule.probe == (500, 3.5) and rule.limit == 250
+
+
+def test_a_probe_that_met_the_server_speeding_up_on_its_own_cuts_nothing():
+    """A latency that swings whatever the load: slow at 144, fast at 72 just as the server sped up, and as fast
+    back at 144. The recheck tells the swing from overload: the limit goes back, nothing is cut, and halving goes
+    no further (the issue's server: cut to 36 of the 144 calls waiting)."""
+    rule = AdaptiveLimit()
+    rule.wanted(144)
+    window(rule, latency=0.05, queued=False)
+    window(rule, latency=0.5, queued=False)  # slower than the fastest answer, as many calls: one probe at half
+    assert rule.probe == (144, 0.5) and rule.limit == 72
+    window(rule, latency=0.05)  # faster with half: the server's swing just then
+    assert rule.recheck is not None and rule.limit == 144
+    window(rule, latency=0.05, queued=False)  # as fast with all of them: the server, not the calls in flight
+    assert rule.limit == 144 and rule.recheck is None and rule.probe is None and not rule.learned
+    for latency in (0.5, 0.05) * 10:  # the swing goes on: nothing more is probed or cut
+        window(rule, latency=latency, queued=False)
+    assert rule.limit == 144 and rule.history["cuts"] == 0 and rule.history["probes"] == 1
+
+
+@pytest.mark.parametrize("back, again", [(0.5, 0.5), (0.05, 0.05), (2.0, 0.05), (0.5, 0.2)],
+                         ids=["turned slow after the probe", "stayed fast", "far slower than before", "half-way"])
+def test_a_probe_at_the_unloaded_speed_cuts_only_if_the_server_is_slow_with_more_and_fast_with_fewer_again(back, again):
+    """Slow at 144, fast at 72: back at 144 it must be as slow as before and at 72 as fast again, or it was the
+    server's swing (which would have to turn at the end of each of the three windows to fool it)."""
+    rule = AdaptiveLimit()
+    rule.wanted(144)
+    window(rule, latency=0.05, queued=False)
+    window(rule, latency=0.5, queued=False)
+    window(rule, latency=0.05)  # the probe at 72: fast
+    window(rule, latency=back, queued=False)
+    if rule.recheck is not None:
+        window(rule, latency=again)
+    assert rule.limit == 144 and rule.history["cuts"] == 0 and not rule.learned
+
+
+def test_a_probe_at_the_unloaded_speed_that_is_confirmed_both_ways_stands_and_goes_no_lower():
+    """Fewer calls cannot beat the unloaded speed: the probe's limit stands, the lowest worth trying (half the calls
+    wanting a place, never less). No refusal marked a capacity there: it grows back by a twentieth a window while
+    the server keeps up, as from any limit, not by one now and then as near a limit the server refused above."""
+    rule = AdaptiveLimit()
+    rule.wanted(144)
+    window(rule, latency=0.05, queued=False)
+    window(rule, latency=0.5, queued=False)
+    for latency in (0.05, 0.5, 0.05):  # fast with fewer, slow with more, fast with fewer again
+        window(rule, latency=latency)
+    assert rule.limit == 72 and rule.learned and rule.history["cuts"] == 1 and rule.last_cut is None
+    window(rule, latency=0.05)
+    assert rule.limit == 72 + round(72 * AdaptiveLimit.GROWTH)
 
 
 def test_a_latency_cut_never_goes_below_the_floor():
@@ -313,6 +380,44 @@ def test_in_simulation_a_server_that_slows_under_load_without_refusing_is_found_
     assert auto.elapsed < 0.55 * simulate(shape, games=30, calls=36, rounds=10, fixed=1080).elapsed
 
 
+def test_low_is_the_lowest_limit_that_held_a_call_back():
+    """The start (64) held nothing back when a larger round raised the limit before any call waited; a probe did."""
+    rule = AdaptiveLimit()
+    rule.wanted(144)
+    assert rule.history["low"] == 144
+    window(rule, latency=0.05, queued=False)
+    window(rule, latency=0.5, queued=False)  # a probe at 72 ...
+    rule.waited()  # ... holds calls back
+    assert rule.limit == rule.history["low"] == 72
+    window(rule, latency=0.5)  # as slow with fewer: back at 144
+    rule.waited()
+    assert rule.limit == 144 and rule.history["low"] == 72 and rule.history["high"] == 144
+
+
+def swinging(phase: float, jitter: float, seed: int) -> Shape:
+    """A server whose latency swings whatever its load: 0.05 s for a second, 0.5 s the next (from ``phase``), each
+    answer up to ``jitter`` s later (no 429, no timeout): ``benchmarks/shaped_server.py --shape swing``."""
+    draw = random.Random(seed)
+    return Shape(latency=lambda now, active: (0.05 if int(now + phase) % 2 == 0 else 0.5) + draw.uniform(0, jitter))
+
+
+def test_in_simulation_a_latency_swing_that_does_not_follow_load_is_not_taken_for_overload():
+    """4 games of 36 calls a round (144 wanting a place) against a swinging server, over 36 phases, drifts of the
+    games apart and jitters: once the round is in, the limit never goes below half of it (72; it fell to 36 and
+    18), and the sweep takes at most 1.15x the best fixed limit's time."""
+    worst = 1.0
+    for case in range(36):
+        phase, think, jitter = (case * 0.137) % 2, (0.0, 0.02, 0.1)[case % 3], (0.0, 0.01, 0.03)[case // 3 % 3]
+        run = simulate(swinging(phase, jitter, case), games=4, calls=36, rounds=60, think=think, seed=case)
+        whole = next(i for i, (_, limit) in enumerate(run.limits) if limit >= 144)
+        assert min(limit for _, limit in run.limits[whole:]) >= 72, (case, run.limits[:12])
+        best = min(simulate(swinging(phase, jitter, case), games=4, calls=36, rounds=60, think=think, seed=case,
+                            fixed=fixed).elapsed for fixed in (72, 144))
+        worst = max(worst, run.elapsed / best)
+        assert run.elapsed <= 1.15 * best, (case, run.elapsed, best, run.limits[:12])
+    assert worst > 1.0  # the probe at half the round is paid for, once
+
+
 def test_a_sweep_against_the_capacity_stand_in_fails_no_decision_and_stays_under_twice_its_capacity(tmp_path):
     from llm_mesa.models.consensus.conditions import STUDY_CONDITIONS  # noqa: F401  (the game is installed)
     from llm_mesa.sweep import read_sweep, run_sweep
@@ -336,6 +441,31 @@ def test_a_sweep_against_the_capacity_stand_in_fails_no_decision_and_stays_under
     assert used["mode"] == "auto" and used["start"] == AUTO_START and used["low"] <= capacity
     assert used["rate_limited"] == stats["by_fault"].get("capacity", 0) > 0  # it found the limit by touching it
     assert f"limit {limits_in_use()[endpoint.base_url]['limit']}" in lines.read_text().splitlines()[-1]
+
+
+def test_a_sweep_against_a_swinging_server_never_holds_calls_back_below_half_of_those_wanting_a_place(tmp_path):
+    """Over real HTTP: 4 consensus games of 36 agents in flight (144 calls a round) against a server whose latency
+    swings between 0.05 s and 0.5 s each second whatever its load. The lowest limit that held a call back (the
+    manifest's ``low``) is half of them at the least: the one probe at half the round, never a cut below it."""
+    from aiohttp import web
+    from hostile_server import HostileServer, completion, game_handler
+
+    from llm_mesa.sweep import run_sweep
+
+    started = time.monotonic()
+
+    async def swinging(request, body):
+        await asyncio.sleep(0.05 if int(time.monotonic() - started) % 2 == 0 else 0.5)
+        return web.json_response(completion(json.dumps({"colour": random.choice(("red", "blue")), "reason": "r",
+                                                        "diary": "d"})))
+
+    with HostileServer(game_handler(swinging)) as server:
+        endpoint = Endpoint(server.base_url, "m", timeout=30.0)
+        run_sweep({"ba-none": {"n": 36, "topology": "ba", "communication": "none", "max_rounds": 10,
+                               "baseline_permutations": 0}}, {"llm": endpoint}, 8, tmp_path / "out", games_in_flight=4,
+                  store_mode="off", check_endpoints=False, game="consensus")
+    used = json.loads((tmp_path / "out" / "manifest.json").read_text())["concurrency_limits"][endpoint.base_url]
+    assert used["mode"] == "auto" and used["high"] == 144 and used["low"] >= 72, used
 
 
 def test_the_capacity_stand_in_refuses_above_its_capacity():

@@ -24,7 +24,7 @@ def test_a_folder_where_files_cannot_be_created_is_refused(tmp_path, monkeypatch
     def read_only(*args, **kwargs):
         raise OSError(30, "Read-only file system")
 
-    monkeypatch.setattr("tempfile.mkdtemp", read_only)
+    monkeypatch.setattr("llm_mesa.run_output.new_folder", read_only)
     with pytest.raises(OutputError, match="cannot write in .*Read-only file system"):
         check_output_dir(tmp_path / "run")
 

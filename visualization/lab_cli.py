@@ -294,8 +294,8 @@ def _finish(args: argparse.Namespace, session: Any, spec: str, store: Any) -> in
     if args.out is not None:
         manifest = build_manifest(session.game.name, session.parameters, summary=summary, policy=spec, seed=args.seed,
                                   lab=lab_manifest_part(session, replay), **_endpoints(session))
-        write_run(args.out, lab_tables(session), summary, manifest)
-        _private(Path(args.out))  # whatever mode the run writer gave it: people's data stays its owner's
+        write_run(args.out, lab_tables(session), summary, manifest, private=True)  # people's data: its owner's alone
+        _private(Path(args.out))  # and its store beside it, whatever the run writer did
         lab_app.WRITTEN[:] = [str(args.out)]
     print(format_summary(session.game, summary, args.out))
     if replay:

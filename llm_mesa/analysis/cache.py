@@ -116,10 +116,10 @@ def cached_analysis(sweep: SweepData, game: Any, options: Mapping[str, Any], com
         return held
     report = compute()
     try:
-        from llm_mesa.analysis.cli import write_atomic
+        from llm_mesa.files import write_text_atomic
 
         folder.mkdir(exist_ok=True)
-        write_atomic(entry, json.dumps(seal({"format": ENTRY_FORMAT, "inputs": inputs, "report": report})))
+        write_text_atomic(entry, json.dumps(seal({"format": ENTRY_FORMAT, "inputs": inputs, "report": report})))
         for old in sorted(folder.glob("*.json"), key=os.path.getmtime, reverse=True)[KEEP:]:
             old.unlink(missing_ok=True)
     except OSError:

@@ -20,7 +20,6 @@ import argparse
 import math
 import os
 import sys
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ import numpy as np
 
 from llm_mesa.analysis import game_analysis
 from llm_mesa.analysis.sweep_data import AnalysisError, SweepData, open_sweep, open_sweeps
+from llm_mesa.files import write_text_atomic
 from llm_mesa.json_values import json_text
 
 __all__ = ["AnalysisError", "SweepData", "analyze", "configure", "open_sweep", "open_sweeps", "run",
@@ -113,21 +113,6 @@ def writable_out(out: str | os.PathLike[str], force: bool) -> Path:
     return path
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in its folder: a reader never sees half a file."""
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # as an ordinary new file, not mkstemp's owner-only mode
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def run(args: argparse.Namespace) -> int:
     from llm_mesa.registry import get_game
 
@@ -137,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     report = _report(sweep, game, _game_options(args, game.name), cache=not args.no_cache)
     text = json_text(report, indent=2)  # NaN and infinities as null: JSON
     if out is not None:
-        write_atomic(out, text + "\n")
+        write_text_atomic(out, text + "\n")
     print(text if args.json else game_analysis.format_report(game, report))
     return 0
 

@@ -10,7 +10,7 @@ published numbers beside ours where the conditions match, and a figure even
 where a test had to be skipped (it says why). Each sweep's run card follows (as
 `llm-mesa card` prints it), and the manifests are summarised at the end: models,
 sampling parameters, seeds, dialects, prompt template hashes, token totals, cost
-and failures. Figures are SVG embedded in the page: the file
+and failed decisions. Figures are SVG embedded in the page: the file
 opens anywhere and loads nothing. --out refuses to replace a file unless --force.
 """
 
@@ -27,9 +27,11 @@ from typing import Any
 
 import pandas as pd
 
-from llm_mesa.analysis.cli import writable_out, write_atomic
+from llm_mesa.analysis.cli import writable_out
 from llm_mesa.analysis.report_html import Panel, Study, render_page
 from llm_mesa.analysis.sweep_data import AnalysisError, SweepData, open_sweep, open_sweeps
+from llm_mesa.files import write_text_atomic
+from llm_mesa.sweep.columns import failed_decisions
 
 __all__ = ["build_report", "configure", "manifest_summary", "run"]
 
@@ -108,7 +110,9 @@ def manifest_summary(sweep: SweepData) -> pd.DataFrame:
                 "conditions": len(grid.get("conditions") or {}), "seeds": _seeds(grid),
                 "games": len(mine), "games_planned": manifest.get("games_total"),
                 "prompt_tokens": _sum(mine, "prompt_tokens"), "completion_tokens": _sum(mine, "completion_tokens"),
-                "cost": _sum(mine, "cost"), "failures": _sum(mine, "failures"),
+                "cost": _sum(mine, "cost"),
+                "failed_decisions": failed_decisions(mine) if {"failed_decisions", "failures"} & set(mine.columns)
+                else None,
                 "llm_mesa": versions.get("llm-mesa", ""), "mesa": versions.get("mesa", ""),
             })
     return pd.DataFrame(rows)
@@ -160,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
     if out.suffix.lower() not in (".html", ".htm"):
         raise AnalysisError(f"--out {str(out)!r} must end in .html")
     page, figures = build_report(args.sweeps, args.title, cache=not args.no_cache, fits=args.fit)
-    write_atomic(out, page)
+    write_text_atomic(out, page)
     print(f"wrote {out} ({figures} figures)")
     return 0
 

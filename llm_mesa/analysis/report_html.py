@@ -138,5 +138,5 @@ def render_page(title: str, studies: list[Study], manifests: pd.DataFrame, gener
         out += ["<h2>Run cards</h2>", *(f'<section class="run-card">{card}</section>' for card in cards)]
     out += ["<h2>Runs: manifests summarised</h2>",
             '<div class="tables">' + _table_html(manifests, "models, sampling, seeds, dialects, prompts, tokens, cost, "
-                                                             "failures") + "</div>", "</body></html>"]
+                                                             "failed decisions") + "</div>", "</body></html>"]
     return "\n".join(out) + "\n"

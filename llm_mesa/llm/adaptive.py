@@ -12,6 +12,11 @@ What it must get right, each measured against the best fixed limit
 * a server whose latency rises (10x, no 429, no timeout) while our calls in flight stay the same:
   not overload, so no cut (its latency becomes the new baseline); only a rise that fewer calls
   in flight undo is (a probe at fewer calls decides before anything is cut);
+* a server whose latency swings whatever its load (0.05 s and 0.5 s by turns, each second): not
+  overload either, though a probe at fewer calls may meet it speeding up; a probe whose answers
+  ran at the server's unloaded speed is checked both ways (slow again with as many, fast again
+  with fewer) before its limit stands, and nothing lower is tried (``benchmarks/bench_swing.py``:
+  never under half the calls wanting a place, within 1.15x of the best fixed limit);
 * a slow server: kept busy (a rise in latency alone never cuts below ``LATENCY_FLOOR``);
 * a server that refuses everything for a while (429 with no or a zero ``Retry-After``, 5xx):
   the calls back off as a group (new calls and retries wait out one shared, growing pause),
@@ -21,6 +26,7 @@ What it must get right, each measured against the best fixed limit
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 
@@ -73,8 +79,12 @@ class AdaptiveLimit:
         its own, so the baseline follows it and nothing is cut;
       - above it with more calls in flight: a **probe**, one window at fewer calls (the
         baseline's limit, or this one over ``LATENCY_RISE``, at least ``LATENCY_FLOOR``). Faster
-        there: the calls in flight made it worse, and the probe's limit stands (a cut). As slow:
-        the server slowed down, the baseline follows it and the limit comes back.
+        there, every answer still over ``UNLOADED`` times the fastest: the calls in flight made
+        a queue, and the probe's limit stands (a cut; half as many are tried next, while that
+        pays). Faster there at the unloaded speed: no queue is left to undo, so the probe must
+        finish as many calls a second, and pass a check both ways (``_rechecked``: a swing of
+        the server's own latency is not overload) before its limit stands, the lowest tried.
+        As slow: the server slowed down, the baseline follows it and the limit comes back.
       A window in which no call waited starts the baseline afresh (its latency is the
       workload's: another model, another prompt). Once, such a window of more than ``AUTO_START``
       calls whose median is above ``LATENCY_RISE`` times the fastest answer seen (some calls
@@ -84,6 +94,8 @@ class AdaptiveLimit:
     """
 
     LATENCY_RISE = 1.5
+    #: a probe whose median is within this of the fastest answer seen met the server's unloaded speed
+    UNLOADED = 3.0
     GROWTH = 0.05
     CUT = 0.9  # "near the last cut": within a tenth of it
     PATIENCE = 4
@@ -100,10 +112,14 @@ class AdaptiveLimit:
         self.resume_at = 0.0  # no call is let in, and no retry leaves, before this (time.monotonic())
         self.baseline: tuple[int, float] | None = None  # (limit, median latency) to judge windows against
         self.probe: tuple[int, float] | None = None  # (the limit probed from, its median) while fewer are tried
+        #: while a probe that ran at the server's unloaded speed is checked (``_rechecked``): the limit probed
+        #: from and its median, the probe's limit and its median, and the median back at the first (or None)
+        self.recheck: tuple[int, float, int, float, float | None] | None = None
         self.last_cut: int | None = None
         self.sent = 0  # attempts sent (``Ticket.seq``)
         self._latencies: list[float] = []
         self._saturated = False
+        self._held_back = False  # a call has waited for a place (``history["low"]`` counts from then)
         self._refused = False  # a 429 or timeout came back in this window
         self._clean = 0  # clean windows in a row near the last cut
         self._patience = self.PATIENCE  # clean windows near the last cut before a probe one above it
@@ -117,7 +133,7 @@ class AdaptiveLimit:
         self._budget: int | None = None  # attempts the last rate-limit window leaves, until ``_budget_until``
         self._budget_until = 0.0
         self.history = {"start": start, "low": start, "high": start, "grows": 0, "cuts": 0, "rate_limited": 0,
-                        "timeouts": 0, "probes": 0, "pauses": 0}
+                        "timeouts": 0, "probes": 0, "rechecks": 0, "pauses": 0}
 
     @property
     def slow_start(self) -> bool:
@@ -128,13 +144,18 @@ class AdaptiveLimit:
     def wanted(self, calls: int) -> None:
         """``calls`` want a place now (in flight, waiting and arriving): until the server has said what it
         takes, they are all let in."""
-        if not self.learned and self.probe is None and not self._descending and calls > self.limit \
+        if not self.learned and self.probe is None and self.recheck is None and not self._descending \
+                and calls > self.limit \
                 and self.limit < self.ceiling:
             self._set(min(self.ceiling, calls), cut=False)
 
     def waited(self) -> None:
-        """A call found no free place: the limit binds (more calls would be sent)."""
+        """A call found no free place: the limit binds (more calls would be sent). The history's ``low`` is the
+        lowest limit that held a call back (the limit itself, until one did): a limit in force while every call
+        had a place, as the start before a larger round arrives, cut nothing."""
         self._saturated = True
+        self.history["low"] = min(self.history["low"], self.limit) if self._held_back else self.limit
+        self._held_back = True
 
     def attempt(self, now: float) -> int:
         """An attempt leaves (its ``Ticket.seq``); it spends one of a rate-limit window's remaining requests."""
@@ -218,8 +239,11 @@ class AdaptiveLimit:
     # -- the rule -----------------------------------------------------------------------------
     def _judge(self) -> None:
         median = statistics.median(self._latencies)
+        if self.recheck is not None:
+            self._rechecked(median)
+            return
         if self.probe is not None:
-            self._probed(median)
+            self._probed(median, self._quartile())
             return
         if not self._saturated:  # no call waited: the latency is the workload's, not the limit's
             if not self.learned and not self._demand_probed and self.limit > AUTO_START \
@@ -251,22 +275,68 @@ class AdaptiveLimit:
         self.history["probes"] += 1
         self._set(max(LATENCY_FLOOR, min(fewer, self.limit - 1)), cut=False)
 
-    def _probed(self, median: float) -> None:
-        """The probe's window is in. Faster with fewer: the calls in flight made it worse, so fewer stand (and
-        half as many are tried next, while that pays). As slow: the server slowed down on its own; the baseline
+    def _quartile(self) -> float:
+        """The window's lower quartile: how fast its faster answers were."""
+        ordered = sorted(self._latencies)
+        return ordered[len(ordered) // 4]
+
+    def _probed(self, median: float, quartile: float) -> None:
+        """The probe's window is in. Faster with fewer, its answers all still slower than the server's unloaded
+        speed: the fewer calls undid a queue, so fewer stand (and half as many are tried next, while that pays).
+        Faster with fewer, its faster answers at the unloaded speed: there is no queue left to undo, so fewer
+        calls must finish at least as many calls a second to pay, and the server may instead have sped up on
+        its own just then: ``_rechecked`` tells which. As slow: the server slowed down on its own; the baseline
         follows it and the limit comes back (or, after halvings that paid, the last of them stands)."""
         came_from, slower = self.probe
         self.probe = None
-        if median * self.LATENCY_RISE <= slower:
-            self.baseline = (self.limit, median)
-            if self.limit // 2 >= LATENCY_FLOOR:
+        loaded = quartile > self.UNLOADED * self._fastest
+        if median * (self.LATENCY_RISE if loaded else max(self.LATENCY_RISE, came_from / self.limit)) <= slower:
+            if not loaded:
+                self.recheck = (came_from, slower, self.limit, median, None)
+                self.history["rechecks"] += 1
+                self._set(came_from, cut=False)
+            elif self.limit // 2 >= LATENCY_FLOOR:
+                self.baseline = (self.limit, median)
                 self._descending = True
                 self._start_probe(median, self.limit // 2)
             else:
+                self.baseline = (self.limit, median)
                 self._descending = False
                 self._set(self.limit, cut=True)
             return
-        self.baseline = (came_from, slower)
+        self._back(came_from, slower)
+
+    def _rechecked(self, median: float) -> None:
+        """A probe ran at the server's unloaded speed and was faster: is that the fewer calls, or the server
+        speeding up on its own just then (a latency that swings whatever the load)? One window back at the
+        calls probed from, then one at the probe's again. The fewer calls made it so if the first is as slow as
+        before (nearer the slow window than the probe's, and not far slower than before) and the second as
+        fast as the probe (nearer the probe's than the slow one): then the probe's limit stands, the lowest
+        worth trying (fewer calls cannot beat the unloaded speed). Any other pair is the server's doing: nothing
+        is cut, the limit stays where it came from (or, after halvings that paid, the last of them stands).
+        A swing fools this only if it turns at each of the three windows' ends."""
+        came_from, slower, fewer, faster, again = self.recheck
+        middle = math.sqrt(slower * faster)
+        if again is None:
+            if max(middle, faster * came_from / fewer) <= median <= self.LATENCY_RISE * slower:
+                self.recheck = (came_from, slower, fewer, faster, median)
+                self._set(fewer, cut=False)
+                return
+            self.recheck = None
+            self._back(came_from, median)
+            return
+        self.recheck = None
+        if median <= min(math.sqrt(again * faster), self.LATENCY_RISE * faster):
+            self.baseline = (fewer, median)
+            self._descending = False
+            self._set(fewer, cut=True)
+            self.last_cut = None  # no refusal marks a capacity here: it grows back as from any other limit
+            return
+        self._back(came_from, again)
+
+    def _back(self, came_from: int, median: float) -> None:
+        """Back where the probe came from, its latency the baseline (a cut, after halvings that paid)."""
+        self.baseline = (came_from, median)
         self._set(came_from, cut=self._descending)
         self._descending = False
 
@@ -294,5 +364,6 @@ class AdaptiveLimit:
             self.learned = True
             self.last_cut = limit
         self.history["cuts" if cut else "grows"] += 1
-        self.history["low"] = min(self.history["low"], limit)
         self.history["high"] = max(self.history["high"], limit)
+        if not self._held_back:  # no call has waited yet: the limit never bound, nothing was held below it
+            self.history["low"] = limit

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import tempfile
 import time
 from pathlib import Path
 
 from llm_mesa.errors import LlmMesaError
+from llm_mesa.files import new_folder
 
 
 class StoreError(LlmMesaError):
@@ -84,8 +84,7 @@ def check_writable(path: Path) -> None:
     if folder is None or not folder.is_dir():
         raise StoreError(f"cannot record to {path}: {folder} is not a folder; choose another path (--record FILE)")
     try:
-        probe = tempfile.mkdtemp(prefix=".llm-mesa-probe-", dir=folder)
-        os.rmdir(probe)
+        os.rmdir(new_folder(folder, ".llm-mesa-probe-"))
     except OSError as exc:
         raise not_writable(path, exc.strerror or str(exc)) from None
 

@@ -38,6 +38,7 @@ from llm_mesa.llm.recording import add_recording_arguments, recording_from_args,
 from llm_mesa.policy import parse_policy_spec
 from llm_mesa.registry import default_game, game_argument, game_names
 from llm_mesa.sweep.breaker import check_finished, closing_line
+from llm_mesa.sweep.columns import failed_decisions
 from llm_mesa.sweep.engine import BudgetReached, play_sweep
 from llm_mesa.sweep.experiment import MAX_REPETITIONS, ExperimentError, load_experiment
 from llm_mesa.sweep.grid import POPULATION_SEPARATOR, population_parts, resolve_policies
@@ -300,7 +301,9 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if progress is not None:
             progress.close()
-    print(f"{result.played} games played, {result.skipped} already present, in {_duration(result.wall_s)}; "
+    failed = failed_decisions(result.results)
+    said = f"; {failed:,} failed LLM decisions" if spec.endpoints or failed else ""
+    print(f"{result.played} games played, {result.skipped} already present, in {_duration(result.wall_s)}{said}; "
           f"results in {result.out}")
     print(result.headline())
     invalid = closing_line(result.results)

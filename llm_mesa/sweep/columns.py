@@ -27,6 +27,23 @@ CORE_TYPES: dict[str, str] = {"model": "string", "prompt_template_hash": "string
                               "decisions": "Int64", "failed_decisions": "Int64", "failure_cause": "string"}
 
 
+def failed_decisions(rows: Mapping[str, Any] | Any) -> int:
+    """The failed LLM decisions of a game's row, or of a games table: the core's count (``failed_decisions``,
+    filled from the decision ledger by its judge), and a game's own ``failures`` only where a row lacks it
+    (a sweep written before the core counted). The progress line, the sweep's closing lines and the report
+    all count with this, so none can read 0 while the rows hold failures."""
+    import pandas as pd
+
+    if isinstance(rows, pd.DataFrame):
+        core, own = (pd.to_numeric(rows[c], errors="coerce").astype("Float64") if c in rows
+                     else pd.Series(pd.NA, index=rows.index, dtype="Float64") for c in ("failed_decisions", "failures"))
+        return int(core.fillna(own).fillna(0).sum())
+    value = rows.get("failed_decisions")
+    if value is None or value != value:  # absent, None or NaN
+        value = rows.get("failures")
+    return int(value) if value is not None and value == value else 0
+
+
 _ARROW_TYPES = {"string": "string", "boolean": "bool", "float64": "float64", "Int64": "int64"}
 
 

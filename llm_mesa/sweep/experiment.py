@@ -99,6 +99,11 @@ class DerivedSeeds(Sequence[int]):
             raise IndexError(index)
         return derived_seed(self.parameters, index % self.repetitions, self.study_seed)
 
+    @property
+    def derivation(self) -> str:
+        """What the seeds derive from: two conditions' seeds are alike exactly when this is."""
+        return json.dumps({"parameters": self.parameters, "study": self.study_seed}, sort_keys=True, default=str)
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Sequence) and len(other) == len(self) and list(other) == list(self)
 

@@ -69,6 +69,38 @@ def build_conditions(game: Game, selection: str | Sequence[str] | Mapping[str, M
     return out
 
 
+def same_games(game: Game, conditions: Mapping[str, Mapping[str, Any]],
+               seeds_of: Mapping[str, Sequence[int]]) -> list[list[str]]:
+    """Groups of conditions that are one game under several names: the same parameters once the game's
+    defaults fill them in, and a seed in common (each pair would play, record and key the same calls).
+
+    Found from the design alone, before any game is built: a sweep refuses them (``SweepSpec.of``) rather
+    than pay for a game twice and then fail on its own recording.
+    """
+    by_parameters: dict[str, list[str]] = {}
+    for name, parameters in conditions.items():
+        declared = {k: v for k, v in parameters.items() if k in game.parameters}
+        complete = {**game.parameters.validate(declared, complete=True),
+                    **{k: v for k, v in parameters.items() if k not in game.parameters}}
+        by_parameters.setdefault(json.dumps(complete, sort_keys=True, default=str), []).append(name)
+    groups = []
+    for names in by_parameters.values():
+        while len(names) > 1:
+            first, *rest = names
+            same = [n for n in rest if _share_a_seed(seeds_of[first], seeds_of[n])]
+            if same:
+                groups.append([first, *same])
+            names = [n for n in rest if n not in same]
+    return groups
+
+
+def _share_a_seed(a: Sequence[int], b: Sequence[int]) -> bool:
+    derived = getattr(a, "derivation", None), getattr(b, "derivation", None)
+    if None not in derived:  # seeds derived from a hash: alike when derived alike (none read), else distinct
+        return derived[0] == derived[1] and len(a) > 0 and len(b) > 0
+    return a is b or not set(a).isdisjoint(b)
+
+
 def resolve_seeds(seeds: int | str | Iterable[int]) -> list[int]:
     """``30`` -> 0..29; ``"1-30"`` -> 1..30; ``"1,5,9"`` or a list as given (repeats dropped)."""
     if isinstance(seeds, bool):

@@ -29,10 +29,11 @@ import pandas as pd
 
 from llm_mesa.boundary import check_seal, read_json_file, seal
 from llm_mesa.errors import LlmMesaError
+from llm_mesa.files import write_text_atomic
 from llm_mesa.games import GameResult
 
 from .columns import CORE_TYPES, KEY, SweepError
-from .parts import Compaction, DamagedPart, SweepLock, commit_parts, part_files, read_parts, remove_uncommitted, write_text_atomic
+from .parts import Compaction, DamagedPart, SweepLock, commit_parts, part_files, read_parts, remove_uncommitted
 
 __all__ = ["KEY", "SweepError", "SweepOutput", "foreign_rows", "read_sweep", "read_sweep_manifest"]
 

@@ -15,12 +15,13 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from llm_mesa.files import replace_atomically, write_text_atomic
 
 from .columns import CORE_TYPES, SweepError, rows_table
 
@@ -35,28 +36,13 @@ def write_atomic(path: Path, data: pd.DataFrame | Sequence[dict[str, Any]],
 
     from llm_mesa.run_output import parquet_ready
 
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".parquet", dir=path.parent)
-    os.close(fd)
-    try:
+    def write(tmp: Path) -> None:
         if isinstance(data, pd.DataFrame):
             parquet_ready(data, types or CORE_TYPES).to_parquet(tmp, index=False)
         else:
             pq.write_table(rows_table(data, types), tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
-
-def write_text_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:  # a full disk, or an interrupt: no temporary file left behind
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    replace_atomically(path, write)
 
 
 def part_files(folder: Path) -> list[Path]:

@@ -16,6 +16,8 @@ from tqdm import tqdm
 
 from llm_mesa.llm.limits import limits_in_use
 
+from .columns import failed_decisions
+
 
 class SweepProgress:
     """``progress(done, total, row)`` for ``run_sweep``, counting the LLM use of every game."""
@@ -47,7 +49,7 @@ class SweepProgress:
     def __call__(self, done: int, total: int, row: dict[str, Any]) -> None:
         self.tokens += int(row.get("prompt_tokens") or 0) + int(row.get("completion_tokens") or 0)
         self.cost += float(row.get("cost") or 0.0)
-        self.failures += int(row.get("failures") or 0)
+        self.failures += failed_decisions(row)
         if self.first_done is None:
             self.first_done = done - 1
         if self.terminal:

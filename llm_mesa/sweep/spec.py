@@ -23,7 +23,7 @@ from llm_mesa.registry import default_game, get_game
 from .columns import SweepError
 from .execution import check_executor
 from .experiment import DerivedSeeds
-from .grid import build_conditions, plan_policy, resolve_policies, resolve_seeds
+from .grid import build_conditions, plan_policy, resolve_policies, resolve_seeds, same_games
 
 STORE_MODES = ("auto", "record", "replay", "replay-fill", "off")
 
@@ -122,6 +122,7 @@ class SweepSpec:
         else:
             shared = resolve_seeds(seeds)
             seeds_of = dict.fromkeys(built, shared)
+        _refuse_same_games(game, built, seeds_of, rest.get("experiment"))
         return cls(game=game, out=Path(out), conditions=built, seeds=seeds_of, policies=planned,
                    tables=tuple(dict.fromkeys(wanted)), execution=execution or Execution(),
                    store=None if store is None else Path(store), store_mode=store_mode, budget=_budget(budget),
@@ -143,6 +144,33 @@ class SweepSpec:
             raise SweepError(f"this sweep has {total:,} games, above the limit of {MAX_GAMES:,} games a sweep; "
                              "split it (fewer repetitions, seeds, conditions or policies a sweep; --dry-run "
                              "counts any size)")
+
+
+def _refuse_same_games(game: Game, conditions: Mapping[str, Mapping[str, Any]], seeds_of: Mapping[str, Sequence[int]],
+                       experiment: Mapping[str, Any] | None) -> None:
+    """Refuse, before any call, a grid in which two condition names are one game (``grid.same_games``).
+
+    Why refuse rather than play each game once: the names are the researcher's design. Playing one of
+    them under both names would present one game as two conditions' results; playing it under one name
+    would drop a condition from the tables without a word. Either way the analysis would compare a
+    condition with itself. The line names the clash and a grid that keeps one name of each.
+    """
+    groups = same_games(game, conditions, seeds_of)
+    if not groups:
+        return
+    def listed(names: Sequence[str]) -> str:
+        return ", ".join(names[:-1]) + " and " + names[-1]
+
+    first, *others = groups
+    clash = f"conditions {listed(first)} are one game"
+    if others:
+        clash += f" (so are {'; '.join(listed(g) for g in others[:3])}{'; and more' if len(others) > 3 else ''})"
+    dropped = {name for group in groups for name in group[1:]}
+    kept = [name for name in conditions if name not in dropped]
+    where = f"in {experiment['path']}'s conditions" if experiment and experiment.get("path") else \
+        f"with --conditions {','.join(kept)}" if len(kept) <= 12 else "with --conditions"
+    raise SweepError(f"{clash} once the parameters given apply (equal parameters and seeds): keep one "
+                     f"name of each {where}, or change the parameter that makes them equal")
 
 
 def _budget(budget: Mapping[str, float] | None) -> dict[str, float]:

@@ -188,6 +188,7 @@ class ConsensusGame(Game):
             row["failure_cause"] = commonest_failure({id(p.usage): p.usage for p in llms}.values())  # the breaker's
             # the report's manifest summary names it
             row["prompt_template_hash"] = llms[0].prompt_for(model.prompt_variant).template_hash_for(model.update)
+            self.judge(row, model, parameters, llms)  # the core's count beside the game's: failed_decisions
         return GameResult(row, game_tables(model, request.tables))
 
     def play_batch(self, requests: Sequence[PlayRequest]) -> list[GameResult]:
