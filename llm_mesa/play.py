@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from llm_mesa import declared
 from llm_mesa.errors import GameError, RunawayGame
-from llm_mesa.game_hooks import call, called
+from llm_mesa.game_hooks import call, called, loaded, override
 from llm_mesa.game_types import GameResult, PlayRequest
 
 if TYPE_CHECKING:
@@ -208,11 +208,11 @@ def policies_for(game: Any, request: PlayRequest) -> tuple[Any, list[Policy]]:
 
 def play(game: Any, request: PlayRequest) -> GameResult:
     """Play one game to its end: its summary row and the tables asked for."""
-    found, result = called(game, "play", request)
-    if found:
-        return result
+    own = override(game, "play")  # a game's own way of playing runs as it is: what it raises is its bug, traceback kept
+    if own is not None:
+        return own(request)
     if game.extensions.play is not None:
-        return call(game, "play", game.extensions.play, game, request)
+        return loaded(game.extensions.play)(game, request)
     policy, llms = policies_for(game, request)
     parameters = game.parameters.validate(request.parameters, complete=True)
     model = make_model(game, parameters, policy, request.seed)
@@ -225,11 +225,11 @@ def play(game: Any, request: PlayRequest) -> GameResult:
 
 def play_batch(game: Any, requests: Sequence[PlayRequest]) -> list[GameResult]:
     """Several games to their ends, in order: the game's own way (``Extensions.play_batch``), else one by one."""
-    found, results = called(game, "play_batch", requests)
-    if found:
-        return list(results)
+    own = override(game, "play_batch")
+    if own is not None:
+        return list(own(requests))
     if game.extensions.play_batch is not None:
-        return list(call(game, "play_batch", game.extensions.play_batch, game, requests))
+        return list(loaded(game.extensions.play_batch)(game, requests))
     return [play(game, request) for request in requests]
 
 

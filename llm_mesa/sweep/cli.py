@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from llm_mesa import declared
 from llm_mesa.games import Game
 from llm_mesa.llm.endpoint import ENDPOINT_OPTIONS, add_endpoint_arguments, endpoint_with_options, shared_concurrency
 from llm_mesa.llm.recording import add_recording_arguments, recording_from_args, recording_requested
@@ -112,9 +113,9 @@ def list_grid(game: Game) -> str:
     design = game.design
     lines = [f"{game.name} conditions (groups: "
              + (", ".join(f"{g} ({len(v)})" for g, v in design.groups.items()) or "none") + "):"]
-    lines += [f"  {name:<24} {game.describe(kwargs)}" for name, kwargs in design.conditions.items()] or \
+    lines += [f"  {name:<24} {declared.describe(game, kwargs)}" for name, kwargs in design.conditions.items()] or \
         ["  (none: --set NAME=V1,V2 makes the grid)"]
-    for group, configurations in game.policy_groups.items():
+    for group, configurations in declared.policy_groups(game).items():
         lines.append(f"{group} configurations ('{group}' = all):")
         lines += [f"  {name:<24} {spec}" for name, spec in configurations.items()]
     lines.append("tables (--tables):")
@@ -171,7 +172,7 @@ def _warn_if_capped(spec: SweepSpec) -> None:
     if not endpoints or in_flight == 1:
         return
     per_round = [est.calls_per_round for parameters in spec.conditions.values()
-                 if (est := spec.game.estimate(parameters, endpoints[0])) is not None]
+                 if (est := declared.estimate(spec.game, parameters, endpoints[0])) is not None]
     if not per_round:
         return
     wanted = int(in_flight * max(per_round))

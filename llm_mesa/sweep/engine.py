@@ -35,6 +35,7 @@ from typing import Any
 
 import pandas as pd
 
+from llm_mesa import declared, play
 from llm_mesa.errors import BUDGET_REACHED, LlmMesaError, one_line
 from llm_mesa.games import Game, GameResult
 from llm_mesa.llm.limits import limits_in_use
@@ -94,7 +95,7 @@ class SweepResult:
 
     def headline(self) -> str:
         """The table a sweep ends with: the game's own headline, else games and means per cell."""
-        own = self.game.headline(self.results, self.conditions, self.policies)
+        own = declared.headline(self.game, self.results, self.conditions, self.policies)
         if own is not None:
             return own
         from llm_mesa.analysis.generic import headline_table
@@ -168,7 +169,7 @@ def play_sweep(spec: SweepSpec, progress: Progress | None = None) -> SweepResult
     started = time.perf_counter()
     spec.check_playable()
     game, execution, tables = spec.game, spec.execution, spec.tables
-    output = SweepOutput(spec.out, types=game.column_types(), keys={t.name: t.key for t in game.tables})
+    output = SweepOutput(spec.out, types=declared.column_types(game), keys={t.name: t.key for t in game.tables})
     with limit_blas_threads(execution.blas_threads):
         check_conditions(game, spec.conditions, spec.seeds)
     endpoints = spec.endpoints
@@ -312,7 +313,7 @@ def check_conditions(game: Game, condition_parameters: dict[str, dict[str, Any]]
     """Build each condition's game once with a rule policy: bad input fails before any game."""
     for name, parameters in condition_parameters.items():
         try:
-            game.check(parameters, seeds_of[name][0])
+            play.check(game, parameters, seeds_of[name][0])
         except TypeError as exc:
             raise SweepError(f"condition {name!r}: {exc}; use the {game.name} game's parameters") from None
         except LlmMesaError as exc:

@@ -22,6 +22,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, ThreadPoolE
 from dataclasses import dataclass
 from typing import Any
 
+from llm_mesa import play
 from llm_mesa.games import GameResult, PlayRequest
 from llm_mesa.llm import stopping
 from llm_mesa.registry import get_game
@@ -59,8 +60,8 @@ class GameTask:
             from llm_mesa.decisions import judge
 
             game = get_game(self.game)
-            declared = {k: v for k, v in self.parameters.items() if k in game.parameters}  # not a model's extras
-            judge(row, game.failure_share(game.parameters.validate(declared, complete=True)))
+            own = {k: v for k, v in self.parameters.items() if k in game.parameters}  # not a model's extras
+            judge(row, play.failure_share(game, game.parameters.validate(own, complete=True)))
         return GameResult(row, {name: df.assign(**key) for name, df in result.tables.items()})
 
 
@@ -99,7 +100,7 @@ def close_process_stores() -> None:
 def play_game(task: GameTask, store: StoreOptions | None = None, tables: Sequence[str] = ()) -> GameResult:
     """Play one game to its end; its summary row (with the key) and the asked tables."""
     started = time.perf_counter()
-    return task.keyed(get_game(task.game).play(task.request(store, tables)), time.perf_counter() - started)
+    return task.keyed(play.play(get_game(task.game), task.request(store, tables)), time.perf_counter() - started)
 
 
 def _play_together(tasks: list[GameTask], store: StoreOptions | None,
@@ -107,7 +108,7 @@ def _play_together(tasks: list[GameTask], store: StoreOptions | None,
     """Games played together (``Game.play_batch``), else one by one: those that finished, the first error."""
     started = time.perf_counter()
     try:
-        results = get_game(tasks[0].game).play_batch([t.request(store, tables) for t in tasks])
+        results = play.play_batch(get_game(tasks[0].game), [t.request(store, tables) for t in tasks])
         wall_s = (time.perf_counter() - started) / len(tasks)
         return [t.keyed(r, wall_s) for t, r in zip(tasks, results, strict=True)], None
     except Exception as exc:  # noqa: BLE001  (replayed one by one, to keep the finished games)
@@ -223,7 +224,7 @@ def run_here(tasks: list[GameTask], store: StoreOptions | None, tables: tuple[st
     """Games in this process: in chunks the game plays together, or ``games_in_flight`` at once in threads."""
     if games_in_flight == 1:  # in chunks the game plays together (Game.batch_size; 1: each written as it ends)
         while tasks:
-            size = max(1, min(batch_size or len(tasks), get_game(tasks[0].game).batch_size(tasks[0].request())))
+            size = max(1, min(batch_size or len(tasks), play.batch_size(get_game(tasks[0].game), tasks[0].request())))
             chunk, tasks = tasks[:size], tasks[size:]
             results, error = _play_together(chunk, store, tables)
             finished(results)

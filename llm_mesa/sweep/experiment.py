@@ -55,6 +55,7 @@ from llm_mesa.llm.endpoint import ENDPOINT_OPTIONS, check_endpoint_values
 from llm_mesa.registry import game_names, get_game
 
 from .grid import build_conditions
+from .options import Execution
 from .output import SweepError
 
 #: the largest repetitions per cell an experiment may ask for
@@ -272,8 +273,6 @@ def parse_experiment(data: Mapping[str, Any], name: str = "experiment", path: Pa
         if key in execution:
             execution[key] = _positive_number(execution[key], key, "execution", integer=True)
     try:
-        from .spec import Execution
-
         Execution(**execution)
     except SweepError as exc:
         raise ExperimentError(f"[execution]: {exc}") from None

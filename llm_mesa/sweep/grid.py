@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from llm_mesa import declared
 from llm_mesa.games import Game
 from llm_mesa.llm.dialects import endpoint_manifest
 from llm_mesa.llm.endpoint import shared_concurrency
@@ -39,7 +40,7 @@ def build_conditions(game: Game, selection: str | Sequence[str] | Mapping[str, M
         if isinstance(selection, Mapping):
             base = {str(k): dict(v) for k, v in selection.items()}
         elif selection:
-            base = game.resolve_conditions(selection)
+            base = declared.resolve_conditions(game, selection)
         else:
             base = {"": {}}
         if isinstance(axes, Mapping):
@@ -163,13 +164,13 @@ def resolve_policies(game: Game, policies: str | Sequence[str] | Mapping[str, An
     if isinstance(policies, Mapping):
         return dict(policies)
     items = [p.strip() for p in (policies.split(";") if isinstance(policies, str) else policies)]
-    configurations = {label: spec for group in game.policy_groups.values() for label, spec in group.items()}
+    configurations = {label: spec for group in declared.policy_groups(game).values() for label, spec in group.items()}
     chosen: dict[str, Any] = {}
     for item in items:
         if not item:
             continue
-        if item in game.policy_groups:
-            for label, spec in game.policy_groups[item].items():
+        if item in declared.policy_groups(game):
+            for label, spec in declared.policy_groups(game)[item].items():
                 chosen.setdefault(label, spec)
         elif item in configurations:
             chosen.setdefault(item, configurations[item])

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from llm_mesa import declared
 from llm_mesa.parameters import ParameterError
 from llm_mesa.policy import parse_policy_spec
 
@@ -59,7 +60,7 @@ def request_policies(game: Any, request: Any) -> tuple[Any, Any, list[Any]]:
         parts = [endpoint]
     else:
         parts = population_parts(str(request.policy))
-    built = [p if isinstance(p, str) else game.llm_policy(p, request.store) for p in parts]
+    built = [p if isinstance(p, str) else declared.llm_policy(game, p, request.store) for p in parts]
     llms = [p for p in built if not isinstance(p, str)]
     text = str(request.parameters.get("assign") or "")
     if text:

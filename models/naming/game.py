@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
+from llm_mesa import declared
+from llm_mesa import play as core
 from llm_mesa.games import (
     Extensions,
     Game,
@@ -40,6 +42,74 @@ SPEAKER_CONFIGURATIONS: Mapping[str, str] = MappingProxyType({
     "echo": "echo", "noisy-0.3": "noisy:p=0.3", "minimal": "minimal"})
 
 
+def outcome(game: Any, row: Mapping[str, Any]) -> str:
+    return f"agreement {row['agreement_final']:.2f} after {row['rounds']} rounds"
+
+def estimate(game: Any, parameters: Mapping[str, Any], endpoint: Any) -> LlmEstimate:
+    """Every paired agent speaks each round (two under pairing one); retries not counted."""
+    from llm_mesa.sweep.dry_run import approx_tokens
+
+    from .observation import NamingObservation, lexicon
+    from .prompts import build_prompt
+
+    full = {**PARAMETERS.defaults(), **parameters}
+    n, rounds = full["n"], full["max_rounds"]
+    speakers = 2 if full["pairing"] == "one" else n - n % 2
+    obs = NamingObservation(n - 1, rounds, "C12", full["mode"], lexicon(full["lexicon_size"]), prompt=full["prompt"])
+    completion = endpoint.max_tokens or endpoint.max_completion_tokens or 32
+    # the prompt's tokens, and its chat message's own (its role and the server's marks around it)
+    return LlmEstimate(calls=speakers * rounds, rounds=rounds, prompt_tokens_per_call=approx_tokens(build_prompt(obs)) + 4,
+                       completion_tokens_per_call=completion, may_stop_early=bool(full["stop_at_consensus"]))
+
+def _check(game: Any, parameters: Mapping[str, Any], seed: int) -> None:
+    from .model import NamingModel
+
+    NamingModel(speaker="echo", rng=seed, **parameters)
+
+def _play(game: Any, request: PlayRequest) -> GameResult:
+    speaker: Any = request.policy
+    models: list[str] = []
+    if getattr(request.endpoint, "parts", None) is not None:  # a mixed population, in equal blocks
+        parts = [p if isinstance(p, str) else declared.llm_policy(game, p, request.store) for p in request.endpoint.parts]
+        n = request.parameters.get("n", PARAMETERS["n"].default)
+        block = max(1, n // len(parts))
+        speaker = [parts[min(i // block, len(parts) - 1)] for i in range(n)]
+        models = [p.endpoint.model for p in parts if not isinstance(p, str)]
+    elif request.endpoint is not None:
+        speaker = declared.llm_policy(game, request.endpoint, request.store)
+        models = [request.endpoint.model]
+    model = game.build(request.parameters, speaker, request.seed)
+    model.run()
+    row = {k: v for k, v in model.summary().items() if k != "seed"}
+    row["speaker_counts"] = model.parameters()["speaker_counts"]  # who spoke for how many agents
+    if models:
+        from .prompts import TEMPLATES
+
+        row["model"] = " + ".join(models)
+        row["prompt_template_hash"] = TEMPLATES.load(model.prompt).hash  # the report's manifest summary names it
+        llms = [s for s in (speaker if isinstance(speaker, list) else [speaker]) if not isinstance(s, str)]
+        core.judge(game, row, model, request.parameters, llms)  # the core's count of failed decisions, and its verdict
+    from .metrics import speakers_frame
+
+    makers = {"rounds": model.rounds_frame, "speakers": lambda: speakers_frame(model), "agents": model.agents_frame}
+    tables = {name: makers[name]() for name in request.tables}
+    return GameResult(row, tables)
+
+def headline(game: Any, games, conditions: Sequence[str], policies: Sequence[str]) -> str:
+    import pandas as pd
+
+    if games.empty:
+        return "(no games)"
+    grouped = games.groupby(["condition", "policy"], sort=False)
+    table = pd.DataFrame({
+        "games": grouped.size(),
+        "agreement_final": grouped["agreement_final"].mean().round(3),
+        "sd": grouped["agreement_final"].std(ddof=1).round(3),
+        "reached_50%": grouped["rounds_to_50"].count(),
+    })
+    return "final agreement (mean, SD over seeds):\n" + table.to_string()
+
+
 class NamingGame(Game):
     """SIGN, the schema-induced naming game (SPEC part B)."""
 
@@ -49,7 +119,9 @@ class NamingGame(Game):
     tables = (Table("rounds", ("round",), "one row per round: agreement, held share, tokens, decoding outcomes"),
               Table("speakers", ("speaker",), "per speaker of a mixed population: agents, utterances, tokens"),
               Table("agents", ("round", "agent"), "one row per agent and round: name held, partner, name said "
-                    "(decoded), how it was decoded", types={"partner": "Int64", "said": "string", "outcome": "string"}))
+                    "(decoded), how it was decoded", types={"partner": "Int64", "said": "string", "outcome": "string"},
+                    read=lambda model: model.agents_frame()))  # not the DataCollector's: a name said is read when
+    # both partners spoke
     row_types = {f"{what}_to_{level}": "float64" for what in ("tokens", "total_tokens", "rounds")
                  for level in (50, 60, 70)}
     policies = PolicyCatalog(
@@ -66,83 +138,15 @@ class NamingGame(Game):
     llm = LlmSupport(policy="llm_mesa.models.naming.llm_speaker:game_policy",
                      endpoint_defaults={"prompt_mode": "completion", "max_tokens": 32, "temperature": 0.7,
                                         "top_p": 0.9, "extra_body": {"repetition_penalty": 1.1}},
-                     behaviours="llm_mesa.models.naming.behaviours")
+                     behaviours="llm_mesa.models.naming.behaviours", estimate=estimate)
     extensions = Extensions(cli="llm_mesa.models.naming.cli", analysis="llm_mesa.models.naming.analysis",
-                            figures="llm_mesa.models.naming.figures", view="llm_mesa.models.naming.view:NamingView")
+                            figures="llm_mesa.models.naming.figures", view="llm_mesa.models.naming.view:NamingView",
+                            outcome=outcome, check=_check, play=_play, headline=headline)
 
     def build(self, parameters: Mapping[str, Any], policy: Any, seed: int) -> Any:
         from .model import NamingModel
 
         return NamingModel(speaker=policy, rng=seed, **parameters)
-
-    def table(self, model: Any, name: str) -> Any:
-        if name == "agents":  # not the DataCollector's: a speaker's name said is read when both partners spoke
-            return model.agents_frame()
-        return super().table(model, name)
-
-    def outcome(self, row: Mapping[str, Any]) -> str:
-        return f"agreement {row['agreement_final']:.2f} after {row['rounds']} rounds"
-
-    def estimate(self, parameters: Mapping[str, Any], endpoint: Any) -> LlmEstimate:
-        """Every paired agent speaks each round (two under pairing one); retries not counted."""
-        from llm_mesa.sweep.dry_run import approx_tokens
-
-        from .observation import NamingObservation, lexicon
-        from .prompts import build_prompt
-
-        full = {**PARAMETERS.defaults(), **parameters}
-        n, rounds = full["n"], full["max_rounds"]
-        speakers = 2 if full["pairing"] == "one" else n - n % 2
-        obs = NamingObservation(n - 1, rounds, "C12", full["mode"], lexicon(full["lexicon_size"]), prompt=full["prompt"])
-        completion = endpoint.max_tokens or endpoint.max_completion_tokens or 32
-        return LlmEstimate(calls=speakers * rounds, rounds=rounds, prompt_tokens_per_call=approx_tokens(build_prompt(obs)),
-                           completion_tokens_per_call=completion, may_stop_early=bool(full["stop_at_consensus"]))
-
-    def check(self, parameters: Mapping[str, Any], seed: int) -> None:
-        from .model import NamingModel
-
-        NamingModel(speaker="echo", rng=seed, **parameters)
-
-    def play(self, request: PlayRequest) -> GameResult:
-        speaker: Any = request.policy
-        models: list[str] = []
-        if getattr(request.endpoint, "parts", None) is not None:  # a mixed population, in equal blocks
-            parts = [p if isinstance(p, str) else self.llm_policy(p, request.store) for p in request.endpoint.parts]
-            n = request.parameters.get("n", PARAMETERS["n"].default)
-            block = max(1, n // len(parts))
-            speaker = [parts[min(i // block, len(parts) - 1)] for i in range(n)]
-            models = [p.endpoint.model for p in parts if not isinstance(p, str)]
-        elif request.endpoint is not None:
-            speaker = self.llm_policy(request.endpoint, request.store)
-            models = [request.endpoint.model]
-        model = self.build(request.parameters, speaker, request.seed)
-        model.run()
-        row = {k: v for k, v in model.summary().items() if k != "seed"}
-        row["speaker_counts"] = model.parameters()["speaker_counts"]  # who spoke for how many agents
-        if models:
-            from .prompts import TEMPLATES
-
-            row["model"] = " + ".join(models)
-            row["prompt_template_hash"] = TEMPLATES.load(model.prompt).hash  # the report's manifest summary names it
-        from .metrics import speakers_frame
-
-        makers = {"rounds": model.rounds_frame, "speakers": lambda: speakers_frame(model), "agents": model.agents_frame}
-        tables = {name: makers[name]() for name in request.tables}
-        return GameResult(row, tables)
-
-    def headline(self, games, conditions: Sequence[str], policies: Sequence[str]) -> str:
-        import pandas as pd
-
-        if games.empty:
-            return "(no games)"
-        grouped = games.groupby(["condition", "policy"], sort=False)
-        table = pd.DataFrame({
-            "games": grouped.size(),
-            "agreement_final": grouped["agreement_final"].mean().round(3),
-            "sd": grouped["agreement_final"].std(ddof=1).round(3),
-            "reached_50%": grouped["rounds_to_50"].count(),
-        })
-        return "final agreement (mean, SD over seeds):\n" + table.to_string()
 
 
 GAME = NamingGame()
