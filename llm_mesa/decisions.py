@@ -1,31 +1,26 @@
 """LLM decisions: the core's part of every LLM agent's turn, for any game.
 
-A game says what to ask a model for one agent's decision (a ``Question``: its chat
-messages or raw prompt, the answer's JSON schema, how to read an answer) and what a
-failed decision becomes; the core does the rest, the same for every game:
+A game says what to ask a model for one agent's decision (a ``Question``: its chat messages or raw prompt, the
+answer's JSON schema, how to read an answer) and what a failed decision becomes; the core does the rest, the same
+for every game:
 
-* it **keys** the call by the game, the agent, the round and (under turns) the
-  activation, so no two decisions of a sweep ever share a recorded answer and a
-  replay hands each game its own answers (``sample_key``);
-* it **calls** through the endpoint's client with one reminder on an unreadable
-  answer (``llm_mesa.llm.ask``), recording to or replaying from the store;
-* it **counts** every decision and every failed one in the game's ledger
-  (``ledger_of(model)``), and **judges** the game: one whose failed decisions
-  exceed the game's allowed share is invalid (exit status 3 on the command line, a
-  marked row in a sweep), whatever its own summary holds (``judge``).
+* it **keys** the call by the game, the agent, the round and (under turns) the activation, so no two decisions of
+  a sweep ever share a recorded answer and a replay hands each game its own answers (``sample_key``);
+* it **calls** through the endpoint's client with one reminder on an unreadable answer (``llm_mesa.llm.ask``),
+  recording to or replaying from the store;
+* it **counts** every decision and every failed one in the game's ledger (``ledger_of(model)``), and **judges**
+  the game: one whose failed decisions exceed the game's allowed share is invalid (exit status 3 on the command
+  line, a marked row in a sweep), whatever its own summary holds (``judge``).
 
-Where the core learns the agent, the round and the activation: the round runners
-(``llm_mesa.play_round``, ``decide_all`` given the agents, ``play_activations``) say
-which agent each decision is for (a context variable, so the calls of a round,
-gathered together, each see their own); a game that steps its agents itself says it
-with ``deciding(agent)``. The round is the model's step count (Mesa's
-``model.steps``, 1 in the first step), the agent its ``unique_id``, the game its key
-(``bind_game``: set by the core when it builds a game, from the game's name,
+Where the core learns the agent, the round and the activation: the round runners (``llm_mesa.play_round``,
+``decide_all`` given the agents, ``play_activations``) say which agent each decision is for (a context variable,
+so the calls of a round, gathered together, each see their own); a game that steps its agents itself says it with
+``deciding(agent)``. The round is the model's step count (Mesa's ``model.steps``, 1 in the first step), the agent
+its ``unique_id``, the game its key (``bind_game``: set by the core when it builds a game, from the game's name,
 parameters and seed).
 
-A game written before this API, whose policy calls ``llm_mesa.llm.ask`` with keys
-of its own, keeps working: its keys are honoured, and its decisions are counted
-from the outcomes its usage ledger holds (``fields_from_usage``).
+A game written before this API, whose policy calls ``llm_mesa.llm.ask`` with keys of its own, keeps working: its
+keys are honoured, and its decisions are counted from the outcomes its usage ledger holds (``fields_from_usage``).
 """
 
 from __future__ import annotations
@@ -68,12 +63,15 @@ class DecisionError(LlmMesaError):
 class Question[T]:
     """What a game asks a model for one agent's decision.
 
-    ``decode`` turns an answer's text into the game's decision (None: the answer
-    decides nothing, and gets one ``reminder``); ``messages`` (chat) or ``prompt``
-    (a raw completion) is what is sent, with what is the same for every agent first
-    (the rules) so servers cache it; ``schema`` the answer's JSON schema (structured
-    output where the server has it); ``template_hash`` changes whenever the prompt's
-    wording does, so an edited prompt never replays stale answers.
+    Attributes:
+        decode: Turns an answer's text into the game's decision (None: the answer decides nothing, and gets one
+            ``reminder``).
+        messages: The chat messages sent, what is the same for every agent first (the rules), so servers cache it.
+        prompt: The same as one raw completion prompt, for a server in completion mode.
+        schema: The answer's JSON schema (structured output where the server has it).
+        reminder: What an unreadable answer is asked again with.
+        template_hash: Changes whenever the prompt's wording does, so an edited prompt never replays stale answers.
+        schema_name: The schema's name, where a server asks for one.
     """
 
     decode: Callable[[str], T | None]
@@ -92,7 +90,13 @@ class Question[T]:
 
 @dataclass(slots=True)
 class Decided[T]:
-    """A decision: the decoded value (None when it failed), how it was obtained, and its calls."""
+    """A decision, as ``decide`` gives it.
+
+    Attributes:
+        value: The decoded decision (None when it failed).
+        outcome: How it was obtained (``ok``, ``retry_ok``, or a kind of failure).
+        answer: The call's answer and its calls, tokens and timings.
+    """
 
     value: T | None
     outcome: str
@@ -100,12 +104,21 @@ class Decided[T]:
 
     @property
     def ok(self) -> bool:
+        """True when the answer was read (at once, or after the reminder)."""
         return self.outcome in ("ok", "retry_ok")
 
 
 @dataclass
 class DecisionLedger:
-    """One game's LLM decisions: the key its calls carry, how many decisions, how many failed."""
+    """One game's LLM decisions, counted by the core whatever the game counts itself.
+
+    Attributes:
+        game_key: The key every call of the game carries.
+        failure_share: The share of failed decisions above which the game is invalid.
+        decisions: Decisions asked of a model so far.
+        failed: How many of them failed.
+        outcomes: How many of each outcome.
+    """
 
     game_key: str
     failure_share: float = DEFAULT_FAILURE_SHARE
@@ -117,6 +130,7 @@ class DecisionLedger:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def record(self, outcome: str) -> None:
+        """Count one decision of this outcome (thread-safe: a round's calls finish on the event loop's thread)."""
         with self._lock:
             self.decisions += 1
             self.failed += outcome in FAILED_OUTCOMES
@@ -129,8 +143,14 @@ class DecisionLedger:
 
 @dataclass(frozen=True)
 class Turn:
-    """Whose decision is being made: the agent, under turns the activation, and the round when the caller knows
-    it better than the model's step count (a decision asked before the model's own step runs)."""
+    """Whose decision is being made: what its call's key is made of.
+
+    Attributes:
+        agent: The agent deciding.
+        activation: Its place in the round under turns (an agent may act twice), else None.
+        round: The round, where the caller knows it better than the model's step count (a decision asked before
+            the model's own step runs), else None.
+    """
 
     agent: Agent
     activation: int | None = None
@@ -143,21 +163,35 @@ _ledgers_lock = threading.Lock()
 
 
 def turn_key(game_key: str, agent: int, round_number: int, activation: int | None) -> str:
-    """A decision's sample key: the game, the agent and the round, and under turns the activation,
-    since an agent may act twice in a round (``random-asynchronous``). A synchronous key is the one
-    games recorded before turns existed, so their recordings replay."""
+    """A decision's sample key: no two decisions of a sweep share one.
+
+    Args:
+        game_key: The game's key (``game_key``).
+        agent: The agent, as its game names it.
+        round_number: The round.
+        activation: Under turns, its place in the round, since an agent may act twice (``random-asynchronous``).
+
+    Returns:
+        ``g=...|agent=...|round=...`` (and ``|act=...``): a synchronous key is the one games recorded before turns
+        existed, so their recordings replay.
+    """
     key = f"g={game_key}|agent={agent}|round={round_number}"
     return key if activation is None else f"{key}|act={activation}"
 
 
 def game_key(name: str, parameters: Mapping[str, Any], seed: Any) -> str:
-    """The key of one game: its name, parameters and seed (16 hex digits)."""
+    """The key of one game, from its ``name``, ``parameters`` and ``seed``.
+
+    Returns:
+        16 hex digits of the three.
+    """
     identity = json.dumps({"game": name, "parameters": dict(parameters), "seed": seed}, sort_keys=True, default=str)
     return hashlib.sha256(identity.encode()).hexdigest()[:16]
 
 
 def bind_game(model: Model, key: str, failure_share: float = DEFAULT_FAILURE_SHARE) -> DecisionLedger:
-    """Give ``model`` the ledger its decisions are keyed and counted in (the core does, when it builds a game)."""
+    """Give ``model`` the ledger its decisions are keyed (``key``, the game's) and counted in, judged against
+    ``failure_share``: the core does, when it builds a game. Returns the ledger."""
     ledger = DecisionLedger(key, failure_share, bound=True)
     with _ledgers_lock:
         _ledgers[model] = ledger
@@ -165,7 +199,8 @@ def bind_game(model: Model, key: str, failure_share: float = DEFAULT_FAILURE_SHA
 
 
 def ledger_of(model: Model) -> DecisionLedger:
-    """The model's ledger; a model the core did not build is keyed by its class and seed."""
+    """The ledger of ``model``, a Mesa model (one made for a model the core did not build, keyed by its class and
+    seed)."""
     with _ledgers_lock:
         ledger = _ledgers.get(model)
         if ledger is None:
@@ -182,7 +217,7 @@ def round_of(model: Model) -> int:
 
 
 def sample_key(turn: Turn) -> str:
-    """The decision's sample key: the game, the agent, the round and, under turns, the activation."""
+    """The sample key (``turn_key``) of ``turn``'s decision, from its model, agent, round and activation."""
     model = turn.agent.model
     number = turn.round if turn.round is not None else round_of(model)
     return turn_key(ledger_of(model).game_key, turn.agent.unique_id, number, turn.activation)
@@ -190,7 +225,15 @@ def sample_key(turn: Turn) -> str:
 
 @contextlib.contextmanager
 def deciding(agent: Agent, activation: int | None = None) -> Iterator[Turn]:
-    """Decisions made inside are ``agent``'s (for a game that steps its agents itself)."""
+    """Decisions made inside are ``agent``'s, for a game that steps its agents itself.
+
+    Args:
+        agent: The agent deciding.
+        activation: Its place in the round under turns.
+
+    Yields:
+        The turn.
+    """
     turn = Turn(agent, activation)
     token = _turn.set(turn)
     try:
@@ -200,9 +243,17 @@ def deciding(agent: Agent, activation: int | None = None) -> Iterator[Turn]:
 
 
 async def as_turn[T](turn: Turn, decision: Any) -> T:
-    """Await ``decision`` (a policy's ``adecide`` coroutine) as ``turn``'s: the round runners wrap each one.
+    """Await ``decision`` as ``turn``'s: the round runners wrap each one, so calls gathered together each see
+    their own turn.
 
     A game the core built also scopes the calls of a policy that keys its own (``GAME_SCOPE``).
+
+    Args:
+        turn: Whose decision.
+        decision: A policy's ``adecide`` coroutine.
+
+    Returns:
+        The decision.
     """
     from llm_mesa.llm.types import GAME_SCOPE
 
@@ -218,14 +269,23 @@ async def as_turn[T](turn: Turn, decision: Any) -> T:
 
 
 def current_turn() -> Turn | None:
+    """Whose decision is being made here, or None outside a round runner and ``deciding``."""
     return _turn.get()
 
 
 def request_of(question: Question, turn: Turn | None = None) -> LLMRequest:
-    """The call ``question`` is sent as for ``turn`` (default: the current one): its messages, schema and key.
+    """The call ``question`` is sent as: what an LLM decision of that agent is recorded under, whoever answers it
+    (the lab records a person's answer under it, so a replay needs neither the person nor a model).
 
-    What an LLM decision of that agent is recorded under, whoever answers it (the lab
-    records a person's answer under it, so a replay needs neither the person nor a model).
+    Args:
+        question: What the game asks.
+        turn: Whose decision (default: the current one).
+
+    Returns:
+        The request: its messages or prompt, schema, sample key and template hash.
+
+    Raises:
+        DecisionError: No turn is known and the question carries no key of its own.
     """
     from llm_mesa.llm.types import LLMRequest
 
@@ -242,7 +302,19 @@ def request_of(question: Question, turn: Turn | None = None) -> LLMRequest:
 async def decide[T](question: Question[T], *, endpoint: Endpoint, store: ResponseStore | None = None,
                     usage: Usage | None = None, agent: Agent | None = None,
                     activation: int | None = None) -> Decided[T]:
-    """Ask ``endpoint`` for the current agent's decision: keyed, recorded, counted in its game's ledger."""
+    """Ask ``endpoint`` for one agent's decision: keyed, recorded, counted in its game's ledger.
+
+    Args:
+        question: What to ask.
+        endpoint: Where and how to call.
+        store: The record/replay store (None: not recorded).
+        usage: The ledger of calls, tokens and cost to add to.
+        agent: Whose decision (default: the current turn's).
+        activation: Its place in the round under turns.
+
+    Returns:
+        The decision (its value None when it failed) and how it was obtained.
+    """
     from llm_mesa.llm.answers import ask
 
     turn = Turn(agent, activation) if agent is not None else _turn.get()
@@ -284,21 +356,38 @@ class LLMPolicy(Policy):
         self.template_hashes: set[str] = set()
 
     def question(self, observation: Any) -> Question:
+        """What to ask a model for the decision on ``observation`` (the game's own type); the one method to give.
+
+        Returns:
+            The question: its messages, schema, how to read an answer and its template hash.
+        """
         raise NotImplementedError(f"{type(self).__name__} must say what it asks (question)")
 
     def failed(self, observation: Any) -> Any:
-        """The decision a failed one becomes (the agent keeps what it holds, where ``advance`` reads None so)."""
+        """The decision a failed one becomes (the core has counted it).
+
+        Args:
+            observation: What the agent saw.
+
+        Returns:
+            None by default: the agent keeps what it holds, where the game's ``advance`` reads None so.
+        """
         return None
 
     async def adecide(self, observation: Any, rng: random.Random) -> Any:
+        """The decision: the question asked, its answer read, else ``failed(observation)``."""
         question = self.question(observation)
         self.template_hashes.add(question.template_hash)
         decided = await decide(question, endpoint=self.endpoint, store=self.store, usage=self.usage)
         return decided.value if decided.ok else self.failed(observation)
 
     def manifest(self) -> dict[str, Any]:
-        """What a run's manifest says of this policy: its endpoint (and what the server said of itself),
-        its store, its calls (with the models and fingerprints that answered) and its template hashes."""
+        """What a run's manifest says of this policy.
+
+        Returns:
+            Its endpoint (and what the server said of itself), its store, its calls (with the models and
+            fingerprints that answered) and its template hashes.
+        """
         from llm_mesa.llm.dialects import endpoint_manifest
 
         return {"endpoint": endpoint_manifest(self.endpoint), "store": None if self.store is None else self.store.manifest(),
@@ -315,13 +404,15 @@ class LLMPolicy(Policy):
 
 
 def fields_from_usage(usage: Usage | None) -> dict[str, int]:
-    """Decisions and failed decisions from a usage ledger's outcomes (a policy that calls ``ask`` itself)."""
+    """``decisions`` and ``failed_decisions`` from a usage ledger's outcomes (a policy that calls ``ask`` itself;
+    None: nothing counted)."""
     outcomes = getattr(usage, "outcomes", None) or {}
     return {"decisions": int(sum(outcomes.values())), "failed_decisions": int(sum(outcomes.get(o, 0) for o in FAILED_OUTCOMES))}
 
 
 def decision_fields(model: Model, policies: Sequence[Any] = ()) -> dict[str, int]:
-    """A finished game's decisions and failed decisions: its ledger's, else its LLM policies' usage."""
+    """A finished game's ``decisions`` and ``failed_decisions``: its model's ledger's, else its LLM ``policies``'
+    usage summed."""
     with _ledgers_lock:
         ledger = _ledgers.get(model)
     if ledger is not None and ledger.decisions:
@@ -334,8 +425,16 @@ def decision_fields(model: Model, policies: Sequence[Any] = ()) -> dict[str, int
 
 
 def judge(row: dict[str, Any], failure_share: float) -> dict[str, Any]:
-    """Mark ``row`` invalid when its failed decisions exceed ``failure_share`` of its decisions (or the
-    game said so itself); ``row`` is changed in place and returned."""
+    """The verdict on a game's row.
+
+    Args:
+        row: A summary row with ``decisions`` and ``failed_decisions``, changed in place.
+        failure_share: The share of failed decisions allowed.
+
+    Returns:
+        ``row``, with ``invalid`` True when its failed decisions exceed that share of its decisions (or the game
+        said so itself).
+    """
     decisions = row.get("decisions") or 0
     failed = row.get("failed_decisions") or 0
     over = bool(decisions) and failed / decisions > failure_share

@@ -1,16 +1,14 @@
 """What a game declares, read the same way by every command and page, with the core's default for what it leaves out.
 
-A ``Game`` is a declaration (``llm_mesa.games``): its name, parameters, ``build``, tables,
-measures, policies, LLM support, design and extensions. Everything the core needs to *know*
-about a game is read here, as functions of the game: its tables and summary row, the scale of
-a measure, its policies and conditions, its LLM policy and estimate, and the words people read
-(outcome, describe, headline). What it needs to *do* with a game (build, play, judge) is in
-``llm_mesa.play``.
+A ``Game`` is a declaration (``llm_mesa.games``): its name, parameters, ``build``, tables, measures, policies,
+LLM support, design and extensions. Everything the core needs to *know* about a game is read here, as functions of
+the game: its tables and summary row, the scale of a measure, its policies and conditions, its LLM policy and
+estimate, and the words people read (outcome, describe, headline). What it needs to *do* with a game (build, play,
+judge) is in ``llm_mesa.play``.
 
-Each reader honours, in order: a method a game written before hooks were values overrides (with
-a ``DeprecationWarning`` that names the hook's new place, ``llm_mesa.game_hooks``), the game's
-declared hook, then the core's default (the ``default_*`` functions). A hook that raises is one
-line that names the game and the hook.
+Each reader honours, in order: a method a game written before hooks were values overrides (with a
+``DeprecationWarning`` that names the hook's new place, ``llm_mesa.game_hooks``), the game's declared hook, then the
+core's default (the ``default_*`` functions). A hook that raises is one line that names the game and the hook.
 """
 
 from __future__ import annotations
@@ -33,8 +31,15 @@ if TYPE_CHECKING:
 # --- tables and the summary row ------------------------------------------------------------------
 
 def summary_row(game: Any, model: Model) -> dict[str, Any]:
-    """A finished game's summary row: ``Extensions.summary``, else the model's ``summary()``, else the last row of
-    its ``rounds`` table with the rounds played."""
+    """A finished game's summary row.
+
+    Args:
+        game: The game.
+        model: Its model, played.
+
+    Returns:
+        ``Extensions.summary``'s row, else the model's ``summary()``, else the last row of its ``rounds`` table.
+    """
     found, row = called(game, "summary_row", model)
     if found:
         return dict(row)
@@ -42,6 +47,7 @@ def summary_row(game: Any, model: Model) -> dict[str, Any]:
 
 
 def default_summary_row(game: Any, model: Model) -> dict[str, Any]:
+    """``summary_row`` without an older game's own override (what its ``super()`` call gets)."""
     hook = game.extensions.summary
     if hook is not None:
         return dict(call(game, "summary", hook, game, model))
@@ -56,7 +62,16 @@ def default_summary_row(game: Any, model: Model) -> dict[str, Any]:
 
 
 def table(game: Any, model: Model, name: str) -> pd.DataFrame:
-    """One of the game's tables of a finished (or running) game: its ``Table.read``, else the core's default."""
+    """One of the game's tables of a finished (or running) game.
+
+    Args:
+        game: The game.
+        model: Its model.
+        name: The table's name (``Table.name``).
+
+    Returns:
+        The table as its ``Table.read`` reads it, else the core's default (``default_table``).
+    """
     found, frame = called(game, "table", model, name)
     if found:
         return frame
@@ -64,8 +79,17 @@ def table(game: Any, model: Model, name: str) -> pd.DataFrame:
 
 
 def default_table(game: Any, model: Model, name: str) -> pd.DataFrame:
-    """``rounds``: the DataCollector's model variables with a ``round`` column (0 the initial state); ``agents``: its
-    agent variables, each agent named as the game's tables name it (``agent_names``)."""
+    """A table read the core's way, for a game that declares no reader for it.
+
+    Args:
+        game: The game.
+        model: Its model.
+        name: ``rounds``: the DataCollector's model variables with a ``round`` column (0 the initial state);
+            ``agents``: its agent variables, each agent named as the game's tables name it (``agent_names``).
+
+    Returns:
+        The table (empty for a declared one the core cannot read; ``GameError``: no DataCollector, no such table).
+    """
     import pandas as pd
 
     spec = next((t for t in game.tables if t.name == name), None)
@@ -94,7 +118,15 @@ def default_table(game: Any, model: Model, name: str) -> pd.DataFrame:
 
 
 def run_tables(game: Any, model: Model) -> dict[str, pd.DataFrame]:
-    """The tables a run folder holds (``llm-mesa GAME --out DIR``, ``llm-mesa lab``): what a replay reads back."""
+    """The tables a run folder holds (``llm-mesa GAME --out DIR``, ``llm-mesa lab``): what a replay reads back.
+
+    Args:
+        game: The game.
+        model: Its model, played.
+
+    Returns:
+        Each table by name: ``Extensions.run_tables``'s, else every table the game declares.
+    """
     found, tables = called(game, "run_tables", model)
     if found:
         return dict(tables)
@@ -104,6 +136,7 @@ def run_tables(game: Any, model: Model) -> dict[str, pd.DataFrame]:
 
 
 def table_spec(game: Any, name: str) -> Table:
+    """The declared ``Table`` named ``name``; a ``GameError`` listing the game's tables when there is none."""
     for spec in game.tables:
         if spec.name == name:
             return spec
@@ -112,7 +145,14 @@ def table_spec(game: Any, name: str) -> Table:
 
 
 def column_types(game: Any) -> dict[str, str]:
-    """Every column type the game declares, of its summary row and tables (for Parquet parts)."""
+    """Every column type the game declares, of its summary row and tables, so that Parquet parts agree.
+
+    Args:
+        game: The game.
+
+    Returns:
+        Column name -> pandas type: ``row_types``, then each table's ``types``.
+    """
     types = dict(game.row_types)
     for spec in game.tables:
         types.update(spec.types)
@@ -120,7 +160,16 @@ def column_types(game: Any) -> dict[str, str]:
 
 
 def scale_of(game: Any, column: str, values: Iterable[Any] = ()) -> Scale:
-    """What ``column`` is: as the game declares it (``measures``), else read from its name and values."""
+    """What ``column`` is, so that pages and reports draw it as what it is.
+
+    Args:
+        game: The game.
+        column: A column of the summary row or the ``rounds`` table.
+        values: Its values, read when the game declares nothing.
+
+    Returns:
+        The declared ``Scale`` (``measures``), else one read from the column's name and values.
+    """
     declared = game.measures.get(column)
     return declared if declared is not None else infer_scale(column, values)
 
@@ -133,8 +182,13 @@ def first_measure(game: Any) -> str | None:
 # --- policies and design cells -----------------------------------------------------------------
 
 def load_policies(game: Any, spec: str | None = None) -> None:
-    """Register the rule policies the game's catalogue names by module, and the lazily imported ones ``spec``
-    mentions (``llm`` in ``"llm + stubborn"``), so that its model finds them by name."""
+    """Import the modules that register the game's policies, so that its model finds them by name.
+
+    Args:
+        game: The game.
+        spec: A policy spec; the policies it mentions that the game imports only when asked for (``llm`` in
+            ``"llm + other"``) are imported too.
+    """
     found, _ = called(game, "load_policies")
     if found:
         return
@@ -151,7 +205,14 @@ def load_policies(game: Any, spec: str | None = None) -> None:
 
 
 def policy_groups(game: Any) -> Mapping[str, Mapping[str, str]]:
-    """Named policy sets; a game without any gets ``rules``: every rule policy it has."""
+    """Named policy sets, for sweeps (``--policies rules``).
+
+    Args:
+        game: The game.
+
+    Returns:
+        Group -> label -> spec: the game's ``PolicyCatalog.groups``, else ``rules``, every rule policy it has.
+    """
     if game.policies.groups:
         return game.policies.groups
     from llm_mesa.policy import rule_policy_names
@@ -161,7 +222,14 @@ def policy_groups(game: Any) -> Mapping[str, Mapping[str, str]]:
 
 
 def first_policy(game: Any) -> str:
-    """A rule policy of the game to build a game with when the policy does not matter."""
+    """A rule policy of the game to build a game with when the policy does not matter (a check, a dry run).
+
+    Args:
+        game: The game.
+
+    Returns:
+        The first spec of its first policy group (a ``GameError`` when it has no rule policy).
+    """
     for group in policy_groups(game).values():
         for spec in group.values():
             return spec
@@ -169,7 +237,15 @@ def first_policy(game: Any) -> str:
 
 
 def make_policy(game: Any, spec: str | Policy) -> Policy:
-    """The policy ``spec`` names among the game's (its catalogue's values, then those registered by name)."""
+    """The policy ``spec`` names among the game's.
+
+    Args:
+        game: The game.
+        spec: ``NAME[:key=value,...]``, or a policy (passed through).
+
+    Returns:
+        The policy: its catalogue's values first, then those registered by name (``PolicyError`` when unknown).
+    """
     from llm_mesa.policy import make_policy as build
 
     load_policies(game, spec if isinstance(spec, str) else None)
@@ -177,7 +253,15 @@ def make_policy(game: Any, spec: str | Policy) -> Policy:
 
 
 def resolve_conditions(game: Any, selection: str | Sequence[str]) -> dict[str, dict[str, Any]]:
-    """Condition names or group names (comma-separated) -> {name: parameters}."""
+    """The design cells a selection names.
+
+    Args:
+        game: The game.
+        selection: Condition or group names, comma-separated or as a list.
+
+    Returns:
+        Condition name -> its parameters, in the selection's order, each once (``GameError`` for an unknown name).
+    """
     items = [s.strip() for s in (selection.split(",") if isinstance(selection, str) else selection)]
     conditions, groups = game.design.conditions, game.design.groups
     chosen: dict[str, dict[str, Any]] = {}
@@ -198,7 +282,16 @@ def resolve_conditions(game: Any, selection: str | Sequence[str]) -> dict[str, d
 # --- LLM agents ---------------------------------------------------------------------------------
 
 def llm_policy(game: Any, endpoint: Any, store: Any = None) -> Policy:
-    """The game's LLM policy for ``endpoint`` (or a sweep's ``Population`` of endpoints), recording to ``store``."""
+    """The game's LLM policy.
+
+    Args:
+        game: The game.
+        endpoint: An ``Endpoint``, or a sweep's ``Population`` of endpoints (agents split among several).
+        store: The record/replay store its calls go through (None: not recorded).
+
+    Returns:
+        The policy ``LlmSupport.policy`` makes (a ``GameError`` when the game has none).
+    """
     found, policy = called(game, "llm_policy", endpoint, store)
     if found:
         return policy
@@ -209,7 +302,16 @@ def llm_policy(game: Any, endpoint: Any, store: Any = None) -> Policy:
 
 
 def estimate(game: Any, parameters: Mapping[str, Any], endpoint: Any) -> LlmEstimate | None:
-    """One game's LLM use at most (``llm-mesa sweep --dry-run``); None: the game cannot tell."""
+    """One game's LLM use at most, for ``llm-mesa sweep --dry-run`` and budgets.
+
+    Args:
+        game: The game.
+        parameters: Its parameters.
+        endpoint: The endpoint (its token limits bound a completion).
+
+    Returns:
+        ``LlmSupport.estimate``'s ``LlmEstimate``; None when the game declares none (it cannot tell).
+    """
     found, value = called(game, "estimate", parameters, endpoint)
     if found:
         return value
@@ -218,8 +320,14 @@ def estimate(game: Any, parameters: Mapping[str, Any], endpoint: Any) -> LlmEsti
 
 
 def behaviours(game: Any) -> Mapping[str, Any]:
-    """The stand-in server's behaviours the game declares as values (kind -> factory); a module that registers its
-    own when imported is imported here, and gives none."""
+    """The stand-in server's behaviours for the game's prompts.
+
+    Args:
+        game: The game.
+
+    Returns:
+        Kind -> factory, as ``LlmSupport.behaviours`` declares them (a module that registers its own is imported).
+    """
     declared = game.llm.behaviours
     if declared is None:
         return {}
@@ -232,7 +340,15 @@ def behaviours(game: Any) -> Mapping[str, Any]:
 # --- words for people ---------------------------------------------------------------------------
 
 def outcome(game: Any, row: Mapping[str, Any]) -> str:
-    """A finished game's outcome in a few words (progress lines)."""
+    """A finished game's outcome in a few words, for progress lines.
+
+    Args:
+        game: The game.
+        row: Its summary row.
+
+    Returns:
+        ``Extensions.outcome``'s words, else the rounds played.
+    """
     found, words = called(game, "outcome", row)
     if found:
         return words
@@ -241,7 +357,15 @@ def outcome(game: Any, row: Mapping[str, Any]) -> str:
 
 
 def describe(game: Any, parameters: Mapping[str, Any]) -> str:
-    """A condition's parameters in a few words (listings)."""
+    """A condition's parameters in a few words, for listings (``sweep --list``).
+
+    Args:
+        game: The game.
+        parameters: The condition's parameters.
+
+    Returns:
+        ``Extensions.describe``'s words, else ``k=v`` pairs (``defaults`` for none).
+    """
     found, words = called(game, "describe", parameters)
     if found:
         return words
@@ -252,7 +376,17 @@ def describe(game: Any, parameters: Mapping[str, Any]) -> str:
 
 
 def headline(game: Any, games: pd.DataFrame, conditions: Sequence[str], policies: Sequence[str]) -> str | None:
-    """The table printed at the end of a sweep; None: the generic one (``llm_mesa.analysis.generic``)."""
+    """The table printed at the end of a sweep.
+
+    Args:
+        game: The game.
+        games: The sweep's rows, one a game.
+        conditions: The conditions' names, in order.
+        policies: The policies' labels, in order.
+
+    Returns:
+        ``Extensions.headline``'s table as text; None: the generic one (``llm_mesa.analysis.generic``).
+    """
     found, words = called(game, "headline", games, conditions, policies)
     if found:
         return words
@@ -268,7 +402,14 @@ def view_class(game: Any) -> Any:
 # --- agents' names ------------------------------------------------------------------------------
 
 def network_nodes(model: Model) -> dict[Any, Any]:
-    """``unique_id -> node`` for a model whose agents sit one to a node of a Mesa ``Network``; else empty."""
+    """Where agents sit one to a node of a Mesa ``Network``, the node is their name.
+
+    Args:
+        model: A Mesa model.
+
+    Returns:
+        ``unique_id`` -> node; empty unless every agent holds a node of its own.
+    """
     from mesa.discrete_space import Network
 
     if not any(isinstance(value, Network) for value in vars(model).values()):
@@ -283,8 +424,14 @@ def network_nodes(model: Model) -> dict[Any, Any]:
 
 
 def agent_names(model: Model) -> dict[Any, Any]:
-    """Each agent of ``model`` with its name in the game's tables, pages, seats and prompts: its network node
-    (``network_nodes``), else its ``unique_id``; in the order the model keeps them."""
+    """Each agent's one name in the game's tables, pages, seats and prompts.
+
+    Args:
+        model: A Mesa model.
+
+    Returns:
+        Agent -> its network node (``network_nodes``), else its ``unique_id``, in the order the model keeps them.
+    """
     nodes = network_nodes(model)
     return {agent: nodes.get(agent.unique_id, agent.unique_id) for agent in model.agents}
 

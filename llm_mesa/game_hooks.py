@@ -62,7 +62,13 @@ _bypassed: ContextVar[frozenset[str]] = ContextVar("llm_mesa_bypassed_overrides"
 
 @contextlib.contextmanager
 def defaults(name: str) -> Iterator[None]:
-    """Inside, the core's reader of ``name`` gives its default, not the game's override (``super()`` calls)."""
+    """Inside, the core's reader of ``name`` gives its default, not the game's override.
+
+    What an older game's ``super().table(...)`` inside its own ``table`` gets: the default, not itself again.
+
+    Args:
+        name: The older method's name (``MOVED``).
+    """
     token = _bypassed.set(_bypassed.get() | {name})
     try:
         yield
@@ -71,20 +77,48 @@ def defaults(name: str) -> Iterator[None]:
 
 
 def load_target(target: str) -> Any:
-    """``"module:attribute"`` (or a module) imported."""
+    """What a ``"module:attribute"`` text names, imported only when first used.
+
+    Args:
+        target: ``"module:attribute"``, or ``"module"``.
+
+    Returns:
+        The attribute, or the module.
+    """
     module, _, attribute = target.partition(":")
     loaded = importlib.import_module(module)
     return getattr(loaded, attribute) if attribute else loaded
 
 
 def loaded(value: Any) -> Any:
-    """A declared value, with a ``"module:attribute"`` text loaded."""
+    """A declared value as the core calls it.
+
+    Args:
+        value: A value, or a ``"module:attribute"`` text that names one.
+
+    Returns:
+        The value, with a text loaded (``load_target``).
+    """
     return load_target(value) if isinstance(value, str) else value
 
 
 def call(game: Any, hook: str, value: Any, *args: Any, **kwargs: Any) -> Any:
-    """Call the game's ``hook`` (a value or ``"module:attribute"``); whatever it raises becomes one line that names
-    the game and the hook (``GameHookError``), unless it is an ``LlmMesaError`` the game raised to name a fix."""
+    """Call one of the game's hooks, so that a bug in it is one line, never a traceback deep in its code.
+
+    Args:
+        game: The game (its ``name`` is in the error).
+        hook: The hook's name, as the error names it.
+        value: The hook: a value, or a ``"module:attribute"`` text.
+        *args: Its arguments.
+        **kwargs: Its keyword arguments.
+
+    Returns:
+        What the hook returned.
+
+    Raises:
+        GameHookError: The hook cannot be loaded, or raised anything but an ``LlmMesaError`` (which a game raises
+            on purpose, to name a fix, and which passes through unchanged).
+    """
     name = getattr(game, "name", "?")
     try:
         function = loaded(value)
@@ -101,10 +135,18 @@ def call(game: Any, hook: str, value: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def override(game: Any, name: str) -> Callable[..., Any] | None:
-    """The method ``name`` as an older ``Game`` subclass overrides it (bound), or None.
+    """The method ``name`` as an older ``Game`` subclass overrides it.
 
     Found on the game's own classes, never on ``llm_mesa.games.Game`` itself; the first call for each
     class warns once that the hook moved (``MOVED``).
+
+    Args:
+        game: The game.
+        name: An older method's name.
+
+    Returns:
+        The overriding method, bound (or an older property's value); None when the game does not override it,
+        or inside ``defaults(name)``.
     """
     if name in _bypassed.get():
         return None
@@ -121,8 +163,18 @@ def override(game: Any, name: str) -> Callable[..., Any] | None:
 
 
 def called(game: Any, name: str, *args: Any, **kwargs: Any) -> tuple[bool, Any]:
-    """``(True, result)`` when the game overrides the older method ``name`` (called with one-line errors),
-    else ``(False, None)``."""
+    """An older game's own hook, called, where it overrides one: how every reader honours it first.
+
+    Args:
+        game: The game.
+        name: An older method's name.
+        *args: Its arguments.
+        **kwargs: Its keyword arguments.
+
+    Returns:
+        ``(True, result)`` when the game overrides the method (called through ``call``, with one-line errors),
+        else ``(False, None)``.
+    """
     method = override(game, name)
     if method is None:
         return False, None

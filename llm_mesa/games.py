@@ -78,7 +78,27 @@ class _Contract(ABCMeta):
 
 
 class Game(metaclass=_Contract):
-    """What a game declares; see the module docstring. ``build`` is the one member a game must give."""
+    """What a game declares: the one contract through which the core builds, plays and reads every game.
+
+    ``build`` is the one member a game must give; every other has a default (see the module docstring). A Mesa
+    model written without llm-mesa is a ``Game`` through ``llm_mesa.MesaGame``, with no class of its own.
+
+    Attributes:
+        name: The game's name: its subcommand (``llm-mesa NAME``), its ``--game`` value and its entry point's name.
+        summary: One line for help texts.
+        parameters: The one definition of its parameters (validation, options, controls, sweep axes).
+        tables: The per-game tables it offers (``Table``: name, key, what it holds, how it is read).
+        measures: What each measure is (a ``Scale``), by column of the ``rounds`` table and the summary row.
+        state_scale: What its agents' ``state`` is (pages colour agents by it).
+        headline_measure: The measure reports and sweep tables put first.
+        row_types: Pandas types of summary-row columns that may be missing in some games.
+        policies: Its rule policies as values, and named groups of them for sweeps (``PolicyCatalog``).
+        llm: What LLM agents need of it (``LlmSupport``: the LLM policy, sampling defaults, stand-in behaviours,
+            the share of failed decisions allowed, the dry run's estimate).
+        design: Its study's named conditions (``StudyDesign``).
+        extensions: What improves on the core's defaults (``Extensions``: its own command, statistics, figures,
+            page, words and ways of playing).
+    """
 
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
@@ -109,7 +129,18 @@ class Game(metaclass=_Contract):
 
     @abstractmethod
     def build(self, parameters: Mapping[str, Any], policy: str | Policy | Sequence[str | Policy], seed: int) -> Model:
-        """The Mesa model of one game with these (validated) parameters, agents' policy and seed."""
+        """The Mesa model of one game.
+
+        Args:
+            parameters: The game's parameters, validated, every one given.
+            policy: The agents' policy: a spec (``"coin"``, read with ``llm_mesa.make_policy(policy, self)``), a
+                policy (an LLM policy the core built), or several, where the game mixes them.
+            seed: The game's seed: everything random in the game comes from it, in streams of its own.
+
+        Returns:
+            A Mesa model that steps with ``step()`` until its ``running`` is False and records its rounds with a
+            ``DataCollector``.
+        """
 
     def __getattr__(self, name: str) -> Any:
         """The core's services under their older names (``GAME.play(request)``), with a warning that names their place."""

@@ -36,7 +36,16 @@ STEP_LIMIT = 100_000
 # --- one game's identity and limits ----------------------------------------------------------------
 
 def key(game: Any, parameters: Mapping[str, Any], seed: int) -> str:
-    """The key of one game, which every sample key of its LLM calls carries: its name, parameters and seed."""
+    """The key of one game, which every sample key of its LLM calls carries, so no two games share an answer.
+
+    Args:
+        game: The game.
+        parameters: Its parameters.
+        seed: Its seed.
+
+    Returns:
+        16 hex digits of its name, parameters and seed (or the key an older game's own ``key`` gives).
+    """
     found, value = called(game, "key", parameters, seed)
     if found:
         return value
@@ -46,7 +55,15 @@ def key(game: Any, parameters: Mapping[str, Any], seed: int) -> str:
 
 
 def failure_share(game: Any, parameters: Mapping[str, Any]) -> float:
-    """The share of failed LLM decisions above which a game with these parameters is invalid."""
+    """The share of failed LLM decisions above which a game with these parameters is invalid.
+
+    Args:
+        game: The game.
+        parameters: Its parameters (``LlmSupport.failure_share`` may name one of them).
+
+    Returns:
+        The share, from 0 to 1.
+    """
     found, value = called(game, "failure_share", parameters)
     if found:
         return float(value)
@@ -55,8 +72,17 @@ def failure_share(game: Any, parameters: Mapping[str, Any]) -> float:
 
 
 def step_limit(game: Any, parameters: Mapping[str, Any]) -> tuple[int, str]:
-    """The most steps one game's model may take, and why: its round limit parameter's value and one step more (a
-    model may notice its end in the step after its last round), else ``STEP_LIMIT``."""
+    """The most steps one game's model may take, and why.
+
+    Args:
+        game: The game.
+        parameters: Its parameters.
+
+    Returns:
+        ``(steps, why)``: the value of its parameter marked ``round_limit`` and one step more (a model may notice
+        its end in the step after its last round), else ``STEP_LIMIT``; ``why`` says which, for the error a
+        runaway game gives.
+    """
     found, value = called(game, "step_limit", parameters)
     if found:
         return value
@@ -71,7 +97,20 @@ def step_limit(game: Any, parameters: Mapping[str, Any]) -> tuple[int, str]:
 # --- building ----------------------------------------------------------------------------------------
 
 def make_model(game: Any, parameters: Mapping[str, Any], policy: Any, seed: int) -> Model:
-    """The model of one game, built through ``build`` with the ledger its LLM decisions are keyed and counted in."""
+    """The model of one game, built through ``build`` with the ledger its LLM decisions are keyed and counted in.
+
+    Args:
+        game: The game.
+        parameters: Its parameters, validated here (defaults filled in).
+        policy: A rule policy spec, or a policy (an LLM policy the caller built).
+        seed: The game's seed.
+
+    Returns:
+        The Mesa model, not yet stepped.
+
+    Raises:
+        ParameterError: A parameter the game's definition refuses (one line that names it).
+    """
     found, model = called(game, "make_model", parameters, policy, seed)
     if found:
         return model
@@ -85,8 +124,16 @@ def make_model(game: Any, parameters: Mapping[str, Any], policy: Any, seed: int)
 
 
 def build_scenario(game: Any, scenario: Any, policy: Any) -> Model:
-    """The model of the game a Mesa ``Scenario`` names (``Experiment.scenarios()``): its fields are the game's
-    parameters, its ``seed`` the game's seed; the model keeps it."""
+    """The model of the game a Mesa ``Scenario`` names (``Experiment.scenarios()``).
+
+    Args:
+        game: The game.
+        scenario: A Mesa 4 ``Scenario`` whose fields are the game's parameters and whose ``seed`` is the game's.
+        policy: A rule policy spec, or a policy.
+
+    Returns:
+        The model (``make_model``'s), which keeps the scenario as ``model.scenario``.
+    """
     from llm_mesa.mesa_versions import scenario_fields
 
     fields, seed = scenario_fields(scenario)
@@ -96,11 +143,24 @@ def build_scenario(game: Any, scenario: Any, policy: Any) -> Model:
 
 
 def place(game: Any, parameters: Mapping[str, Any], policy: Any, seed: int, placed: Mapping[Any, Policy]) -> Model:
-    """The model of one game in which the agents ``placed`` names (as the game's tables name them) play their own
-    policy and every other agent ``policy``: how ``llm-mesa lab`` seats people among rule and LLM agents.
+    """The model of one game in which some agents play policies of their own: how ``llm-mesa lab`` seats people
+    among rule and LLM agents.
 
     Default: ``make_model``, then those agents' ``policy`` replaced (right wherever the agents' policy is read when
     they decide); a game that fixes anything from its policies when it is built declares ``Extensions.place``.
+
+    Args:
+        game: The game.
+        parameters: Its parameters.
+        policy: Every other agent's policy (a spec or a policy).
+        seed: The game's seed.
+        placed: Each placed agent's name, as the game's tables name it, and its policy.
+
+    Returns:
+        The model, not yet stepped.
+
+    Raises:
+        GameError: A name that is none of the game's agents (the message lists them).
     """
     found, model = called(game, "place", parameters, policy, seed, placed)
     if found:
@@ -121,7 +181,16 @@ def place(game: Any, parameters: Mapping[str, Any], policy: Any, seed: int, plac
 
 
 def check(game: Any, parameters: Mapping[str, Any], seed: int) -> None:
-    """Build (not play) one game, so that bad input fails before a sweep starts."""
+    """Build (not play) one game, so that bad input fails before a sweep starts.
+
+    Args:
+        game: The game.
+        parameters: Its parameters.
+        seed: The game's seed.
+
+    Raises:
+        LlmMesaError: Whatever building refuses (a bad parameter, a graph that cannot be drawn), in one line.
+    """
     found, _ = called(game, "check", parameters, seed)
     if found:
         return
@@ -134,8 +203,20 @@ def check(game: Any, parameters: Mapping[str, Any], seed: int) -> None:
 # --- playing -----------------------------------------------------------------------------------------
 
 def run_model(model: Model, limit: int = STEP_LIMIT, why: str = "llm-mesa's STEP_LIMIT") -> int:
-    """Step ``model`` until it stops; the number of steps it took. A model still running after ``limit`` steps never
-    stops: ``RunawayGame`` (exit 3), before it grows without bound."""
+    """Step ``model`` until it stops.
+
+    Args:
+        model: A Mesa model that sets ``running`` to False when its game ends.
+        limit: The most steps it may take (``step_limit``).
+        why: Why that is the limit, for the error.
+
+    Returns:
+        The number of steps it took.
+
+    Raises:
+        RunawayGame: The model was still running after ``limit`` steps: it never stops (exit status 3), stopped
+            before it grows without bound.
+    """
     steps = 0
     while model.running:
         if steps >= limit:
@@ -147,7 +228,15 @@ def run_model(model: Model, limit: int = STEP_LIMIT, why: str = "llm-mesa's STEP
 
 
 def usage_fields(policy: Policy) -> dict[str, Any]:
-    """An LLM policy's calls, tokens, cost and failures, as summary-row columns."""
+    """An LLM policy's calls, tokens, cost and failures, as summary-row columns.
+
+    Args:
+        policy: Any policy; one with no ``usage`` (a rule) gives nothing.
+
+    Returns:
+        ``calls``, ``prompt_tokens``, ``completion_tokens``, ``cached_tokens``, ``cost``, ``failed_calls``,
+        ``replayed_calls`` and ``failure_cause`` (the commonest kind of failure, or None).
+    """
     usage = getattr(policy, "usage", None)
     if usage is None:
         return {}
@@ -159,8 +248,14 @@ def usage_fields(policy: Policy) -> dict[str, Any]:
 
 
 def usage_of(policies: Sequence[Policy]) -> dict[str, Any]:
-    """The summed use of several LLM policies (each counted once): numbers added, a word (the commonest failure's
-    cause) the first one said."""
+    """The summed use of several LLM policies (a policy given twice counted once).
+
+    Args:
+        policies: The game's LLM policies.
+
+    Returns:
+        ``usage_fields``' columns: numbers added, a word (the commonest failure's cause) the first one said.
+    """
     used: dict[str, Any] = {}
     for policy in {id(p): p for p in policies}.values():
         for name, value in usage_fields(policy).items():
@@ -173,8 +268,19 @@ def usage_of(policies: Sequence[Policy]) -> dict[str, Any]:
 
 def judge(game: Any, row: dict[str, Any], model: Model, parameters: Mapping[str, Any],
           policies: Sequence[Any] = ()) -> dict[str, Any]:
-    """Add the game's decisions and failed decisions (the core's count, from the model's ledger) to ``row`` where the
-    game counted none itself, and mark it invalid when too many failed (``llm_mesa.decisions.judge``)."""
+    """The core's verdict on a finished game: the same for every game, whatever its own summary holds.
+
+    Args:
+        game: The game.
+        row: Its summary row, changed in place.
+        model: Its model, whose ledger counted the LLM decisions.
+        parameters: Its parameters (the share of failed decisions allowed may be one).
+        policies: Its LLM policies (for a game whose policy counted its decisions itself).
+
+    Returns:
+        ``row``, with ``decisions`` and ``failed_decisions`` where the game counted none itself, and ``invalid``
+        True when more than the game's share of its decisions failed (``llm_mesa.decisions.judge``).
+    """
     from llm_mesa.decisions import decision_fields
     from llm_mesa.decisions import judge as verdict
 
@@ -185,8 +291,19 @@ def judge(game: Any, row: dict[str, Any], model: Model, parameters: Mapping[str,
 
 def finish(game: Any, model: Model, parameters: Mapping[str, Any], llms: Sequence[Policy] = (),
            tables: Sequence[str] = (), steps: int | None = None) -> GameResult:
-    """A played game's result: its summary row (with the LLM policies' use and the core's verdict when any played)
-    and the tables asked for."""
+    """A played game's result: the pipeline's one end, for every caller.
+
+    Args:
+        game: The game.
+        model: Its model, played to its end.
+        parameters: Its parameters.
+        llms: The LLM policies that played in it (none for a rule game).
+        tables: The per-game tables to read (``Table`` names).
+        steps: The steps it took (the row's ``rounds`` where the game gives none).
+
+    Returns:
+        Its summary row (with the LLM policies' use and the core's verdict when any played) and the tables.
+    """
     row = declared.summary_row(game, model)
     if steps is not None:
         row.setdefault("rounds", steps)
@@ -198,8 +315,15 @@ def finish(game: Any, model: Model, parameters: Mapping[str, Any], llms: Sequenc
 
 
 def policies_for(game: Any, request: PlayRequest) -> tuple[Any, list[Policy]]:
-    """The policy to build one game with, and its LLM policies: the request's rule spec, or the game's LLM policy for
-    the request's endpoint."""
+    """The policy to build one game with, and its LLM policies.
+
+    Args:
+        game: The game.
+        request: The game to play: a rule spec, or an endpoint (and store) for the game's LLM policy.
+
+    Returns:
+        ``(policy, llms)``: the request's rule spec and ``[]``, or the game's LLM policy for the endpoint and ``[it]``.
+    """
     if request.endpoint is None:
         return request.policy, []
     llm = declared.llm_policy(game, request.endpoint, request.store)
@@ -207,7 +331,15 @@ def policies_for(game: Any, request: PlayRequest) -> tuple[Any, list[Policy]]:
 
 
 def play(game: Any, request: PlayRequest) -> GameResult:
-    """Play one game to its end: its summary row and the tables asked for."""
+    """Play one game to its end: build, step, finish (or the game's own ``Extensions.play``).
+
+    Args:
+        game: The game.
+        request: Its parameters, policy (or endpoint and store), seed and the tables to keep.
+
+    Returns:
+        Its summary row and the tables asked for; an LLM game's row names the model that played.
+    """
     own = override(game, "play")  # a game's own way of playing runs as it is: what it raises is its bug, traceback kept
     if own is not None:
         return own(request)
@@ -224,7 +356,15 @@ def play(game: Any, request: PlayRequest) -> GameResult:
 
 
 def play_batch(game: Any, requests: Sequence[PlayRequest]) -> list[GameResult]:
-    """Several games to their ends, in order: the game's own way (``Extensions.play_batch``), else one by one."""
+    """Several games to their ends: the game's own way (``Extensions.play_batch``, many at once), else one by one.
+
+    Args:
+        game: The game.
+        requests: The games to play.
+
+    Returns:
+        Their results, in the requests' order.
+    """
     own = override(game, "play_batch")
     if own is not None:
         return list(own(requests))
@@ -234,7 +374,15 @@ def play_batch(game: Any, requests: Sequence[PlayRequest]) -> list[GameResult]:
 
 
 def batch_size(game: Any, request: PlayRequest) -> int:
-    """How many games like ``request`` a sweep hands ``play_batch`` at once (1: each written when done)."""
+    """How many games like ``request`` a sweep hands ``play_batch`` at once.
+
+    Args:
+        game: The game.
+        request: One of the games.
+
+    Returns:
+        The batch's size: 1 (each game written when done) unless the game declares ``Extensions.batch_size``.
+    """
     found, size = called(game, "batch_size", request)
     if found:
         return int(size)

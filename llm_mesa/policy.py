@@ -29,7 +29,12 @@ class PolicyError(LlmMesaError):
 
 
 class Policy:
-    """Base class of every policy, rule or LLM."""
+    """Base class of every policy, rule or LLM: what turns an agent's observation into its decision.
+
+    A rule policy gives ``decide``; one that waits on something (an LLM endpoint) sets ``is_async`` and gives the
+    coroutine ``adecide``, so that a round's calls are gathered together. The observation and the decision are
+    the game's own types. One policy object may serve every agent of a game: it holds no agent's state.
+    """
 
     #: registry name, e.g. ``"majority-inertia"``
     name: ClassVar[str] = "policy"
@@ -47,42 +52,78 @@ class Policy:
     fit_parameters: ClassVar[dict[str, tuple[float, float]]] = {}
 
     def distribution(self, observation: Any) -> dict[Any, float]:
-        """How likely this policy makes each decision it may make on ``observation`` (they sum to 1).
+        """How likely this policy makes each decision it may make on ``observation``.
 
         What a rule declares so that ``llm-mesa fit`` can weigh recorded decisions against it (its
         likelihood) and play it again; a policy that does not give it takes no part in fitting.
+
+        Args:
+            observation: What the agent sees, as ``decide`` gets it.
+
+        Returns:
+            Decision -> probability, summing to 1.
         """
         raise NotImplementedError(f"{type(self).__name__} does not declare how likely its decisions are")
 
     def decide_vector(self, colours, preferences, adjacency, rng: random.Random):
-        """Every agent's next colour code (1 = blue) at once, from 0/1 arrays.
+        """Every agent's next state at once, for a game of two states played as arrays (``vectorised``).
 
         It must draw from ``rng`` exactly as ``decide`` would, agent by agent in
         node order, so that both paths play the same game.
+
+        Args:
+            colours: Each agent's state, 0 or 1, in node order.
+            preferences: Each agent's preferred state, 0 or 1.
+            adjacency: The graph's adjacency, in node order (its sparse ``matrix``, ``degree``, ``indptr``,
+                ``indices``).
+            rng: The random source ``decide`` would draw from.
+
+        Returns:
+            Each agent's next state, 0 or 1, as an array in node order.
         """
         raise NotImplementedError(f"{type(self).__name__} has no vectorised path")
 
     def decide(self, observation: Any, rng: random.Random) -> Any:
+        """One agent's decision, at once.
+
+        Args:
+            observation: What the agent sees (the game's type).
+            rng: Where a rule's draws come from: the game's own stream, so a rule run replays bit for bit.
+
+        Returns:
+            The decision (the game's type).
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement decide()")
 
     async def adecide(self, observation: Any, rng: random.Random) -> Any:
+        """One agent's decision, awaited (an LLM's call); by default ``decide``'s. Takes and gives what ``decide``
+        does."""
         return self.decide(observation, rng)
 
     def params(self) -> dict[str, Any]:
-        """Parameters that identify this policy's behaviour (for manifests)."""
+        """The parameters that identify this policy's behaviour, for manifests and ``spec``.
+
+        Returns:
+            Keyword -> value, as the policy's class takes them (empty for a policy with none).
+        """
         return {}
 
     def spec(self) -> str:
-        """A string that ``make_policy`` turns back into an equal policy."""
+        """The policy as a spec, so that a manifest's spec builds the same policy again.
+
+        Returns:
+            ``NAME[:key=value,...]``, which ``make_policy`` turns back into an equal policy.
+        """
         params = self.params()
         if not params:
             return self.name
         return self.name + ":" + ",".join(f"{k}={v}" for k, v in params.items())
 
     def identity(self) -> str:
-        """What makes this policy's answers what they are (keys recorded calls).
+        """What makes this policy's answers what they are: part of the key of its recorded calls.
 
-        The spec, by default; an LLM policy leaves out where its server is.
+        Returns:
+            The spec, by default; an LLM policy leaves out where its server is, so a recording replays elsewhere.
         """
         return self.spec()
 
@@ -107,10 +148,18 @@ LLM_SUMMARY = "an LLM agent behind any OpenAI-compatible endpoint"
 
 
 def register_policy(name: str, game: str, summary: str = ""):
-    """Class decorator: make a policy available by name to the game ``game`` (its CLI, sweeps and pages).
+    """Class decorator: make a policy available by name to one game (its command, sweeps and pages).
 
     The older way to give a game its policies; a game may instead list them as values,
     ``PolicyCatalog(rules={"follow": Follow})``.
+
+    Args:
+        name: The policy's name in specs (``NAME[:key=value,...]``).
+        game: The name of the game it plays.
+        summary: One line for listings (default: the class docstring's first line).
+
+    Returns:
+        The decorator, which gives the class its ``name`` and ``game`` and returns it.
     """
 
     def wrap(cls):
@@ -123,8 +172,15 @@ def register_policy(name: str, game: str, summary: str = ""):
 
 
 def register_catalogue(game: str, module: str | None, lazy: Mapping[str, tuple[str, str]]) -> None:
-    """Remember where the game's policies are registered: the module of its rule policies, and those imported only
-    when asked for (name -> (module, summary))."""
+    """Remember where a game's policies are registered, so that this layer never looks a game up.
+
+    A ``Game`` class pushes its ``PolicyCatalog`` down here when it is defined.
+
+    Args:
+        game: The game's name.
+        module: The module that registers its rule policies when imported (None: none).
+        lazy: The policies it imports only when asked for: name -> (module, summary).
+    """
     if module:
         _MODULES[game] = module
     for name, entry in lazy.items():
@@ -147,9 +203,15 @@ def _rules_of(game: Any) -> Mapping[str, Callable[..., Policy]]:
 
 
 def policies_of(game: Any) -> dict[str, str]:
-    """The game's policy names with their one-line summary: its catalogue's values, those registered under its
-    name, those it imports when asked for, and ``llm`` where it has an LLM policy. ``game`` is a ``Game`` or a
-    game's name (then only what its modules registered so far)."""
+    """The game's policy names with their one-line summary.
+
+    Args:
+        game: A ``Game``, or a game's name (then only what its modules registered so far).
+
+    Returns:
+        Name -> summary, sorted: its catalogue's values, those registered under its name, those it imports when
+        asked for, and ``llm`` where it has an LLM policy.
+    """
     name = _game_name(game)
     _imported(name)
     names = {n: (getattr(f, "__doc__", None) or n).strip().split("\n")[0] for n, f in _rules_of(game).items()}
@@ -163,14 +225,28 @@ def policies_of(game: Any) -> dict[str, str]:
 
 
 def available_policies(game: Any) -> dict[str, str]:
-    """The policy names of one game (a ``Game``, or a name whose modules are imported) with their summaries.
+    """The policy names of one game with their summaries (``policies_of``).
 
-    ``llm_mesa.available_policies`` (``llm_mesa.registry``) takes a game's name and loads the game first."""
+    ``llm_mesa.available_policies`` (``llm_mesa.registry``) takes a game's name and loads the game first.
+
+    Args:
+        game: A ``Game``, or a game's name whose modules are imported.
+
+    Returns:
+        Name -> summary, sorted.
+    """
     return policies_of(game)
 
 
 def rule_policy_names(game: Any) -> list[str]:
-    """The game's policies that answer at once (no endpoint), in the order they were declared or registered."""
+    """The game's policies that answer at once (no endpoint).
+
+    Args:
+        game: A ``Game``, or a game's name.
+
+    Returns:
+        Their names, in the order they were declared or registered.
+    """
     name = _game_name(game)
     _imported(name)
     found = [n for n, f in _rules_of(game).items() if not getattr(f, "is_async", False)]
@@ -183,7 +259,14 @@ registered_rule_policies = rule_policy_names  # the older name
 
 
 def policy_names_in(spec: str) -> list[str]:
-    """The policy names a spec mentions: ``"llm:model=a + stubborn"`` -> ``["llm", "stubborn"]``."""
+    """The policy names a spec mentions.
+
+    Args:
+        spec: A policy spec, a mixed one (``A + B``) or a list (``A;B``).
+
+    Returns:
+        The names, in order: ``"llm:model=a + other"`` -> ``["llm", "other"]``.
+    """
     return [part.strip().partition(":")[0].strip() for part in re.split(r"[+;]", spec) if part.strip()]
 
 
@@ -202,7 +285,19 @@ def parse_value(text: str) -> Any:
 
 
 def parse_policy_spec(spec: str) -> tuple[str, dict[str, Any]]:
-    """``"majority-inertia:inertia=0.3,threshold=0.7"`` -> name and keyword arguments."""
+    """A spec's parts.
+
+    Args:
+        spec: ``NAME[:key=value,...]``; values are read as a whole number, a number, ``true``/``false`` or
+            ``none`` where they look like one, as text otherwise; ``-`` in a key is ``_``.
+
+    Returns:
+        ``(name, keywords)``: ``"follow:inertia=0.3,threshold=0.7"`` -> ``("follow", {"inertia": 0.3,
+        "threshold": 0.7})``.
+
+    Raises:
+        PolicyError: A part that is not ``key=value``.
+    """
     name, _, rest = spec.strip().partition(":")
     kwargs: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in rest.split(","))):
@@ -214,11 +309,21 @@ def parse_policy_spec(spec: str) -> tuple[str, dict[str, Any]]:
 
 
 def make_policy(spec: str | Policy, game: Any, **overrides: Any) -> Policy:
-    """Build a policy from a spec string (or pass a policy through).
+    """Build a policy from a spec (or pass a policy through).
 
-    ``game`` is a ``Game`` (its catalogue's rules come first) or a game's name (the policies its modules
-    registered). A policy the game imports only when asked for is imported here. Use
-    ``llm_mesa.make_policy`` to have a game loaded by its name first.
+    A policy the game imports only when asked for is imported here. Use ``llm_mesa.make_policy`` to have a game
+    loaded by its name first.
+
+    Args:
+        spec: ``NAME[:key=value,...]``, or a policy.
+        game: A ``Game`` (its catalogue's rules come first) or a game's name (the policies its modules registered).
+        **overrides: Keyword arguments that win over the spec's.
+
+    Returns:
+        The policy, built with the spec's keyword arguments.
+
+    Raises:
+        PolicyError: An unknown policy, or a parameter it does not take (the message lists those it does).
     """
     if isinstance(spec, Policy):
         return spec

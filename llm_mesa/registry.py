@@ -50,7 +50,14 @@ _warned: set[str] = set()
 
 
 def name_problem(name: object) -> str | None:
-    """Why ``name`` is not a game's name, or None when it is one."""
+    """Why ``name`` is not a game's name (``GAME_NAME``, not a core command's).
+
+    Args:
+        name: A proposed name.
+
+    Returns:
+        One line saying why not, or None when it is a game's name.
+    """
     if not isinstance(name, str) or not name:
         return f"a game's name must be a text, not {name!r}"
     if len(name) > GAME_NAME_MAX or not GAME_NAME.fullmatch(name):
@@ -97,7 +104,18 @@ def _entry_points() -> tuple[dict[str, EntryPoint], dict[str, str]]:
 
 
 def register_game(game: Game) -> Game:
-    """Make a game defined in a script or notebook available by name, as an installed one is."""
+    """Make a game defined in a script or notebook available by name, as an installed one is.
+
+    Args:
+        game: The game (a ``Game`` instance, ``MesaGame`` included).
+
+    Returns:
+        The game, so that ``GAME = register_game(MyGame())`` reads as a declaration.
+
+    Raises:
+        GameError: Not a ``Game``, a name taken already, or a name, parameters or default its own contract
+            refuses (one line that names the fix).
+    """
     if not isinstance(game, Game):
         raise GameError(f"register_game takes a Game instance, not {type(game).__name__}")
     usable, refused = _entry_points()
@@ -108,7 +126,11 @@ def register_game(game: Game) -> Game:
 
 
 def unregister_game(name: str) -> None:
-    """Forget a game given to ``register_game`` (tests, notebooks)."""
+    """Forget a game given to ``register_game`` (tests, notebooks); a name never registered is no error.
+
+    Args:
+        name: The game's name.
+    """
     _registered.pop(name, None)
 
 
@@ -157,7 +179,18 @@ def _load(name: str, ep: EntryPoint) -> Game:
 
 
 def get_game(name: str) -> Game:
-    """The game registered under ``name``; one ``GameError`` line when it is unknown or broken."""
+    """The game registered under ``name``, loaded from its entry point on first use.
+
+    Args:
+        name: The game's name.
+
+    Returns:
+        The game.
+
+    Raises:
+        GameError: An unknown name (the message lists the games), or a broken entry point (the message names its
+            distribution and what to fix).
+    """
     if name in _registered:
         return _registered[name]
     usable, refused = _entry_points()
@@ -170,8 +203,14 @@ def get_game(name: str) -> Game:
 
 
 def game_names(*, warn: bool = False) -> list[str]:
-    """The names of every installed or registered game that may be played, without importing any of them
-    (``warn``: one warning line for each entry point left out, as commands that list the games give)."""
+    """The names of every installed or registered game that may be played, without importing any of them.
+
+    Args:
+        warn: One warning line for each entry point left out, as commands that list the games give.
+
+    Returns:
+        The names, sorted.
+    """
     usable, refused = _entry_points()
     if warn:
         for message in refused.values():
@@ -180,13 +219,20 @@ def game_names(*, warn: bool = False) -> list[str]:
 
 
 def refused_games() -> dict[str, str]:
-    """The installed entry points left out by the name rule or a clash of names, with why (by name)."""
+    """The installed entry points left out by the name rule or a clash of names.
+
+    Returns:
+        Name -> why it is left out, in one line that names the fix.
+    """
     return dict(_entry_points()[1])
 
 
 def installed_games() -> list[Game]:
-    """Every game that loads, in name order, with one warning line for each one that does not (commands
-    that list every game's help, options or stand-in behaviours)."""
+    """Every game that loads, for commands that list every game's help, options or stand-in behaviours.
+
+    Returns:
+        The games, in name order; one that does not load is left out with one warning line.
+    """
     games = []
     for name in game_names(warn=True):
         try:
@@ -208,8 +254,18 @@ def forget_warnings() -> None:
 
 
 def game_argument(name: str) -> str:
-    """``--game``'s type on every command: the name of a game that may be played, or argparse's one error line
-    saying why not (for an entry point left out: which distribution and entry point, and the rule it broke)."""
+    """``--game``'s type on every command.
+
+    Args:
+        name: What the user typed.
+
+    Returns:
+        The name, when a game of that name may be played.
+
+    Raises:
+        argparse.ArgumentTypeError: Why not, in one line (for an entry point left out: which distribution and
+            entry point, and the rule it broke).
+    """
     if name in game_names():
         return name
     refused = refused_games()
@@ -221,7 +277,18 @@ def _known() -> str:
 
 
 def default_game(given: str | None = None, *, option: str = "--game") -> Game:
-    """The game asked for, or the only one installed; with several and none asked for, one line listing them."""
+    """The game asked for, or the only one installed.
+
+    Args:
+        given: The game's name, if one was given.
+        option: The option that names a game, for the error.
+
+    Returns:
+        The game.
+
+    Raises:
+        GameError: Several games and none asked for (the message lists them), or an unknown name.
+    """
     if given:
         return get_game(given)
     names = game_names()
@@ -231,7 +298,14 @@ def default_game(given: str | None = None, *, option: str = "--game") -> Game:
 
 
 def available_policies(game: str | Game | None = None) -> dict[str, str]:
-    """The policy names of one game (a ``Game`` or its name), or of every game that loads, with their summaries."""
+    """The policies a game offers, by name, the game loaded first.
+
+    Args:
+        game: A ``Game`` or a game's name; None: every game that loads.
+
+    Returns:
+        Policy name -> its one-line summary, sorted by name.
+    """
     from llm_mesa import declared
     from llm_mesa.policy import policies_of
 
@@ -245,7 +319,19 @@ def available_policies(game: str | Game | None = None) -> dict[str, str]:
 
 
 def make_policy(spec: Any, game: str | Game, **overrides: Any) -> Any:
-    """A policy of the game ``game`` (a ``Game`` or its name, loaded first) from its spec (or a policy, passed through)."""
+    """A policy of a game from its spec, the game loaded first.
+
+    Args:
+        spec: ``NAME[:key=value,...]``, or a policy (passed through).
+        game: A ``Game`` or a game's name.
+        **overrides: Keyword arguments that win over the spec's.
+
+    Returns:
+        The policy.
+
+    Raises:
+        PolicyError: An unknown policy or parameter (the message lists those there are).
+    """
     from llm_mesa import declared
     from llm_mesa.policy import Policy
     from llm_mesa.policy import make_policy as build
@@ -258,9 +344,13 @@ def make_policy(spec: Any, game: str | Game, **overrides: Any) -> Any:
 
 
 def game_behaviours() -> dict[str, Any]:
-    """The stand-in server's behaviours every game that loads declares (kind -> factory; a game whose
-    ``llm.behaviours`` is a module has it imported, and its module registers its own); a game that fails to load is
-    one warning line, and the others serve. The loopback asks here: the registry knows no server."""
+    """The stand-in server's behaviours every game that loads declares. The loopback asks here: the registry knows
+    no server.
+
+    Returns:
+        Kind -> factory (a game whose ``llm.behaviours`` is a module has it imported, and its module registers its
+        own); a game that fails to load is one warning line, and the others serve.
+    """
     from llm_mesa import declared
 
     found: dict[str, Any] = {}

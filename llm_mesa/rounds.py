@@ -26,26 +26,38 @@ class PolicyAgent(Agent):
 
     A game's agent says what it may see (``observe``) and how it applies a
     decision (``advance``, reading ``pending``); ``play_round`` does the rest.
-    Mix it in before Mesa's own agent classes, e.g.
+    Mix it in after Mesa's own agent classes, e.g.
     ``class Player(FixedAgent, PolicyAgent)``.
+
+    Attributes:
+        policy: The agent's policy (agents of one game may hold different ones).
+        pending: The decision ``play_round`` gave it this round, which ``advance`` applies.
     """
 
     policy: Policy
     pending: Any = None
 
     def observe(self) -> Any:
+        """What the agent sees now: the observation its policy decides on (the game's own type)."""
         raise NotImplementedError(f"{type(self).__name__} must say what it observes")
 
     def advance(self) -> None:
+        """Apply ``pending``, the decision taken (None where an LLM decision failed, unless the policy says else)."""
         raise NotImplementedError(f"{type(self).__name__} must say how it applies a decision")
 
 
 def decide_all(requests: Sequence[tuple[Policy, Any]], rng: random.Random,
                agents: Sequence[Agent] | None = None) -> list[Any]:
-    """Decisions for ``(policy, observation)`` pairs, in the same order.
+    """Decisions for ``(policy, observation)`` pairs: rule policies at once, in order, LLM policies together.
 
-    ``agents`` (one per pair) says whose decision each is, so that an LLM decision is
-    keyed and counted for its agent and game (``llm_mesa.decisions``).
+    Args:
+        requests: ``(policy, observation)`` pairs.
+        rng: Where rule policies draw from (the model's stream, so a rule run is reproducible bit for bit).
+        agents: Whose decision each pair is, one per pair, so that an LLM decision is keyed and counted for its
+            agent and game (``llm_mesa.decisions``).
+
+    Returns:
+        The decisions, in the pairs' order.
     """
     decisions: list[Any] = [None] * len(requests)
     waiting: list[int] = []
@@ -69,9 +81,15 @@ def decide_all(requests: Sequence[tuple[Policy, Any]], rng: random.Random,
 
 
 def play_round(agents: Sequence[PolicyAgent], rng: random.Random, *, advance: bool = True) -> list[Any]:
-    """Observe, decide together, then (``advance``) apply together; returns the decisions.
+    """One synchronous round: every agent observes, all decide together, then all apply.
 
-    Every agent gets exactly its own decision (``pending``), in agent order.
+    Args:
+        agents: The agents, in the order their rule policies draw.
+        rng: Where rule policies draw from.
+        advance: Apply the decisions (``advance`` each agent); False leaves them in ``pending``.
+
+    Returns:
+        The decisions, in agent order; each agent gets exactly its own (``pending``).
     """
     decisions = decide_all([(agent.policy, agent.observe()) for agent in agents], rng, agents)
     for agent, decision in zip(agents, decisions, strict=True):

@@ -63,12 +63,33 @@ TURN_RULES = {
 
 
 def activation_stream(seed: int) -> np.random.Generator:
-    """The stream of activation orders of the game with this seed (its own, so schemes stay paired)."""
+    """The stream of activation orders of the game with this seed: its own, so that one seed plays the same graph
+    and start under every scheme (paired comparisons).
+
+    Args:
+        seed: The game's seed.
+
+    Returns:
+        A numpy generator spawned from the seed with ``ACTIVATION_STREAM``.
+    """
     return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(ACTIVATION_STREAM,)))
 
 
 def turn_order(scheme: str, n: int, rng: np.random.Generator) -> list[int]:
-    """The agents (by index) in the order they act this round."""
+    """The agents (by index) in the order they act this round.
+
+    Args:
+        scheme: ``random-sequential`` (each agent once, a fresh random order) or ``random-asynchronous`` (N
+            activations, agents drawn with replacement).
+        n: The number of agents.
+        rng: The activation stream (``activation_stream``).
+
+    Returns:
+        The activations' agents, in order.
+
+    Raises:
+        ValueError: Another scheme (synchronous rounds take no order).
+    """
     if scheme == "random-sequential":
         return rng.permutation(n).tolist()
     if scheme == "random-asynchronous":
@@ -79,10 +100,15 @@ def turn_order(scheme: str, n: int, rng: np.random.Generator) -> list[int]:
 def dependencies(order: Sequence[int], related: Callable[[int], Iterable[int]]) -> list[tuple[int, ...]]:
     """For each activation, the earlier activations it must wait for.
 
-    ``related(i)``: the agents whose results agent ``i`` can see, or that can see
-    agent ``i``'s (the relation is taken both ways, so a later activation never
-    changes what an earlier one is still reading). Only the latest earlier
-    activation of each related agent is named: it waits for its own predecessors.
+    Only the latest earlier activation of each related agent is named: it waits for its own predecessors.
+
+    Args:
+        order: The activations' agents, in order (``turn_order``).
+        related: ``related(i)``, the agents whose results agent ``i`` can see, or that can see agent ``i``'s (the
+            relation is taken both ways, so a later activation never changes what an earlier one is still reading).
+
+    Returns:
+        Per activation, the indices of the activations it waits for, ascending.
     """
     last: dict[int, int] = {}
     out: list[tuple[int, ...]] = []
@@ -94,7 +120,14 @@ def dependencies(order: Sequence[int], related: Callable[[int], Iterable[int]]) 
 
 
 def depth(deps: Sequence[Sequence[int]]) -> int:
-    """The longest chain of a round's activation graph (0 for an empty round)."""
+    """The longest chain of a round's activation graph: what its wall time is bounded by (depth x latency).
+
+    Args:
+        deps: Per activation, those it waits for (``dependencies``).
+
+    Returns:
+        The chain's length (0 for an empty round).
+    """
     level: list[int] = []
     for waits in deps:
         level.append(1 + max((level[d] for d in waits), default=0))
@@ -118,14 +151,22 @@ def play_activations(agents: Sequence[PolicyAgent], order: Sequence[int], deps: 
                      rngs: Sequence[Any], apply: Apply = _apply, observe: Observe = _observe) -> list[Any]:
     """Play one round's activations; each agent observes at its turn and applies its decision at once.
 
-    ``rngs[k]`` is the random source of activation ``k``'s decision (drawn beforehand
-    in activation order, so a rule run is the same however the calls overlap).
-    ``observe(agent, k)`` builds activation ``k``'s observation (default: the agent's
-    ``observe()``; a game whose prompt names the turn passes its own), and
-    ``apply(agent, decision, k)`` applies one decision (default: ``pending`` then
-    ``advance``). Rule policies decide on the spot; when any policy is asynchronous
-    (an LLM), every activation whose dependencies are done runs at once on the
-    process's shared event loop. Returns the decisions in activation order.
+    Rule policies decide on the spot; when any policy is asynchronous (an LLM), every activation whose
+    dependencies are done runs at once on the process's shared event loop, and the outcome is the
+    one-at-a-time round's.
+
+    Args:
+        agents: The game's agents, indexed as ``order`` names them.
+        order: The activations' agents, in order.
+        deps: Per activation, those it waits for (``dependencies``).
+        rngs: ``rngs[k]``, the random source of activation ``k``'s decision (drawn beforehand in activation
+            order, so a rule run is the same however the calls overlap).
+        apply: ``apply(agent, decision, k)`` applies one decision (default: ``pending`` then ``advance``).
+        observe: ``observe(agent, k)`` builds activation ``k``'s observation (default: the agent's
+            ``observe()``; a game whose prompt names the turn passes its own).
+
+    Returns:
+        The decisions, in activation order.
     """
     if not any(agents[i].policy.is_async for i in set(order)):
         decisions = []

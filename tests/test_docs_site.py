@@ -50,7 +50,7 @@ def test_the_command_reference_is_every_commands_help_as_the_command_prints_it()
     assert commands[0] == "llm-mesa"
     assert set(commands[1:]) == {f"llm-mesa {name}" for name in game_names()} | {
         "llm-mesa sweep", "llm-mesa serve", "llm-mesa local", "llm-mesa viz", "llm-mesa lab", "llm-mesa analyze",
-        "llm-mesa report"}
+        "llm-mesa report", "llm-mesa fit", "llm-mesa card"}
     assert "llm-mesa tinyvote" in commands  # a game the suite installed, not the tree's
     env = {**os.environ, "COLUMNS": "80"}
     for command, _, text in helps[:1] + [h for h in helps if h[0] in ("llm-mesa tinyvote", "llm-mesa sweep")]:

@@ -30,7 +30,17 @@ TIMINGS = ("step", "turn")
 
 
 class View(dict):
-    """What one agent sees at one decision (its fields, as the prompt's templates name them), and which decision."""
+    """What one agent sees at one decision, and which decision: what every policy of a ``MesaGame`` decides on.
+
+    A dict of the view's fields (as the prompt's templates name them), also read as attributes (``view.round``).
+    Which decision is part of what is seen, so two decisions on one view are never one situation.
+
+    Args:
+        fields: The view's fields (``Decision.view``'s, with ``round``).
+        decision: The decision's name.
+        variant: The prompt variant asked in (``study``: the declared wording).
+        choices: The answers the decision may take.
+    """
 
     def __init__(self, fields: Mapping[str, Any], decision: str, variant: str = "study",
                  choices: tuple[str, ...] = ()) -> None:
@@ -48,8 +58,15 @@ class View(dict):
 
 
 def when(*answers: str) -> Callable[[Any, str, Callable[[], Any]], Any]:
-    """An ``act`` that lets the model's own method run when the answer is one of ``answers``, and skips it otherwise
-    (a sheep that chose not to eat does not eat)."""
+    """An ``act`` for a decision whose answer says whether the model's own method runs at all.
+
+    Args:
+        *answers: The answers under which the model's own method runs.
+
+    Returns:
+        ``act(agent, answer, original)``, which runs ``original()`` when the answer is one of ``answers`` and
+        skips it otherwise (a sheep that chose not to eat does not eat).
+    """
     def act(agent: Any, answer: str, original: Callable[[], Any]) -> Any:
         return original() if answer in answers else None
 
@@ -58,7 +75,10 @@ def when(*answers: str) -> Callable[[Any, str, Callable[[], Any]], Any]:
 
 @dataclass(frozen=True)
 class Decision:
-    """One decision of one kind of agent; see the module docstring.
+    """One decision an LLM may take in a Mesa model, for the agents of one class: what a researcher declares.
+
+    The model's own method keeps being called as the model calls it; the decision is taken there, by the game's
+    policy: the model's own rule (``mesa``), a ``random`` baseline, or an LLM asked with the declared prompt.
 
     Args:
         agents: the agents' class (or classes): every agent that is an instance decides.
@@ -122,16 +142,25 @@ class Decision:
     # --- the answer ---------------------------------------------------------------------------
     @property
     def schema(self) -> dict[str, Any]:
+        """The answer's JSON schema: one object whose ``answer_field`` is one of ``choices``."""
         return {"type": "object", "properties": {self.answer_field: {"type": "string", "enum": list(self.choices)}},
                 "required": [self.answer_field], "additionalProperties": False}
 
     @property
     def reminder(self) -> str:
+        """What an unreadable answer is asked again with: the JSON object each choice is."""
         shown = " or ".join(json.dumps({self.answer_field: choice}) for choice in self.choices)
         return f"Answer only with the JSON object {shown}."
 
     def decode(self, text: str) -> str | None:
-        """The answer in a reply (any case), or None."""
+        """The answer in a reply.
+
+        Args:
+            text: The model's reply.
+
+        Returns:
+            The choice it names (in any case), or None: the reply decides nothing.
+        """
         from llm_mesa.llm import parse_json_answer
 
         data = parse_json_answer(text)
@@ -139,38 +168,59 @@ class Decision:
         return next((choice for choice in self.choices if choice.lower() == said), None)
 
     def failed_answer(self, view: Mapping[str, Any]) -> str:
+        """What a failed LLM decision on ``view`` becomes: ``failed`` (a choice, or a function of the view), else
+        the first choice."""
         if self.failed is None:
             return self.choices[0]
         return self.failed(view) if callable(self.failed) else self.failed
 
     def distribution(self, view: Mapping[str, Any]) -> dict[str, float]:
-        """How likely the model's own rule makes each answer on ``view``."""
+        """How likely the model's own rule makes each answer: its likelihood, for ``llm-mesa fit``.
+
+        Args:
+            view: What the agent sees.
+
+        Returns:
+            Choice -> probability: the rule's own, for a rule that draws; 1 for its answer otherwise.
+        """
         said = self.rule(view)
         if isinstance(said, Mapping):
             return {choice: float(said.get(choice, 0.0)) for choice in self.choices}
         return {choice: float(choice == said) for choice in self.choices}
 
     def certain(self, view: Mapping[str, Any]) -> str | None:
-        """The rule's answer where it is certain (a rule that does not draw), else None."""
+        """The rule's answer on ``view`` where it is certain (a rule that does not draw), else None: what
+        ``mesa_agreement`` compares an answer with."""
         chances = self.distribution(view)
         best = max(chances, key=chances.get)
         return best if chances[best] == 1.0 else None
 
     def timing_of(self, model: Any) -> str:
+        """When the decision is taken in ``model``: ``step`` or ``turn`` (``timing`` may depend on the model)."""
         return self.timing(model) if callable(self.timing) else self.timing
 
     # --- the prompt ---------------------------------------------------------------------------
     def variants(self) -> dict[str, tuple[str, str]]:
+        """Every wording of the prompt, ``{name: (rules, state)}``: the declared one as ``study``, then ``prompts``."""
         return {"study": (self.rules, self.state), **self.prompts}
 
     def hash_of(self, variant: str) -> str:
+        """The template hash recorded calls of ``variant`` carry (``template_hash`` for the study's, if declared):
+        an edited wording never replays stale answers."""
         if variant == "study" and self.template_hash:
             return self.template_hash
         rules, state = self.variants()[variant]
         return hashlib.sha256((rules + state).encode()).hexdigest()[:12]
 
     def fields(self, view: Mapping[str, Any]) -> dict[str, Any]:
-        """The templates' fields from a view, each at most ``FIELD_CHARS`` long (so every prompt is bounded)."""
+        """The templates' fields from a view, each at most ``FIELD_CHARS`` long, so every prompt is bounded.
+
+        Args:
+            view: What the agent sees.
+
+        Returns:
+            Field -> value (``render``'s, where declared); a longer value is cut and says how much was left out.
+        """
         fields = dict(self.render(view)) if self.render is not None else dict(view)
         for name, value in fields.items():
             text = str(value)
@@ -180,19 +230,42 @@ class Decision:
         return fields
 
     def messages(self, view: Mapping[str, Any], variant: str = "study") -> list[dict[str, str]]:
-        """The rules as the system message, the agent's state as the user's."""
+        """The chat messages of one decision.
+
+        Args:
+            view: What the agent sees.
+            variant: The prompt's wording (``variants``).
+
+        Returns:
+            The rules as the system message (the same for every agent, so servers cache them), the agent's state
+            as the user's.
+        """
         rules, state = self.variants()[variant]
         fields = self.fields(view)
         return [{"role": "system", "content": rules.format(**fields)}, {"role": "user", "content": state.format(**fields)}]
 
     def prompt(self, messages: list[dict[str, str]]) -> str:
-        """The same call as one raw prompt, for a server in completion mode."""
+        """The same call as one raw prompt, for a server in completion mode.
+
+        Args:
+            messages: ``messages``' two messages.
+
+        Returns:
+            The rules, a blank line, the state and ``Answer:``.
+        """
         return f"{messages[0]['content']}\n\n{messages[1]['content']}\nAnswer:"
 
     def parse(self, full: str) -> dict[str, Any] | None:
-        """The view a prompt of this decision was written from (any variant), read back from the prompt's text as
-        the stand-in server sees it (chat messages joined as a role's name, a new line and its text, or one raw
-        prompt); None when the text is not one of this decision's prompts."""
+        """The view a prompt of this decision was written from, read back: how the stand-in answers as the rule.
+
+        Args:
+            full: The prompt's text as the stand-in server sees it: chat messages joined as a role's name, a new
+                line and its text, or one raw prompt; of any variant.
+
+        Returns:
+            The view's fields (``read``'s, where declared; else numbers and words read as they look), or None when
+            the text is not one of this decision's prompts.
+        """
         for rules, state in self.variants().values():
             for shape in (f"system\n{rules}\nuser\n{state}", f"{rules}\n\n{state}\nAnswer:"):
                 texts = _match(shape, full)

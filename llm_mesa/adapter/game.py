@@ -105,11 +105,27 @@ class MesaGame(Game):
         self.model = game_model(self)
 
     def build(self, parameters: Mapping[str, Any], policy: Any, seed: int) -> Any:
-        """One game: an instance of the game's model class (``model``), built as Mesa's own examples are."""
+        """One game: an instance of the game's model class (``model``), built as Mesa's own examples are.
+
+        Args:
+            parameters: The game's parameters, validated (the model's own, ``max_rounds`` and the game's others).
+            policy: A rule policy spec (``mesa``, ``random``) or a policy (an LLM policy the core built).
+            seed: The game's seed: the model's ``rng``.
+
+        Returns:
+            The model, its decisions hooked, not yet stepped.
+        """
         return self.model(policy, seed, **parameters)
 
     def start(self, model: Any, parameters: Mapping[str, Any], policy: Any, seed: int) -> None:
-        """Build the model class's own state on ``model`` (``rng=seed`` or a scenario of it), then hook its decisions."""
+        """Build the model class's own state on ``model`` (``rng=seed`` or a scenario of it), then hook its decisions.
+
+        Args:
+            model: A fresh instance of the game's model class.
+            parameters: The game's parameters, validated.
+            policy: A rule policy spec or a policy.
+            seed: The game's seed.
+        """
         from llm_mesa.mesa_versions import track_rounds
         from llm_mesa.policy import make_policy
 
@@ -144,9 +160,16 @@ class MesaGame(Game):
 
 
 def game_model(game: MesaGame) -> type:
-    """The game's model class: the model's own class with a constructor that takes the game's arguments (``policy``,
-    ``seed`` or Mesa's ``rng``/``scenario``, the parameters), and nothing else of its own, so that Mesa's SolaraViz
-    (its Reset builds ``type(model)(**values)``) and ``batch_run`` build whole games. Its agents are the model's own."""
+    """The game's model class, so that Mesa's SolaraViz (its Reset builds ``type(model)(**values)``) and
+    ``batch_run`` build whole games.
+
+    Args:
+        game: The game.
+
+    Returns:
+        A subclass of the model's own class whose constructor takes the game's arguments (``policy``, ``seed`` or
+        Mesa's ``rng``/``scenario``, the parameters), and nothing else of its own. Its agents are the model's own.
+    """
     from llm_mesa.mesa_versions import example_game_arguments
 
     def __init__(self: Any, policy: Any = "mesa", seed: int | None = None, *, rng: int | None = None,
@@ -160,7 +183,21 @@ def game_model(game: MesaGame) -> type:
 
 
 def place(game: MesaGame, parameters: Mapping[str, Any], policy: Any, seed: int, placed: Mapping[Any, Any]) -> Any:
-    """The game with the agents ``placed`` names (as its tables name them) on their own policies (the lab's seats)."""
+    """The game with some agents on policies of their own: the lab's seats (``Extensions.place``).
+
+    Args:
+        game: The game.
+        parameters: Its parameters.
+        policy: Every other agent's policy.
+        seed: The game's seed.
+        placed: Each placed agent's name, as the game's tables name it, and its policy.
+
+    Returns:
+        The model, not yet stepped.
+
+    Raises:
+        GameError: A name that is none of the game's agents.
+    """
     from llm_mesa.declared import agent_names
     from llm_mesa.play import make_model
 

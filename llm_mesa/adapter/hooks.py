@@ -59,8 +59,16 @@ class OwnRule(Policy):
         self.decisions = {d.name: d for d in decisions}
 
     def decide(self, observation: Any, rng: random.Random) -> Any:
-        """The declared rule's answer (drawn from ``rng`` where it draws): where a policy wraps this one (a fit's
-        trembling hand), the model's own method is not the one that runs."""
+        """The declared rule's answer: where a policy wraps this one (a fit's trembling hand), the model's own method
+        is not the one that runs.
+
+        Args:
+            observation: The ``View`` of one decision.
+            rng: Where a rule that draws draws from.
+
+        Returns:
+            The answer.
+        """
         chances = self.distribution(observation)
         return rng.choices(list(chances), weights=list(chances.values()))[0]
 
@@ -69,7 +77,17 @@ class OwnRule(Policy):
 
 
 class Hooks:
-    """One model's decisions: who decides with which policy, the answers of the step, and what was decided."""
+    """One model's decisions: who decides with which policy, the answers of the step, and what was decided.
+
+    Args:
+        model: The model, built.
+        decisions: The game's decisions.
+        policy: Every agent's policy (a seat's own in ``placed``).
+        seed: The game's seed: rule policies' own draws come from it, never from the model's stream.
+        variant: The prompt's wording.
+        max_rounds: The step limit (None: none).
+        after_step: Called after each step (the game's snapshot).
+    """
 
     def __init__(self, model: Any, decisions: Sequence[Decision], policy: Policy, seed: int, variant: str = "study",
                  max_rounds: int | None = None, after_step: Callable[[Hooks], None] | None = None) -> None:
@@ -339,7 +357,11 @@ class _Loop:
 
 
 def hooks_of(model: Any) -> Hooks:
-    """The hooks of a model a ``MesaGame`` built."""
+    """The hooks of a model a ``MesaGame`` built: its decisions so far, for tables and pages.
+
+    Raises:
+        GameError: The model was not built by a ``MesaGame``.
+    """
     try:
         return HOOKS[model]
     except KeyError:
@@ -348,7 +370,15 @@ def hooks_of(model: Any) -> Hooks:
 
 
 def answers(model: Any, decision: str | None = None) -> dict[str, int]:
-    """How often each answer was given in a game so far (of one decision, or of all)."""
+    """How often each answer was given in a game so far: a game's ``columns`` count its moves with it.
+
+    Args:
+        model: A model a ``MesaGame`` built.
+        decision: One decision's name (None: every decision).
+
+    Returns:
+        Answer -> count.
+    """
     counted: dict[str, int] = {}
     for (name, answer), count in hooks_of(model).answers.items():
         if decision is None or name == decision:
@@ -368,7 +398,12 @@ def kept(value: Any) -> Any:
 
 
 def agent_details(model: Any, agent: Any) -> tuple[str, dict[str, Any] | None, str | None]:
-    """For a page: the agent's policy (its spec), what it saw at its last decision, and what it answered then."""
+    """For a page's agent panel.
+
+    Returns:
+        The agent's policy (its spec), what it saw at its last decision, and what it answered then (None, None
+        before its first).
+    """
     hooks = HOOKS[model]
     policy = hooks.policy_of(agent)
     last = next((r for r in reversed(hooks.records) if r["agent"] == agent.unique_id), None)

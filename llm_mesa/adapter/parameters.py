@@ -29,8 +29,16 @@ SCALARS = (bool, int, float, str)
 
 
 def scenario_class(model_class: type, given: type | None = None) -> type | None:
-    """The Mesa ``Scenario`` subclass the model takes: ``given``, else its ``scenario`` argument's default or annotation,
-    else the one ``Scenario`` subclass its module defines; None for a model that takes no scenario."""
+    """The Mesa ``Scenario`` subclass the model takes.
+
+    Args:
+        model_class: The model's class.
+        given: The scenario class the game names, where it cannot be read from the model.
+
+    Returns:
+        ``given``, else the ``scenario`` argument's default or annotation, else the one ``Scenario`` subclass the
+        model's module defines; None for a model that takes no scenario.
+    """
     if given is not None:
         return given
     signature = inspect.signature(model_class.__init__).parameters
@@ -55,14 +63,28 @@ def scenario_class(model_class: type, given: type | None = None) -> type | None:
 
 
 def scenario_fields(scenario: type) -> dict[str, tuple[Any, Any]]:
-    """A scenario class's own fields: name -> (default, type hint), in the order it declares them."""
+    """A scenario class's own fields (``rng`` and its like left out).
+
+    Args:
+        scenario: A Mesa ``Scenario`` subclass.
+
+    Returns:
+        Name -> (default, type hint), in the order it declares them.
+    """
     hints = typing.get_type_hints(scenario)
     return {name: (getattr(scenario, name), hints.get(name)) for name in scenario.__annotations__
             if not name.startswith("_") and name not in NOT_PARAMETERS and hasattr(scenario, name)}
 
 
 def keyword_fields(model_class: type) -> dict[str, tuple[Any, Any]]:
-    """The constructor's keywords with defaults: name -> (default, annotation)."""
+    """The constructor's keywords that have defaults (``rng``, ``seed``, ``scenario`` left out).
+
+    Args:
+        model_class: The model's class.
+
+    Returns:
+        Name -> (default, annotation), in the signature's order.
+    """
     signature = inspect.signature(model_class.__init__).parameters
     return {name: (p.default, p.annotation) for name, p in signature.items()
             if name not in NOT_PARAMETERS and p.default is not inspect.Parameter.empty
@@ -70,7 +92,17 @@ def keyword_fields(model_class: type) -> dict[str, tuple[Any, Any]]:
 
 
 def inferred(name: str, default: Any, hint: Any, bounds: tuple[float, float] | None) -> Parameter | None:
-    """The parameter a keyword or field with this default offers, or None when its default is not a plain value."""
+    """The parameter a keyword or field offers.
+
+    Args:
+        name: Its name.
+        default: Its default: its type is the parameter's.
+        hint: Its annotation (a ``Literal`` gives the choices).
+        bounds: ``(low, high)`` the game declares (None: ``default_bounds``).
+
+    Returns:
+        The parameter (a float's slider steps hold the default), or None when the default is not a plain value.
+    """
     if not isinstance(default, SCALARS) or default is None:
         return None
     kind = type(default)
@@ -87,8 +119,16 @@ def inferred(name: str, default: Any, hint: Any, bounds: tuple[float, float] | N
 
 
 def default_bounds(name: str, default: Any) -> tuple[float | None, float | None]:
-    """Bounds for a number the model gives none for: a fraction (a default within 0..1 named like one, or a float
-    there) stays within 0..1; a count from 0 to ten times its default (at least 10); anything else unbounded."""
+    """Bounds for a number the model gives none for.
+
+    Args:
+        name: The parameter's name.
+        default: Its default.
+
+    Returns:
+        ``(low, high)``: a float default within 0..1 is a fraction, 0..1; a count from 0 to ten times its default
+        (at least 10); anything else ``(None, None)``, unbounded.
+    """
     if isinstance(default, bool) or not isinstance(default, (int, float)):
         return None, None
     if isinstance(default, float) and 0 <= default <= 1:
@@ -102,7 +142,16 @@ def default_bounds(name: str, default: Any) -> tuple[float | None, float | None]
 
 @dataclass(frozen=True)
 class ModelArguments:
-    """How a game's parameters become the model's own arguments, and how the model is built from them."""
+    """How a game's parameters become the model's own arguments, and how the model is built from them.
+
+    Attributes:
+        model_class: The model's class.
+        scenario: Its ``Scenario`` class (None: it takes keywords only).
+        keywords: The constructor's keywords that are parameters.
+        fields: The scenario's fields that are parameters.
+        fixed: Arguments passed as given, not offered.
+        arguments: ``arguments(parameters) -> {name: value}``, the model's arguments where they differ.
+    """
 
     model_class: type
     scenario: type | None
@@ -112,8 +161,13 @@ class ModelArguments:
     arguments: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
 
     def initialise(self, model: Any, parameters: Mapping[str, Any], seed: int) -> None:
-        """Run the model class's own ``__init__`` on ``model`` (an instance of the game's model class, a subclass that
-        adds only the game's arguments), as Mesa's own examples are built: ``rng=seed`` or a scenario of it."""
+        """Run the model class's own ``__init__`` on ``model``, as Mesa's own examples are built.
+
+        Args:
+            model: An instance of the game's model class (a subclass that adds only the game's arguments).
+            parameters: The model's own parameters.
+            seed: ``rng=seed``, or the scenario's ``rng``.
+        """
         given = dict(self.arguments(parameters)) if self.arguments is not None else dict(parameters)
         given = {**given, **self.fixed}
         keywords = {k: v for k, v in given.items() if k in self.keywords}
@@ -128,7 +182,23 @@ def model_parameters(model_class: type, *, scenario: type | None = None, fixed: 
                      bounds: Mapping[str, tuple[float, float]] | None = None, declared: Sequence[Parameter] = (),
                      arguments: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
                      ) -> tuple[list[Parameter], ModelArguments]:
-    """The parameters a model offers (keywords first, then its scenario's fields), and how to build it from them."""
+    """The parameters a model offers, read from what it already says, and how to build it from them.
+
+    Args:
+        model_class: The model's class.
+        scenario: Its ``Scenario`` class, where it cannot be read from the model.
+        fixed: Arguments the model takes but cannot vary: passed as given, not offered.
+        bounds: ``{name: (low, high)}`` for numbers the model gives no bounds for.
+        declared: Parameters declared whole, replacing those read (or added, where ``arguments`` maps them).
+        arguments: ``arguments(parameters) -> {name: value}``, the model's arguments where they differ.
+
+    Returns:
+        ``(parameters, how)``: the parameters, keywords first, then the scenario's fields; and the
+        ``ModelArguments`` that build the model.
+
+    Raises:
+        GameError: ``fixed`` or ``bounds`` names an argument the model does not take.
+    """
     fixed, bounds = dict(fixed or {}), dict(bounds or {})
     scenario = scenario_class(model_class, scenario)
     keywords = keyword_fields(model_class)

@@ -38,7 +38,14 @@ class RandomChoice(Policy):
 
 
 class DecisionLLM(LLMPolicy):
-    """Asks the endpoint each decision of a Mesa model's game; the core keys, records and counts each call."""
+    """Asks the endpoint each decision of a Mesa model's game; the core keys, records and counts each call.
+
+    Args:
+        game: The game: its decisions word each question.
+        endpoint: Where and how to call.
+        store: The record/replay store (None: not recorded).
+        **options: Endpoint options, where no endpoint is given.
+    """
 
     def __init__(self, game: MesaGame, endpoint: Any = None, store: Any = None, **options: Any) -> None:
         self.game = game.name
@@ -46,17 +53,26 @@ class DecisionLLM(LLMPolicy):
         super().__init__(endpoint, store, **options)
 
     def question(self, view: Any) -> Question[str]:
+        """The decision's prompt in the view's wording, its one-field JSON schema, reminder and template hash."""
         decision = self.decisions[view.decision]
         messages = decision.messages(view, view.variant)
         return Question(decision.decode, messages=messages, prompt=decision.prompt(messages), schema=decision.schema,
                         reminder=decision.reminder, template_hash=decision.hash_of(view.variant))
 
     def failed(self, view: Any) -> str:
+        """The decision's declared fallback (``Decision.failed_answer``)."""
         return self.decisions[view.decision].failed_answer(view)
 
 
 def decision_llm(game: MesaGame) -> Any:
-    """The game's LLM policy factory, ``factory(endpoint, store)``."""
+    """The game's LLM policy factory (``LlmSupport.policy``).
+
+    Args:
+        game: The game.
+
+    Returns:
+        ``factory(endpoint, store) -> DecisionLLM``.
+    """
     def factory(endpoint: Any, store: Any = None) -> DecisionLLM:
         return DecisionLLM(game, endpoint, store)
 
@@ -64,7 +80,16 @@ def decision_llm(game: MesaGame) -> Any:
 
 
 def stand_in(game: MesaGame) -> Any:
-    """The ``GAME:mesa`` behaviour's factory: it answers a prompt of the game as the model's own rule would."""
+    """The stand-in's ``GAME:mesa`` behaviour (``LlmSupport.behaviours``).
+
+    Args:
+        game: The game.
+
+    Returns:
+        Its factory, ``factory(params, model)``: the behaviour reads a prompt of any of the game's decisions back
+        into its view and answers as the model's own rule would (drawing, with the server's own stream, where the
+        rule draws); a prompt it cannot read is refused (HTTP 400).
+    """
     from llm_mesa.loopback import Behaviour, PromptNotUnderstood
 
     class RuleBehaviour(Behaviour):
@@ -89,13 +114,20 @@ def stand_in(game: MesaGame) -> Any:
 
 
 def draw(chances: Mapping[str, float], rng: random.Random) -> str:
-    """One answer drawn with these chances."""
+    """One answer drawn from ``rng`` with these chances (answer -> probability)."""
     return rng.choices(list(chances), weights=list(chances.values()))[0]
 
 
 def observed(game: MesaGame) -> Any:
-    """The game's reader of recorded decisions for ``llm-mesa fit``: each row of a game's ``decisions`` table as
-    ``(agent, round, view, answer)``, the view rebuilt from its ``view_*`` columns (a JSON text read back)."""
+    """The game's reader of recorded decisions for ``llm-mesa fit`` (``PolicyCatalog.observed``).
+
+    Args:
+        game: The game.
+
+    Returns:
+        ``read(tables, parameters, seed)``, which yields each row of a game's ``decisions`` table as ``(agent,
+        round, view, answer)``, the view rebuilt from its ``view_*`` columns (a JSON text read back).
+    """
     from llm_mesa.adapter.decision import View
 
     def read(tables: Mapping[str, Any], parameters: Mapping[str, Any], seed: int) -> Any:
@@ -127,11 +159,22 @@ def _read_back(value: Any) -> Any:
 
 
 def estimate(game: MesaGame, parameters: Mapping[str, Any], endpoint: Any) -> LlmEstimate:
-    """One game's LLM use at most: every agent that may decide (``max_agents``, else ``most_agents``, else those of
-    the game built) decides every step, each decision once, on a prompt as long as its templates with every field at
-    its longest (``FIELD_CHARS``). Its rounds of waiting: one a step where decisions are asked at the step's start;
-    one a call where each turn waits for the one before; where turns wait only on those they depend on, the depth of a
-    step played by the model's own rule, every step."""
+    """One game's LLM use at most (``LlmSupport.estimate``).
+
+    Every agent that may decide (``max_agents``, else ``most_agents``, else those of the game built) decides every
+    step, each decision once, on a prompt as long as its templates with every field at its longest
+    (``FIELD_CHARS``). Its rounds of waiting: one a step where decisions are asked at the step's start; one a call
+    where each turn waits for the one before; where turns wait only on those they depend on, the depth of a step
+    played by the model's own rule, every step.
+
+    Args:
+        game: The game.
+        parameters: Its parameters.
+        endpoint: The endpoint (its token limit bounds a completion; 12 tokens otherwise).
+
+    Returns:
+        The estimate: calls, rounds of waiting, tokens per call, and that a game may stop early.
+    """
     from llm_mesa.adapter.hooks import hooks_of
     from llm_mesa.play import make_model
 
@@ -156,8 +199,15 @@ def estimate(game: MesaGame, parameters: Mapping[str, Any], endpoint: Any) -> Ll
 
 
 def decision_tokens(decision: Any) -> int:
-    """The most prompt tokens one call of ``decision`` can take: its templates' own, and each field at its longest (a
-    token is at most one character), with the reminder a retry adds."""
+    """The most prompt tokens one call of ``decision`` can take.
+
+    Args:
+        decision: A ``Decision``.
+
+    Returns:
+        Its templates' own tokens, each field at its longest (a token is at least one character), with the
+        reminder a retry adds; the most over its prompt variants.
+    """
     import string
 
     from llm_mesa.loopback.behaviours import count_tokens

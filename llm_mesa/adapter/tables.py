@@ -32,13 +32,28 @@ def _hooks(model: Any) -> Hooks:
 
 
 def name_of(agent: Any, on_network: bool) -> Any:
-    """An agent's name in the game's tables: its node on a network, else its ``unique_id``."""
+    """An agent's name in the game's tables: one name everywhere, as its prompts and seats use it.
+
+    Args:
+        agent: A Mesa agent.
+        on_network: Whether the model's agents sit one to a node of a network.
+
+    Returns:
+        Its node on a network, else its ``unique_id``.
+    """
     cell = getattr(agent, "cell", None)
     return cell.coordinate if on_network and cell is not None else agent.unique_id
 
 
 def snapshot(game: MesaGame, model: Any, hooks: Hooks) -> None:
-    """Keep every agent's state and cell, and the decisions' counts, as the step ends (round 0: as the game starts)."""
+    """Keep every agent's state and cell, and the decisions' counts, as the step ends (round 0: as the game starts),
+    for the ``agents`` and ``rounds`` tables.
+
+    Args:
+        game: The game (its ``state``).
+        model: Its model.
+        hooks: The model's hooks, which keep the rows.
+    """
     from llm_mesa.declared import network_nodes
 
     if not hasattr(hooks, "on_network"):
@@ -65,6 +80,8 @@ def snapshot(game: MesaGame, model: Any, hooks: Hooks) -> None:
 
 
 def rounds_table(model: Any) -> pd.DataFrame:
+    """The ``rounds`` table: the DataCollector's model reporters, one row a step (0 the start), under their own
+    names; for a model with no DataCollector, each step's decisions and answers counted."""
     import pandas as pd
 
     collector = getattr(model, "datacollector", None)
@@ -80,6 +97,8 @@ def rounds_table(model: Any) -> pd.DataFrame:
 
 
 def agents_table(model: Any) -> pd.DataFrame:
+    """The ``agents`` table: each agent at the end of each step, its state, cell and answers, with the
+    DataCollector's agent reporters where the model has any."""
     import pandas as pd
 
     hooks = _hooks(model)
@@ -104,6 +123,7 @@ def agents_table(model: Any) -> pd.DataFrame:
 
 
 def decisions_table(model: Any) -> pd.DataFrame:
+    """The ``decisions`` table: every decision's round, agent, name, what it saw (``view_*``) and its answer."""
     import pandas as pd
 
     hooks = _hooks(model)
@@ -115,7 +135,16 @@ def decisions_table(model: Any) -> pd.DataFrame:
 
 
 def summary(game: MesaGame, model: Any) -> dict[str, Any]:
-    """The finished game's row: the DataCollector's last values, the rounds, agreement with the rule, depth, columns."""
+    """The finished game's summary row (``Extensions.summary``).
+
+    Args:
+        game: The game (its ``columns`` and decisions).
+        model: Its model, played.
+
+    Returns:
+        The DataCollector's last values, ``rounds``, ``mesa_agreement`` (where the rule is certain), ``depth``
+        (where decisions are taken at turns) and the game's own columns.
+    """
     hooks = _hooks(model)
     collector = getattr(model, "datacollector", None)
     row: dict[str, Any] = {"rounds": hooks.round}
