@@ -347,11 +347,16 @@ def make_policy(spec: str | Policy, game: Any, **overrides: Any) -> Policy:
         takes = ", ".join(sorted(accepted)) or "no parameters"
         raise PolicyError(f"unknown parameter(s) {', '.join(unknown)} of {game_name} policy {name!r}; it takes: {takes}")
     try:
-        return factory(**kwargs)
+        built = factory(**kwargs)
     except PolicyError:
         raise
     except (TypeError, ValueError) as exc:
         raise PolicyError(f"bad parameters for policy {name!r}: {exc}") from None
+    if built.name == Policy.name:  # a rule given as a value, not registered under a name: it is the name it was given
+        built.name = name
+    if not built.game:
+        built.game = game_name
+    return built
 
 
 def _parameters_of(factory: Callable[..., Policy]) -> set[str] | None:

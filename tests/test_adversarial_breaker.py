@@ -128,7 +128,7 @@ def test_a_slow_writer_does_not_let_the_games_run_past_the_breaker(tmp_path, mon
 
 def test_a_registered_game_that_reports_invalid_games_trips_the_breaker_too(tmp_path, capsys):
     """The breaker reads the row's verdict, whatever game wrote it: a game of the test's own."""
-    from llm_mesa import Policy, make_policy, register_policy
+    from llm_mesa import Policy, PolicyCatalog, make_policy, register_policy
 
     @register_policy("follow", "always-invalid", "the majority of three")
     class Follow(Policy):
@@ -139,6 +139,7 @@ def test_a_registered_game_that_reports_invalid_games_trips_the_breaker_too(tmp_
 
     class AlwaysInvalid(tiny):
         name = "always-invalid"
+        policies = PolicyCatalog()  # its own policy, registered above, and no other
 
         def build(self, parameters, policy, seed):
             return tiny.build(self, parameters, make_policy(policy, self.name), seed)

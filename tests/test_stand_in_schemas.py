@@ -40,8 +40,9 @@ def small(game, parameters: dict) -> dict:
 def games_with_behaviours() -> list[tuple[str, str]]:
     pairs = []
     for name in game_names():
-        module = get_game(name).llm.behaviours
-        pairs += [(name, behaviour) for behaviour in (behaviours_of(module) if module else {})]
+        declared = get_game(name).llm.behaviours  # a module that registers them, or the behaviours as values
+        named = list(declared) if isinstance(declared, dict) else (behaviours_of(declared) if declared else {})
+        pairs += [(name, behaviour) for behaviour in named]
     return pairs
 
 
