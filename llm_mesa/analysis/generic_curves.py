@@ -13,6 +13,7 @@ how many played to the last round.
 from __future__ import annotations
 
 import math
+import textwrap
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -201,8 +202,9 @@ def draw_curves(curves: Mapping[str, Any], measure: str, scale: Scale, condition
     elif handles:
         figure.legend(list(handles.values()), list(handles), loc="outside lower center", ncol=min(len(handles), 4),
                       fontsize=7, frameon=False)
-    figure.suptitle(f"{title} per round: mean over the games (an ended game at its last state), 95% t band",
-                    fontsize=9)
+    words = f"{title} per round: mean over the games (an ended game at its last state), 95% t band"
+    chars = max(40, int(figure.get_figwidth() * 72 / 5.2))  # about 5.2 points a character at 9 pt: within the figure
+    figure.suptitle("\n".join(textwrap.wrap(words, chars)), fontsize=9)
     return svg_text(figure)
 
 
