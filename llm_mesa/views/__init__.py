@@ -17,13 +17,16 @@ improves on them by subclassing ``GameView`` and giving it in
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from llm_mesa.views import charts as view_charts
 from llm_mesa.views import controls as view_controls
+from llm_mesa.views.agent_state import STATE_ATTRIBUTE, names_of, state_of
 from llm_mesa.views.colours import NAMED_COLOURS, PALETTE
 from llm_mesa.views.controls import GENERAL, ControlError
 from llm_mesa.views.pictures import Fill, GridPicture, NetworkPicture, Picture, fill_of
@@ -38,6 +41,30 @@ if TYPE_CHECKING:
 
 #: the most agents' rows a tooltip carries details for (beyond it, the picture stays quick)
 DETAILS_UP_TO = 2000
+#: what one snapshot has read of a model already (its space, agents and their names): read once, not per piece
+_reading = threading.local()
+
+
+@contextlib.contextmanager
+def one_reading() -> Iterator[None]:
+    """Within the block, a model's space, agents and names are read once (a snapshot asks for them from its
+    picture, its panel and its banners; a 50 x 50 grid's agents cost milliseconds each time)."""
+    outer = getattr(_reading, "memo", None)
+    _reading.memo = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _reading.memo = outer
+
+
+def _remembered(kind: str, model: Any, read: Any) -> Any:
+    memo = getattr(_reading, "memo", None)
+    if memo is None:
+        return read()
+    key = (kind, id(model))
+    if key not in memo:
+        memo[key] = read()
+    return memo[key]
 
 
 @dataclass(frozen=True)
@@ -60,7 +87,8 @@ class Snapshot:
     picture: Picture | None
     banners: tuple[Banner, ...] = ()
     agents: int = 0  # how many agents the panel selects among (0: no panel)
-    selected: int = 0
+    selected: int = 0  # the selected agent's place among them (0..agents-1)
+    names: tuple = ()  # each agent's name in the game's tables (what the panel and tooltips call it)
     agent: Mapping[str, str] = field(default_factory=dict)
     messages: pd.DataFrame | None = None
     messages_title: str = "Messages"
@@ -76,12 +104,13 @@ class GameView:
     #: what the controls call the agents' policy
     policy_control = "policy"
     #: the agent attribute a page fills nodes and cells by (agents of Mesa's own examples keep theirs under
-    #: other names: a game's view subclass says ``state_attribute = "wealth"``)
-    state_attribute = "state"
+    #: other names: a game's view subclass says ``state_attribute = "wealth"``); read by ``agent_state.state_of``
+    state_attribute = STATE_ATTRIBUTE
 
     def __init__(self, game: Game) -> None:
         self.game = game
         self._policies: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._parameters: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # what each model was built with
 
     # --- words ------------------------------------------------------------------------
     @property
@@ -118,9 +147,14 @@ class GameView:
         checked = self.check(values)
         made = self.make_policy(checked, policy)
         parameters = {k: checked[k] for k in self.game.parameters.names if k in checked}
-        model = view_controls.reported(self.controls(), lambda: self.build(parameters, made, checked.get("seed", 1)))
+        model = view_controls.reported(self.controls(), lambda: self.build(parameters, made, checked.get("seed", 1)),
+                                       self.game.parameters)
         if not isinstance(made, str):
             self._policies[model] = made
+        try:
+            self._parameters[model] = parameters
+        except TypeError:  # a model that cannot be weakly referenced: its round limit is read from it instead
+            pass
         return model
 
     def build(self, parameters: Mapping[str, Any], policy: Any, seed: int) -> Model:
@@ -130,6 +164,12 @@ class GameView:
     def policy_of(self, model: Model) -> Any:
         """The LLM policy this view built ``model`` with, or None."""
         return self._policies.get(model)
+
+    def uses_llm(self, model: Model) -> bool:
+        """Do LLM agents play ``model`` (built by this view with an LLM policy, or any agent's policy an LLM's)?"""
+        if self.policy_of(model) is not None:
+            return True
+        return any(getattr(getattr(a, "policy", None), "is_async", False) for a in getattr(model, "agents", ()))
 
     # --- one round of a live model --------------------------------------------------------
     def round_number(self, model: Model) -> int:
@@ -142,9 +182,23 @@ class GameView:
             return max(len(collector.get_model_vars_dataframe()) - 1, 0)
         return 0
 
+    def round_limit(self, model: Model) -> int | None:
+        """The model's round limit: the value of the parameter the game marks ``round_limit`` (as the page built
+        the model, else the model's attribute of that name), or None when the game declares none."""
+        limit = next((p for p in self.game.parameters if p.round_limit), None)
+        if limit is None:
+            return None
+        built = self._parameters.get(model, {}) if _weakly(model) else {}
+        value = built.get(limit.name, getattr(model, limit.name, None))
+        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
     def round_label(self, model: Model) -> str:
-        """The page's round line: always "Round t", then what the game adds."""
-        return f"Round {self.round_number(model)}" + ("" if model.running else " (the game has ended)")
+        """The page's round line: "Round t of LIMIT", and why it ended once it has."""
+        t, limit = self.round_number(model), self.round_limit(model)
+        line = f"Round {t}" + (f" of {limit}" if limit is not None else "")
+        if model.running:
+            return line
+        return line + (" (ended: the round limit)" if limit is not None and t >= limit else " (ended)")
 
     def rounds(self, model: Model) -> pd.DataFrame:
         """The per-round table the charts are drawn from (round 0 the start), numbers as floats."""
@@ -158,13 +212,24 @@ class GameView:
                                         first=self.game.first_measure)
 
     def state_of(self, agent: Any) -> Any:
-        """What a page fills an agent's node or cell by: its ``state_attribute`` (None: no agent)."""
-        return getattr(agent, self.state_attribute, None) if agent is not None else None
+        """What a page fills an agent's node or cell by (None: no agent): ``agent_state.state_of``, the one
+        route every page reads a state by."""
+        return state_of(self, agent)
+
+    def names(self, model: Model) -> list[Any]:
+        """Each agent of ``agents(model)`` by its name in the game's tables (a network's node, else its
+        ``unique_id``): the number the panel, the tooltips and the agent's own observation use."""
+        def read() -> list[Any]:
+            space = _remembered("space", model, lambda: find_space(model))
+            nodes = list(space.G.nodes) if space is not None and hasattr(space, "G") else None
+            return names_of(model, self.agents(model), nodes)
+
+        return _remembered("names", model, read)
 
     def picture(self, model: Model) -> Picture | None:
         """The model's space at this round, each node or cell filled by its agents' ``state`` (as the game's
         ``state_scale`` says it is). None: the model keeps its agents in no Network or grid."""
-        space = find_space(model)
+        space = _remembered("space", model, lambda: find_space(model))
         if space is None:
             return None
         agents = self.agents(model)
@@ -172,10 +237,11 @@ class GameView:
         common = {"round_number": self.round_number(model), "scale": self.game.state_scale, "legend": legend,
                   "key": id(model)}
         if is_grid(space):
-            number = {id(a): i for i, a in enumerate(agents)}
+            names = self.names(model)
+            number = {id(a): names[i] for i, a in enumerate(agents)}
             picture = grid_picture(space, agents, self.state_of, common.pop("round_number"),
                                    details_of=lambda a: {"agent": number[id(a)], "policy": _policy_name(a)},
-                                   details_up_to=DETAILS_UP_TO, **common)
+                                   details_up_to=DETAILS_UP_TO, names=tuple(names), **common)
             return replace(picture, domain=self._domain(model, picture.fill()))
         from llm_mesa.views.layout import drawing_layout
 
@@ -212,7 +278,7 @@ class GameView:
     def agents(self, model: Model) -> list[Any]:
         """The agents a panel selects among, by number (the network's node order when there is one, else
         the model's agents in the order of their ids)."""
-        return space_agents(model, find_space(model))
+        return _remembered("agents", model, lambda: space_agents(model, _remembered("space", model, lambda: find_space(model))))
 
     def agent_rows(self, model: Model, index: int) -> dict[str, str]:
         """One agent's panel: its state, policy, place, neighbours, what it observes and its last decision,
@@ -222,7 +288,8 @@ class GameView:
         return agent_rows(self, model, index)
 
     def banners(self, model: Model) -> list[Banner]:
-        """The lines above the picture. Default: the end of the game, and failed LLM calls so far."""
+        """The lines above the picture. Default: failed LLM calls so far, a game without agents, and its end:
+        at its round limit (a warning: it was stopped), or by itself."""
         from llm_mesa.decisions import decision_fields, ledger_of
 
         out = []
@@ -232,8 +299,17 @@ class GameView:
         if failed:
             verdict = "; the game is invalid" if failed / decisions > ledger_of(model).failure_share else ""
             out.append(Banner("error", f"{failed} of {decisions} LLM decisions failed so far{verdict}", "llm-mesa-failures"))
+        if not self.agents(model):
+            out.append(Banner("warning", "No agents: the game was built without any (its parameters place nobody), "
+                                         "so its measures describe nobody. Change them and press Reset.",
+                              "llm-mesa-no-agents"))
         if not model.running:
-            out.append(Banner("done", f"The game ended at round {self.round_number(model)}.", "llm-mesa-ended"))
+            t, limit = self.round_number(model), self.round_limit(model)
+            if limit is not None and t >= limit:
+                out.append(Banner("warning", f"Stopped at round {t}, the round limit: the game had not ended by itself.",
+                                  "llm-mesa-ended"))
+            elif self.agents(model):
+                out.append(Banner("done", f"The game ended by itself at round {t}.", "llm-mesa-ended"))
         return out
 
     def messages(self, model: Model) -> pd.DataFrame | None:
@@ -241,13 +317,19 @@ class GameView:
         return None
 
     def snapshot(self, model: Model, selected: int = 0) -> Snapshot:
-        """Everything a page draws of ``model``'s current round."""
+        """Everything a page draws of ``model``'s current round (its agents read once for all of it)."""
+        with one_reading():
+            return self._snapshot(model, selected)
+
+    def _snapshot(self, model: Model, selected: int) -> Snapshot:
         count = len(self.agents(model))
         chosen = min(max(int(selected), 0), max(count - 1, 0))
+        rounds = self.rounds(model)
+        rounds.attrs["llm"] = self.uses_llm(model)  # a chart of failed LLM decisions says nothing without LLM agents
         return Snapshot(round_number=self.round_number(model), label=self.round_label(model), running=bool(model.running),
-                        rounds=self.rounds(model), picture=self.picture(model), banners=tuple(self.banners(model)),
+                        rounds=rounds, picture=self.picture(model), banners=tuple(self.banners(model)),
                         agents=count, selected=chosen, agent=self.agent_rows(model, chosen) if count else {},
-                        messages=self.messages(model))
+                        messages=self.messages(model), names=tuple(self.names(model)) if count else ())
 
     # --- recorded runs and sweeps ---------------------------------------------------------
     def recording(self, path: Any) -> Recording:
@@ -290,6 +372,15 @@ def _point(position: Any) -> tuple[float, float] | None:
     return x, y
 
 
+def _weakly(model: Any) -> bool:
+    """Can ``model`` key a weak dictionary (a Mesa model can; a stand-in object may not)?"""
+    try:
+        weakref.ref(model)
+    except TypeError:
+        return False
+    return True
+
+
 def _policy_name(agent: Any) -> str:
     policy = getattr(agent, "policy", None)
     if policy is None:
@@ -299,4 +390,4 @@ def _policy_name(agent: Any) -> str:
 
 
 __all__ = ["Banner", "ControlError", "DETAILS_UP_TO", "Fill", "GENERAL", "GameView", "GridPicture", "NAMED_COLOURS",
-           "NetworkPicture", "PALETTE", "Picture", "Snapshot", "fill_of", "find_network", "find_space", "view_of"]
+           "NetworkPicture", "PALETTE", "Picture", "Snapshot", "fill_of", "find_network", "find_space", "state_of", "view_of"]

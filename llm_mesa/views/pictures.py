@@ -95,8 +95,14 @@ class NetworkPicture:
     colours; ``domain``: the range a continuous fill spans (the view keeps it steady between
     rounds); ``ring``: an optional second category per node (drawn as its ring, e.g. a
     preference); ``flagged``: nodes drawn as squares (e.g. an agent whose neighbourhood
-    disagrees); ``marked``: nodes drawn as ringed diamonds (e.g. flippers); ``details``: each
-    node's tooltip rows; ``legend`` says what fill, ring, flagged and marked mean.
+    disagrees); ``marked``: nodes drawn inside a dashed black ring, whatever their shape (e.g.
+    flippers, or agents that changed colour); ``details``: each node's tooltip rows; ``legend``
+    says what fill, ring, flagged and marked mean, and (``bands``, ``groups``) what a link
+    between two agents of one state means; ``caption``: the title's words after "Round t:"
+    (default: the same-state groups, or the states held); ``chambers``: whether the map of
+    same-state groups (echo chambers) means something in this game (where a link between two
+    agents of one state is a conflict, a group of them is no chamber); ``names``: each node's
+    agent as the game's tables name it (default: the node).
     """
 
     graph: nx.Graph
@@ -112,9 +118,16 @@ class NetworkPicture:
     key: Any = None  # tells one game from another (a redraw when it changes)
     scale: Scale | None = None
     domain: tuple[float, float] | None = None
+    caption: str | None = None
+    chambers: bool = True
+    names: Sequence[Any] | None = None
 
     def fill(self) -> Fill:
         return self._fill
+
+    def name(self, index: int) -> Any:
+        """Node ``index``'s agent as the game's tables name it."""
+        return self.names[index] if self.names is not None else list(self.graph.nodes)[index]
 
     @cached_property
     def _fill(self) -> Fill:  # computed once per picture (a picture never changes)
@@ -129,8 +142,14 @@ class NetworkPicture:
     def categorical(self) -> bool:
         """Unordered categories, few of them: same-state groups (echo chambers) mean something."""
         fill = self.fill()
-        return (fill.kind == "categories" and fill.scale is not None and fill.scale.kind == "categorical"
-                and len(fill.colours) - (EMPTY_LABEL in fill.colours) <= MAX_CATEGORIES)
+        return (self.chambers and fill.kind == "categories" and fill.scale is not None
+                and fill.scale.kind == "categorical" and len(fill.colours) - (EMPTY_LABEL in fill.colours) <= MAX_CATEGORIES)
+
+    @cached_property
+    def same_state_links(self) -> bool:
+        """Do links between agents of one state mean something to draw (a band), chambers or not?"""
+        fill = self.fill()
+        return fill.kind == "categories" and (self.categorical or "bands" in self.legend)
 
 
 @dataclass(frozen=True)
@@ -143,7 +162,8 @@ class GridPicture:
     shifted half a cell, as the grid's neighbourhoods have it); ``state``: the fill of each cell
     (its agent's state; several agents: their mean, or their most common category; None: empty);
     ``agents``: the agents in each cell, as indices into the view's ``agents(model)``;
-    ``agent_states``: every placed agent's own state (a cell of several agents shows one fill).
+    ``agent_states``: every placed agent's own state (a cell of several agents shows one fill);
+    ``names``: each agent (by index) as the game's tables name it (default: its index).
     """
 
     shape: str
@@ -161,9 +181,14 @@ class GridPicture:
     legend: Mapping[str, str] = field(default_factory=dict)
     key: Any = None
     agent_states: Sequence[Any] = ()
+    names: Sequence[Any] | None = None
 
     def fill(self) -> Fill:
         return self._fill
+
+    def name(self, index: int) -> Any:
+        """Agent ``index`` as the game's tables name it."""
+        return self.names[index] if self.names is not None and index < len(self.names) else index
 
     @cached_property
     def _fill(self) -> Fill:

@@ -155,6 +155,7 @@ class ReplayedRun(Recording):
     policies: list[str] = field(default_factory=list)
     column: str = ""  # the agents table's column the state came from
     neighbours: dict[Any, list[Any]] = field(default_factory=dict)  # a grid's cells around each cell
+    names: list[Any] = field(default_factory=list)  # each agent as the game's tables name it
 
     @classmethod
     def play_again(cls, view: GameView, key: str, recorded: pd.DataFrame | None, parameters: Mapping[str, Any],
@@ -199,7 +200,7 @@ class ReplayedRun(Recording):
         if isinstance(base, GridPicture):
             policies = [policy] * len(view.agents(model))
         return cls(view, key, rounds, summary, note, pictures=_lighter(pictures), policies=policies,
-                   neighbours=_cells_around(model))
+                   neighbours=_cells_around(model), names=view.names(model))
 
     @classmethod
     def from_agents(cls, view: GameView, key: str, rounds: pd.DataFrame | None, agents: pd.DataFrame,
@@ -236,7 +237,7 @@ class ReplayedRun(Recording):
         domain = _widest(pictures.values())
         pictures = {r: replace(p, domain=domain) for r, p in pictures.items()}
         return cls(view, key, rounds, summary, note, pictures=pictures, fields=read.rows, policies=policies,
-                   column=read.column, neighbours=_cells_around(model))
+                   column=read.column, neighbours=_cells_around(model), names=view.names(model))
 
     def picture(self, round_number: int) -> Picture | None:
         return self.pictures.get(round_number)
@@ -245,7 +246,7 @@ class ReplayedRun(Recording):
         return len(self.policies) if self.pictures else 0
 
     def agent_rows(self, round_number: int, index: int) -> dict[str, str]:
-        from llm_mesa.views.agent_panel import words
+        from llm_mesa.views.agent_panel import recorded_rows, words
 
         picture = self.pictures.get(round_number)
         if picture is None or not 0 <= index < len(self.policies):
@@ -255,7 +256,7 @@ class ReplayedRun(Recording):
             at = next((c for c, members in zip(picture.coordinates, picture.agents) if index in members), None)
             fill = dict(zip(picture.coordinates, picture.state))
             own = recorded.get(self.column) if self.column else (fill.get(at) if at is not None else None)
-            rows = {"agent": str(index), "state": words(own), "policy": self.policies[index],
+            rows = {"agent": str(self.name(index)), "state": words(own), "policy": self.policies[index],
                     "cell": f"({at[0]}, {at[1]})" if at is not None else "-"}
             if at is not None:
                 around = [fill.get(c) for c in self.neighbours.get(at, [])]
@@ -264,10 +265,17 @@ class ReplayedRun(Recording):
             nodes = list(picture.graph.nodes)
             place = {v: i for i, v in enumerate(nodes)}
             around = [picture.state[place[v]] for v in picture.graph.neighbors(nodes[index]) if v in place]
-            rows = {"agent": str(index), "state": words(picture.state[index]), "policy": self.policies[index],
+            rows = {"agent": str(self.name(index)), "state": words(picture.state[index]), "policy": self.policies[index],
                     "neighbours hold": ", ".join(words(s, 40) for s in around[:40]) or "-"}
-        rows.update({k.replace("_", " "): words(v) for k, v in recorded.items() if k != self.column})
+        rows.update(recorded_rows(recorded, skip=(self.column,)))
         return rows
+
+    def name(self, index: int) -> Any:
+        """Agent ``index`` as the game's tables name it."""
+        return self.names[index] if index < len(self.names) else index
+
+    def snapshot(self, round_number: int, selected: int = 0) -> Snapshot:
+        return replace(super().snapshot(round_number, selected), names=tuple(self.names[: self.agent_count()]))
 
 
 def _lighter(pictures: dict[int, Picture], budget: int = 400_000) -> dict[int, Picture]:
