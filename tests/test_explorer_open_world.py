@@ -104,7 +104,8 @@ def test_a_sweep_browses_and_replays_its_games(view, tmp_path):
     sweep = SweepGames.open(out)
     assert sweep.game_name == EXTRA and sweep.conditions == ["n=8", "n=10"]
     table = view.sweep_table(sweep.games)
-    assert list(table["games"]) == [3, 3, 3, 3] and "share_a (mean)" in table.columns
+    assert list(table["games"]) == [3, 3, 3, 3] and "share_a" in table.columns
+    assert all(" ± " in cell for cell in table["share_a"])  # mean and SD in one column: the table fits the page
     seed = int(sweep.games.iloc[0]["seed"])
     recording = view.sweep_game(sweep, "n=10", "coin", seed)
     assert recording.note == "" and recording.snapshot(recording.last_round).picture is not None

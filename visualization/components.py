@@ -209,11 +209,12 @@ def checked(model_class: type, game: str | Game | GameView | None = None) -> typ
         tries = [{**values, control: parameters[control].default}] if control in parameters else []
         tries += [fixed, {}]  # the game's defaults with the fixed values (policy, seed), else the model's own
         for instead in tries:
+            vars(self).clear()  # nothing of the refused build stays (Mesa's Model wraps step() on the instance)
             try:
                 model_class.__init__(self, *args, **instead)
             except (LlmMesaError, ValueError):
                 continue
-            self.refused = (control, message, instead.get(control))
+            self.refused = (control, message, instead.get(control), values.get(control))
             return
         raise ControlError(control, message)
 
@@ -225,16 +226,17 @@ def checked(model_class: type, game: str | Game | GameView | None = None) -> typ
     return made
 
 
-def refusal_words(model: Any, specs: Mapping[str, Mapping[str, Any]]) -> tuple[str, str] | None:
-    """A refused Reset's control and its message with what the page plays instead, or None."""
+def refusal_words(model: Any, specs: Mapping[str, Mapping[str, Any]]) -> tuple[str, str, str] | None:
+    """A refused Reset's control, its message with what the page plays instead, and the few words its control's
+    label carries (``N (agents) ⚠ 2 refused: plays 36``); None when nothing was refused."""
     refused = getattr(model, "refused", None)
     if not refused:
         return None
-    control, message, instead = refused
+    control, message, instead, asked = refused
     label = specs.get(control, {}).get("label", control)
-    played = f"; the game shown plays {label} {instead}" if instead is not None and control in specs else \
-        "; the game shown plays the defaults"
-    return control, f"{message}{played}"
+    if instead is not None and control in specs:
+        return control, f"{message}; the game shown plays {label} {instead}", f"{label} ⚠ {asked} refused: plays {instead}"
+    return control, f"{message}; the game shown plays the defaults", f"{label} ⚠ refused: plays the defaults"
 
 
 def components(game: str | Game | GameView | None = None) -> list[Callable[[Any], Any]]:
@@ -253,9 +255,8 @@ def model_params(game: str | Game, *, model: Any = None, **fixed: Any) -> dict[s
     chosen = get_game(game) if isinstance(game, str) else game
     specs = chosen.parameters.controls()
     refused = refusal_words(model, specs) if model is not None else None
-    if refused is not None and refused[0] in specs:
-        control, words = refused
-        specs[control] = {**specs[control], "label": f"{specs[control].get('label', control)} ⚠ refused: {words}"}
+    if refused is not None and refused[0] in specs:  # beside the control, in a few words; the reason above the picture
+        specs[refused[0]] = {**specs[refused[0]], "label": refused[2]}
     return {**specs, **fixed}
 
 

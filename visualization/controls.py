@@ -167,7 +167,12 @@ def use_session(build: Callable[[dict[str, Any]], Any], specs: Mapping[str, Mapp
     def start():
         given, errors = query(router.search or "") if query is not None else ({}, {})
         values = {**initial_values(specs), **given}
-        return GameSession(build, values, errors), values
+        session = GameSession(build, values, errors)
+        if session.game is None and given:  # the link's values together make no game: the defaults play, the
+            refused = dict(session.errors)  # controls keep the link's values and say what is wrong beside them
+            session.reset(initial_values(specs))
+            session.errors = {**refused, **session.errors}
+        return session, values
 
     session, first = solara.use_memo(start, dependencies=[])
     values = solara.use_reactive(first)

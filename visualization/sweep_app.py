@@ -66,6 +66,8 @@ def distribution_spec(games: pd.DataFrame, measure: str, conditions: list[str], 
     pad = 0.04 * (high - low) if high > low else max(abs(high) * 0.1, 0.5)  # a point at the extreme stays inside
     x = {"field": "value", "type": "quantitative", "title": measure.replace("_", " "),
          "scale": {"domain": [low - pad, high + pad], "nice": False, "zero": False}}
+    if values and all(float(v).is_integer() for v in values):  # whole numbers (rounds, agents): whole ticks
+        x["axis"] = {"tickMinStep": 1, "format": "d"}
     size = max(30, min(90, 6000 // max(len(shown), 1)))
     return {
         "$schema": VEGA_LITE, "width": "container", "height": {"step": band},
@@ -178,8 +180,8 @@ def SweepBody(sweep: SweepGames):
     solara.Markdown(f"#### The {view.game.name} games per condition and policy")
     with solara.Div(classes=["llm-mesa-sweep-table"]):
         solara.DataFrame(shown_table(in_order(view.sweep_table(games), sweep)), items_per_page=20)
-        solara.Text(f"{NO_VALUE}: no value (an SD needs two games a cell; a mean, one game with the measure)",
-                    style={"font-size": "0.8em", "color": "#666"})
+        solara.Text(f"each measure: mean ± SD over a cell's games (a yes/no measure: the share of its games; one "
+                    f"game: its value); {NO_VALUE}: no value", style={"font-size": "0.8em", "color": "#666"})
     if measures:
         shown_conditions = [c for c in sweep.conditions if c in set(games["condition"])]
         shown_policies = [p for p in sweep.policies if p in set(games["policy"])]

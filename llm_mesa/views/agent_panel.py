@@ -117,7 +117,8 @@ def field_rows(heading: str, value: Any, repeated: Mapping[str, Any] | None = No
         return {heading: words(value)}
     repeated = repeated or {}
     return {f"{heading} · {name.replace('_', ' ')}": words(v) for name, v in inner.items()
-            if v is not None and not str(name).startswith("_") and not _same(repeated.get(name, _NOTHING), v)}
+            if v is not None and not (isinstance(v, str) and not v.strip()) and not str(name).startswith("_")
+            and not _same(repeated.get(name, _NOTHING), v)}
 
 
 _NOTHING = object()

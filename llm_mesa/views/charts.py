@@ -166,7 +166,7 @@ def chart_height(charts: int) -> int:
 
 def unchanged_spec(values: Mapping[str, float], heading: str) -> dict[str, Any]:
     """The measures that never changed, in one line each ("agents: 314"), where a flat line would say nothing."""
-    rows = [{"line": f"{name}: {value:g}", "i": i} for i, (name, value) in enumerate(values.items())]
+    rows = [{"line": f"{name}: {value:.4g}", "i": i} for i, (name, value) in enumerate(values.items())]
     return {"$schema": VEGA_LITE, "width": "container", "height": 15 * len(rows), "title": heading,
             "autosize": {"type": "fit-x", "contains": "padding"}, "data": {"values": rows}, "usermeta": EMBED,
             "mark": {"type": "text", "align": "left", "baseline": "top", "fontSize": 12},
@@ -241,17 +241,28 @@ def sweep_measures(games: pd.DataFrame) -> list[str]:
 
 
 def sweep_table(games: pd.DataFrame, measures: Sequence[str] | None = None) -> pd.DataFrame:
-    """One row per condition x policy: games, then each measure's mean (a yes/no: its share) and SD."""
+    """One row per condition x policy: games, then each measure in one column headed by its name, "mean ± SD"
+    (a yes/no: its share; one game: its mean alone), so that six measures fit the page's width (a mean and an
+    SD apart took twice as many columns and ran past its edge)."""
     if games.empty:
         return pd.DataFrame()
     measures = list(measures) if measures is not None else sweep_measures(games)[:6]
     grouped = games.groupby(["condition", "policy"], sort=False)
     table = pd.DataFrame({"games": grouped.size()})
     for column in measures:
-        table[f"{column} (mean)"] = grouped[column].apply(lambda s: s.astype(float).mean()).round(3)
-        if not pd.api.types.is_bool_dtype(games[column]):
-            table[f"{column} (sd)"] = grouped[column].apply(lambda s: s.astype(float).std(ddof=1)).round(3)
+        values = grouped[column].apply(lambda s: s.astype(float))
+        mean, sd = values.groupby(level=[0, 1], sort=False).mean(), values.groupby(level=[0, 1], sort=False).std(ddof=1)
+        spread = not pd.api.types.is_bool_dtype(games[column])
+        table[column] = [
+            _mean_sd(m, d if spread else None) for m, d in zip(mean.reindex(table.index), sd.reindex(table.index))]
     return table.reset_index()
+
+
+def _mean_sd(mean: float, sd: float | None) -> str | None:
+    """"4.33 ± 1.2", or the mean alone where there is no spread to give; None where there is no mean."""
+    if mean is None or pd.isna(mean):
+        return None
+    return f"{mean:.4g}" + (f" ± {sd:.2g}" if sd is not None and not pd.isna(sd) else "")
 
 
 def repetitions(games: pd.DataFrame) -> str:

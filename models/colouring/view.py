@@ -47,9 +47,6 @@ class ColouringView(GameView):
             specs[name] = {**specs[name], "when": {"topology": list(topologies)}}
         return specs
 
-    def round_label(self, model) -> str:
-        return f"Round {model.round} of {model.max_rounds}" + ("" if model.running else " (ended)")
-
     def picture(self, model) -> NetworkPicture | None:
         picture = super().picture(model)
         if picture is None:
@@ -63,8 +60,10 @@ class ColouringView(GameView):
         return replace(picture, flagged=flagged, marked=changed, legend=LEGEND, chambers=False, caption=caption)
 
     def charts(self, rounds, *, current_round=None, last_round=None, dash=None):
-        if rounds.attrs.get("llm") is False and "failed" in rounds.columns:  # no LLM: no failed LLM decisions to chart
-            rounds = rounds.drop(columns=["failed"])
+        hidden = ["solved"]  # the banner says whether, and when, the colouring is proper
+        if rounds.attrs.get("llm") is False:  # no LLM agent: no failed LLM decision to chart
+            hidden.append("failed")
+        rounds = rounds.drop(columns=[c for c in hidden if c in rounds.columns])
         return super().charts(rounds, current_round=current_round, last_round=last_round, dash=dash)
 
     def banners(self, model) -> list[Banner]:

@@ -36,7 +36,8 @@ COMPONENT = {"largest_component": "largest same-colour component"}
 LLM_TOKENS = {"prompt_tokens": "prompt tokens", "completion_tokens": "completion tokens"}
 LLM_FAILURES = {"failures": "failed decisions", "calls": "calls"}
 LEGEND = {"fill": "colour now", "ring": "preference", "flagged": "neighbourhood disagrees", "marked": "flippers",
-          "plain": "neighbourhood agrees", "groups": "same-colour groups"}
+          "plain": "neighbourhood agrees", "groups": "same-colour groups",
+          "bands": "links within a same-colour group (echo chambers)"}
 GAME_CONTROLS = ("topology", "ring_degree", "n", "preferences", "communication", "label", "update")
 
 
@@ -254,15 +255,12 @@ def agent_rows(model, node: int) -> dict[str, str]:
         "colour changes": str(agent.flips),
     }
     t = int(model.round)
-    if t > 0:
+    if t > 0 and decision is not None:  # what it chose, and what an LLM agent said of it (a rule says nothing more)
         said = decision_heading(t)
-        rows.update({
-            f"{said} · reason": decision.reason if decision and decision.reason else "-",
-            f"{said} · message": (f"to {decision.message_to}: " if decision and decision.message_to is not None else "")
-                                 + (decision.message if decision and decision.message else "-"),
-            f"{said} · diary": decision.diary if decision and decision.diary else (agent.diary or "-"),
-            f"{said} · failure": decision.failed if decision and decision.failed else "-",
-        })
+        message = (f"to {decision.message_to}: " if decision.message_to is not None else "") + (decision.message or "")
+        rows.update({f"{said} · {label}": str(value) for label, value in (
+            ("colour", decision.colour), ("reason", decision.reason), ("message", message if decision.message else ""),
+            ("diary", decision.diary or agent.diary), ("failure", decision.failed)) if value})
     if model.running:
         rows[observation_heading(t + 1)] = shorten(_observation(agent), 600)
     else:

@@ -56,9 +56,12 @@ def _area_spec(rows: list[dict[str, Any]], field: str, order: list[str], colours
         y["scale"] = {"domain": [0, y_max], "nice": False}
     scale = {"domain": order, "range": colours} if colours else {"domain": order, "scheme": "tableau20"}
     one_round = len({r["round"] for r in rows}) <= 1  # an area over one round has no width: a stacked bar shows it
+    x = round_axis(last_round)
+    if one_round:  # the bar whole, not half of it cut at the axis's start
+        x = {**x, "scale": {**x["scale"], "domain": [-0.5, max(int(last_round), 1)]}}
     layers: list[dict[str, Any]] = [{
         "mark": {"type": "bar", "width": 14} if one_round else {"type": "area", "interpolate": "linear"},
-        "encoding": {"x": round_axis(last_round), "y": y, "order": {"field": "order", "type": "quantitative"},
+        "encoding": {"x": x, "y": y, "order": {"field": "order", "type": "quantitative"},
                      "color": {"field": field, "type": "nominal", "title": field, "sort": order, "scale": scale,
                                "legend": {"orient": "bottom", "columns": 6, "symbolType": "square"}},
                      "tooltip": [{"field": "round"}, {"field": field}, {"field": "value", "title": y_title}]}}]
