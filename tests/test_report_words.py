@@ -64,3 +64,21 @@ def test_the_dry_run_counts_one_game_in_flight_in_the_singular():
     one = format_estimate(estimate, latency_s=1.0, games_in_flight=1, concurrency=4)
     assert "1 game in flight" in one and "1 games" not in one
     assert "2 games in flight" in format_estimate(estimate, latency_s=1.0, games_in_flight=2, concurrency=4)
+
+
+def test_a_per_round_title_stays_inside_its_figure_of_two_panels():
+    from llm_mesa.analysis.generic_curves import curves_figure
+    from llm_mesa.game_types import continuous
+
+    rows = [{"measure": "sim", "condition": c, "model": "m", "round": r, "mean": 0.5, "low": 0.4, "high": 0.6, "n": 3}
+            for c in ("a", "b") for r in range(5)]
+    curves = {"rows": rows, "series": [{"condition": c, "model": "m", "games": 3} for c in ("a", "b")]}
+    scale = continuous(0, 1, label="mean similarity of neighbours over the whole neighbourhood")
+    figure = curves_figure(curves, "sim", scale, ["a", "b"], ["m"])
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    title = figure._suptitle.get_window_extent(canvas.get_renderer())
+    assert figure.bbox.x0 <= title.x0 and title.x1 <= figure.bbox.x1  # cut at neither end
+    assert "95% t band" in figure._suptitle.get_text().replace("\n", " ")
