@@ -69,7 +69,7 @@ def test_the_picture_is_the_models_network_coloured_by_agent_state_and_steps(vie
         assert [r["value"] for r in values] == pytest.approx(list(collected))
     else:  # it has not moved: listed with its value, not drawn as a flat line
         lines = [r["line"] for r in charts["llm-mesa-chart-unchanged"]["data"]["values"]]
-        assert f"{label}: {collected.iloc[0]:g}" in lines
+        assert f"{label}: {collected.iloc[0]:.4g}" in lines
 
 
 def test_a_bad_build_names_its_control_and_compare_plays_two_policies_from_one_start(view):

@@ -262,3 +262,24 @@ def test_a_marked_node_keeps_its_shape_inside_a_ring_and_the_legend_counts_what_
     ring = next(layer for layer in spec["layer"] if layer.get("transform") == [{"filter": "datum.marked"}])
     assert ring["mark"]["filled"] is False and ring["encoding"]["shape"]["field"] == "shape"  # around, same shape
     assert "■ 3 in conflict · dashed black ring: 2 changed" in " ".join(spec["title"]["subtitle"])
+
+
+def test_a_game_without_a_declared_round_limit_never_claims_it_ended_by_itself():
+    view = view_of(get_game("wallet"))
+    model = live(view, seed=1)
+    while model.running:
+        model.step()
+    assert view.round_limit(model) is None and view.round_label(model).endswith("(ended)")
+    assert [(b.kind, b.text) for b in view.banners(model) if b.tag == "llm-mesa-ended"] == \
+        [("info", f"The game ended at round {view.round_number(model)}.")]
+
+
+def test_a_messages_table_shows_whole_numbers_as_whole_numbers():
+    import pandas as pd
+
+    from llm_mesa.visualization.panels import whole_numbers
+
+    frame = pd.DataFrame({"to": [11.0, float("nan")], "said": ["a", "b"], "x": [0.5, 1.0], "mixed": [3.0, "all"]})
+    shown = whole_numbers(frame)
+    assert shown["to"].tolist() == ["11", "–"] and shown["x"].tolist() == [0.5, 1.0]
+    assert shown["mixed"].tolist() == ["3", "all"]

@@ -75,12 +75,12 @@ def Charts(charts: Sequence[tuple[str, dict[str, Any]]]):
 
 def whole_numbers(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with its whole-number float columns as whole numbers: a recipient 11 reads "11", never "11.0" (a
-    column of numbers with gaps is read back as floats)."""
+    column of numbers with gaps is read back as floats); a gap reads "–"."""
     out = frame.copy()
     for column in out.columns:
         values = out[column]
         if pd.api.types.is_float_dtype(values) and values.dropna().map(float.is_integer).all():
-            out[column] = values.astype("Int64")
+            out[column] = values.map(lambda v: "–" if pd.isna(v) else str(int(v)))
         elif values.dtype == object:
             out[column] = values.map(lambda v: str(int(v)) if isinstance(v, float) and v.is_integer() else v)
     return out

@@ -289,7 +289,8 @@ class GameView:
 
     def banners(self, model: Model) -> list[Banner]:
         """The lines above the picture. Default: failed LLM calls so far, a game without agents, and its end:
-        at its round limit (a warning: it was stopped), or by itself."""
+        at its round limit (a warning: it was stopped), or by itself (done); a game that declares no round limit
+        (``Parameter(round_limit=True)``) only says that it ended."""
         from llm_mesa.decisions import decision_fields, ledger_of
 
         out = []
@@ -308,6 +309,8 @@ class GameView:
             if limit is not None and t >= limit:
                 out.append(Banner("warning", f"Stopped at round {t}, the round limit: the game had not ended by itself.",
                                   "llm-mesa-ended"))
+            elif limit is None:  # the game declares no round limit: whether it was stopped or ended, it cannot say
+                out.append(Banner("info", f"The game ended at round {t}.", "llm-mesa-ended"))
             elif self.agents(model):
                 out.append(Banner("done", f"The game ended by itself at round {t}.", "llm-mesa-ended"))
         return out
