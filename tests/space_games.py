@@ -249,7 +249,7 @@ class SegregateGame(_Game):
         Parameter("width", int, 12, "cells across", low=3, high=500),
         Parameter("height", int, 9, "cells down", low=3, high=500),
         Parameter("density", float, 0.7, "share of cells occupied at the start", low=0.05, high=0.95, step=0.05),
-        Parameter("max_rounds", int, 15, "round limit", low=1, high=10_000))
+        Parameter("max_rounds", int, 15, "round limit", low=1, high=10_000, round_limit=True))
     state_scale = categorical("A", "B", palette={"A": "#1b9e77", "B": "#d95f02"}, label="kind")
     measures = {"happy_share": share(label="share happy"), "moved": count(label="moved")}
 

@@ -1,7 +1,7 @@
 """The explorer's pages as a reviewer found them, fixed, in headless Chromium.
 
-* the naming page: the agent selector refuses a number beyond its agents (it used to show
-  the nearest one, silently); ``?n=7`` plays and shows 7 agents; the utterances table
+* the naming page: the agent selector refuses a name the game lacks (it used to show the
+  nearest one, silently); ``?n=7`` plays and shows agents 1..7; the utterances table
   shows the rows its footer says;
 * the consensus page: a policy mix in the README's form typed into the control plays;
 * the side-by-side page: the pictures and agent panels stay in line when one panel's
@@ -62,19 +62,19 @@ def test_the_naming_page_refuses_an_agent_it_lacks_plays_odd_n_and_shows_the_row
         assert "N (agents): 7" in page.locator(".llm-mesa-control-n").inner_text()
         assert page.locator(".llm-mesa-control-error").count() == 0
         select = page.locator(".llm-mesa-agent-select input").first
-        assert "Agent (0..6)" in page.locator(".llm-mesa-agent").inner_text()
+        assert "Agent (1..7)" in page.locator(".llm-mesa-agent").inner_text()  # named as the game's tables name them
         step(page)
         panel = page.locator(".llm-mesa-agent")
-        assert re.search(r"agent:\s*0\b", panel.inner_text())
-        select.fill("7")
+        assert re.search(r"agent:\s*1\b", panel.inner_text())
+        select.fill("8")
         select.press("Tab")
         page.locator(".llm-mesa-agent-error").wait_for(timeout=30_000)
-        assert "there is no agent 7: choose 0..6" in page.locator(".llm-mesa-agent-error").inner_text()
-        assert re.search(r"agent:\s*0\b", panel.inner_text())  # the agent shown stays
-        select.fill("6")
+        assert "there is no agent 8: choose 1..7" in page.locator(".llm-mesa-agent-error").inner_text()
+        assert re.search(r"agent:\s*1\b", panel.inner_text())  # the agent shown stays
+        select.fill("7")
         select.press("Tab")
         page.locator(".llm-mesa-agent-error").wait_for(state="detached", timeout=30_000)
-        panel_shows(page, r"agent:\s*6\b")
+        panel_shows(page, r"agent:\s*7\b")
         naming_page(page, url + "?n=24")
         step(page)
         table = page.locator(".llm-mesa-messages")

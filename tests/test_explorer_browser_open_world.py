@@ -115,8 +115,29 @@ def test_mesas_solaraviz_draws_llm_mesas_components_and_steps(tmp_path, local): 
         page.locator(".llm-mesa-component-charts .llm-mesa-chart-shares svg .mark-line path").first.wait_for(
             state="attached", timeout=30_000)
         assert "colour / preference:" in page.locator(".llm-mesa-component-agent").inner_text()
+        charts = page.locator(".llm-mesa-component-charts .llm-mesa-chart svg").evaluate_all(
+            "els => els.map(e => e.getBoundingClientRect().toJSON())")
+        assert len(charts) == 3 and all(c["height"] >= 150 for c in charts), charts  # plots, not 40 px slivers
+        cell = page.locator(".llm-mesa-component-charts").bounding_box()
+        first = page.locator(".llm-mesa-component-charts .role-title-text").first.bounding_box()
+        assert cell["y"] <= first["y"] and first["y"] + first["height"] <= cell["y"] + cell["height"]  # title shown
         no_traceback(page)
         shoot(page, "solaraviz.png")
+        # N at its slider's minimum (2, the parameter's declared bound) with a BA graph that needs N > 2: Reset
+        slider = page.locator(".v-input", has=page.get_by_text("N (agents)", exact=True)).first
+        slider.locator("[role=slider]").first.focus()
+        page.keyboard.press("Home")
+        page.get_by_role("button", name="Reset").click()
+        refused = page.locator(".llm-mesa-refused-n")
+        refused.wait_for(timeout=60_000)
+        assert "ba needs N > m=2" in refused.inner_text() and "“N (agents)”" in refused.inner_text()
+        assert "--n" not in refused.inner_text() and "plays N (agents) 36" in refused.inner_text()
+        assert "N (agents) ⚠ 2 refused: plays 36" in page.locator(".v-navigation-drawer").inner_text()  # beside it
+        wait_round(page, 0)
+        page.get_by_role("button", name="Step").first.click()  # the page stays live: the default game plays
+        wait_round(page, 1)
+        no_traceback(page)
+        shoot(page, "solaraviz-refused.png")
     finally:
         stop(process)
     text = log.read_text()

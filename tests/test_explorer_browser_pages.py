@@ -67,7 +67,8 @@ def test_side_by_side_panels_step_together_with_agent_panels_and_one_bubble_scal
         for panel in panels:
             page.wait_for_function(
                 f"() => document.querySelector('{panel} .llm-mesa-agent-select input').value === '7'", timeout=30_000)
-        assert "last reason:" in page.locator(".llm-mesa-panel-a .llm-mesa-agent").inner_text()
+        said = page.locator(".llm-mesa-panel-a .llm-mesa-agent").inner_text()
+        assert "decision in round 3 · reason:" in said and "observes for round 4:" in said  # each with its round
         shoot(page, "compare.png")
         for panel in panels:
             page.locator(panel).get_by_role("button", name="echo chambers").click()

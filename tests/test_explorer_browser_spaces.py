@@ -83,7 +83,10 @@ def test_a_continuous_state_has_a_legend_bar_readable_labels_and_a_slider_widene
         wait_picture(page, 1)
         shares = page.locator(".llm-mesa-chart-shares").inner_text()
         assert "failed" not in shares  # a count never on the shares' axis
-        page.locator(".llm-mesa-chart-failed svg .mark-line path").first.wait_for(state="attached", timeout=30_000)
+        # no failure yet: listed with its value under "Unchanged so far", not drawn as a flat line
+        page.locator(".llm-mesa-chart-unchanged svg text", has_text="failed decisions: 0").first.wait_for(
+            state="attached", timeout=30_000)
+        assert page.locator(".llm-mesa-chart-failed").count() == 0
         no_traceback(page)
         shoot(page, "continuous-state.png")
         wide = local.page()
@@ -110,8 +113,8 @@ def test_a_moore_grid_shows_every_cell_and_a_click_selects_the_agent_in_it(tmp_p
         x, y = occupied[7]
         page.wait_for_function(f"() => /cell:\\s*\\({x}, {y}\\)/.test(document.querySelector('.llm-mesa-agent').innerText)",
                                timeout=30_000)
-        chosen = page.locator(".llm-mesa-agent-select input").input_value()
-        assert view.agents(model)[int(chosen)].cell.coordinate == (x, y)
+        chosen = page.locator(".llm-mesa-agent-select input").input_value()  # the agent's name, as its tables give it
+        assert view.agents(model)[view.names(model).index(int(chosen))].cell.coordinate == (x, y)
         assert step(page) == 1
         page.wait_for_function("() => Array.from(document.querySelectorAll('.llm-mesa-grid-chart svg .role-title-text'))"
                                ".some(t => t.textContent.startsWith('Round 1:'))", timeout=60_000)
@@ -137,7 +140,7 @@ def test_a_model_with_no_space_is_charts_alone(tmp_path, local):  # noqa: F811
         open_page(page, url, ".llm-mesa-chart-richest svg .mark-line path")
         assert page.locator(".llm-mesa-network-chart, .llm-mesa-grid-chart").count() == 0
         assert step(page, 2) == 2
-        assert "observation · wealth:" in page.locator(".llm-mesa-agent").inner_text()
+        assert "observes for round 3 · wealth:" in page.locator(".llm-mesa-agent").inner_text()
         no_traceback(page)
         shoot(page, "no-space.png")
 

@@ -38,19 +38,23 @@ def test_the_naming_page_plays_the_n_its_link_gives_odd_ones_too():
     assert len(view.agents(model)) == 7
 
 
-def test_the_naming_agent_panel_numbers_agents_as_its_selector_and_utterances_do():
-    """"Agent (0..11)" at 0 showed agent 1 (Mesa's unique_id): the panel, partner and table count from 0."""
+def test_the_naming_agent_panel_numbers_agents_as_its_prompt_and_utterances_do():
+    """One numbering: the panel, the partner, the utterances and the selector name each agent as its prompt and
+    the game's tables do (Mesa's unique_id), where the panel used to count from 0 beside "in its prompt: agent 1"."""
     view = view_of(get_game("naming"))
     model = view.build_from({k: s.get("value") for k, s in view.controls().items()})
     model.step()
     players = view.agents(model)
+    names = view.names(model)
+    assert names == [a.unique_id for a in players] and view.snapshot(model).names == tuple(names)
+    partner = "decision in round 1 · partner"
     for index, agent in enumerate(players):
         rows = view.agent_rows(model, index)
-        assert rows["agent"] == str(index) and rows["in its prompt"] == f"agent {agent.unique_id}"
-        assert rows["partner"] == str(players.index(agent.partner))
-        assert view.agent_rows(model, int(rows["partner"]))["partner"] == str(index)  # partners name each other
+        assert rows["agent"] == str(agent.unique_id) and rows[partner] == str(agent.partner.unique_id)
+        back = view.agent_rows(model, names.index(int(rows[partner])))
+        assert back[partner] == str(agent.unique_id)  # partners name each other
     said = view.messages(model)
-    assert sorted(said["agent"]) == list(range(len(players)))
+    assert sorted(said["agent"]) == sorted(names)
 
 
 def test_the_consensus_policy_mix_takes_any_typed_mix_and_offers_its_usual_ones():

@@ -102,7 +102,8 @@ def test_llm_speakers_over_loopback_http_fill_the_outcome_chart_and_the_agent_pa
     assert model.totals.calls > 4 * 8  # one per utterance, plus the reminders
     assert requests == model.totals.calls + 1  # and the page asked the endpoint once before the game
     snapshot = VIEW.snapshot(model, selected=2)
-    assert snapshot.agent["last reply"] != "-" and snapshot.agent["decoded by"] in OUTCOMES
+    said = f"decision in round {snapshot.round_number} · "
+    assert snapshot.agent[said + "reply"] != "-" and snapshot.agent[said + "decoded by"] in OUTCOMES
     assert len(snapshot.messages) == 8 and snapshot.messages_title == "Utterances"
     assert any(b.tag == "llm-mesa-llm-totals" for b in snapshot.banners)
 

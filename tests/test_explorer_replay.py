@@ -180,8 +180,10 @@ def test_an_llm_game_replays_its_messages_and_decisions_without_calling_anyone(t
     decisions = game.transcript.loc[game.transcript["round"] > 0]
     moved = decisions.loc[decisions["reason"].fillna("").str.len() > 0].iloc[0]
     rows = game.snapshot(int(moved["round"]), selected=int(moved["agent"])).agent
-    assert rows["last reason"] == " ".join(str(moved["reason"]).split())[:800]
-    assert rows["diary"] == " ".join(str(moved["diary"]).split())[:800] != "-" and rows["chose"] == moved["colour"]
+    said = f"decision in round {int(moved['round'])} · "  # headed with the round it was made in
+    assert rows[said + "reason"] == " ".join(str(moved["reason"]).split())[:800]
+    assert rows[said + "diary"] == " ".join(str(moved["diary"]).split())[:800] != "-" and rows[said + "chose"] == moved["colour"]
     talked = decisions.loc[decisions["message"].fillna("").str.len() > 0].iloc[0]
     rows = game.snapshot(int(talked["round"]), selected=int(talked["agent"])).agent
-    assert rows["message"] == " ".join(str(talked["message"]).split())[:800] and rows["last reason"] == "-"
+    said = f"decision in round {int(talked['round'])} · "
+    assert rows[said + "message"] == " ".join(str(talked["message"]).split())[:800] and rows[said + "reason"] == "-"

@@ -68,8 +68,10 @@ def test_a_numeric_sweep_axis_is_drawn_as_numbers_and_constant_columns_are_named
     drawn = figures(page)
     assert "failed" not in drawn and "rounds" not in drawn
     titles = re.findall(r"<h3>([^<]+)</h3>", page)
-    assert titles[:2] == ["mean_contribution", "mean_contribution per round"]  # the headline, then its curves
-    assert {"full_share per round", "free_riders per round", "Constant in every game"} <= set(titles)
+    # the headline, then its curves, each headed with the label the game declares (never the column's name)
+    assert titles[:2] == ["mean contribution (coins)", "mean contribution (coins) per round"]
+    assert {"share contributing all per round", "free riders per round", "Constant in every game"} <= set(titles)
+    assert not any("_" in t for t in titles)
     assert "<caption>ours</caption>" not in page
     figure = axis_figure(report, "mean_contribution", report["axis"])
     ax = figure.axes[0]
@@ -153,7 +155,7 @@ def test_the_colouring_report_leaves_constant_columns_out_and_keeps_rounds_insid
     page = tmp_path / "r.html"
     assert main(["report", str(out), "--out", str(page)]) == 0
     drawn = figures(page.read_text())
-    assert {"n", "k"}.isdisjoint(drawn) and {"solved per round", "conflicts per round"} <= set(drawn)
+    assert {"n", "k"}.isdisjoint(drawn) and {"solved per round", "conflicting edges per round"} <= set(drawn)
     assert next(iter(drawn)).startswith("Solved within the round limit")  # the headline, beside the paper, first
     assert "n is 38" in page.read_text() and "Set by the condition" in page.read_text()
     assert get_game("colouring").measures["rounds"].bounds({"max_rounds": 40}) == (0.0, 40.0)

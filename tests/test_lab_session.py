@@ -148,6 +148,13 @@ def test_a_lab_replayed_from_the_command_line_writes_a_run_folder_viz_replay_ope
     recording = view_of(get_game("consensus")).recording(out)  # what llm-mesa viz --replay DIR opens
     assert recording.colours_at(1)[3] == "red" and recording.colours_at(1)[8] == "blue"
     assert recording.agent_rows(1, 3)["policy"] == "human"
+    # a person's seat in the replay: how long they took, or that they missed the deadline (no time then)
+    answered, missed = recording.agent_rows(1, 8), recording.agent_rows(2, 8)
+    assert float(answered["decision in round 1 · answered in (s)"]) < 1.0
+    assert answered["decision in round 1 · missed the deadline"] == "no"
+    assert missed["decision in round 2 · missed the deadline"].startswith("yes")
+    assert "decision in round 2 · answered in (s)" not in missed
+    assert not any(k.startswith("decision in") for k in recording.agent_rows(1, 0))  # a rule agent has no seat
 
 
 @pytest.mark.parametrize("argv, words", [

@@ -70,8 +70,12 @@ def test_step_plays_the_example_on_its_grid_and_the_charts_draw_its_datacollecto
     from llm_mesa.views.charts import series_title
 
     game = get_game(name)
-    drawn = {row["series"] for _, chart in view.charts(snapshot.rounds) for row in chart["data"]["values"]}
-    assert {series_title(c, game.scale_of(c, collected[c])) for c in collected.columns} <= drawn  # as each is declared
+    charts = dict(view.charts(snapshot.rounds))
+    drawn = {row["series"] for chart in charts.values() for row in chart["data"]["values"] if "series" in row}
+    unchanged = {row["line"].rsplit(":", 1)[0] for row in charts.get("llm-mesa-chart-unchanged", {"data": {"values": []}})
+                 ["data"]["values"]}  # a column that has not moved is listed, not drawn flat
+    assert {series_title(c, game.scale_of(c, collected[c])) for c in collected.columns} <= drawn | unchanged
+    assert not drawn & unchanged
 
 
 @pytest.mark.parametrize("name", [g for g in GAMES if g != "virus_on_network"])  # its rule draws: not one game

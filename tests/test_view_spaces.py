@@ -58,7 +58,8 @@ def test_a_moore_grid_is_drawn_cell_by_cell_with_its_empty_cells_and_its_agents_
     assert sum(c["fill"] is None for c in cells) == 12 * 9 - len(agents)  # empty cells drawn, not dropped
     for cell in cells:  # a click on a cell selects its agent: the datum names it
         if cell["agents"]:
-            assert agents[cell["agent"]].cell.coordinate == picture.coordinates[cell["cell"]]
+            assert agents[cell["index"]].cell.coordinate == picture.coordinates[cell["cell"]]
+            assert cell["agent"] == agents[cell["index"]].unique_id  # named as the game's tables name it
     fill = cells_layer(spec)["encoding"]["fill"]
     assert fill["scale"] == {"domain": ["A", "B", "empty"], "range": ["#1b9e77", "#d95f02", "#e8e8e8"]}
     assert "12 x 9 grid" in spec["title"]["subtitle"][0]
@@ -141,7 +142,7 @@ def test_a_cell_of_several_agents_shows_their_mean_and_their_number():
     assert len(inside) == 3 and picture.state[first] == pytest.approx(sum(a.state for a in inside) / 3)
     spec = grid_spec(picture)
     datum = spec["datasets"]["cells"][first]
-    assert datum["agents"] == 3 and datum["count"] == "3" and datum["their states"] == "1, 6, 11"
+    assert datum["agents"] == 3 and datum["count"] == "×3" and datum["their states"] == "1, 6, 11"
     assert sorted(picture.agent_states) == list(range(1, 12))
     assert combined(["a", "b", "b"]) == "b" and combined([None]) is None and combined([2, 4]) == 3
 

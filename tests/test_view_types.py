@@ -19,7 +19,7 @@ from llm_mesa import categorical, count, ordinal
 from llm_mesa.registry import get_game
 from llm_mesa.views import GameView, NetworkPicture, view_of
 from llm_mesa.views.agent_panel import fields_of, words
-from llm_mesa.views.charts import column_scales, numeric_rounds
+from llm_mesa.views.charts import column_scales, line_spec, numeric_rounds
 from llm_mesa.views.colours import DARK_INK, LIGHT_INK, category_colours, ink, luminance, ordinal_colours
 from llm_mesa.views.controls import initial_values
 from llm_mesa.visualization.network_chart import has_categories, network_spec
@@ -135,10 +135,14 @@ def test_counts_never_share_the_shares_axis_and_the_headline_leads():
     assert list(charts)[0] == "llm-mesa-chart-mean-contribution"  # the declared headline
     shares = {r["series"] for r in charts["llm-mesa-chart-shares"]["data"]["values"]}
     assert shares == {"share contributing all"}
-    assert "llm-mesa-chart-failed" in charts and "llm-mesa-chart-free-riders" in charts
+    assert "llm-mesa-chart-free-riders" in charts
     head = charts["llm-mesa-chart-mean-contribution"]["layer"][0]["encoding"]["y"]
     assert head["scale"]["domain"] == [0, 10]  # the declared range
-    failed = charts["llm-mesa-chart-failed"]["layer"][0]["encoding"]["y"]
+    # no failure in three rounds: no flat line, its value listed among what has not changed
+    assert "llm-mesa-chart-failed" not in charts
+    assert any(r["line"].endswith(": 0") and "fail" in r["line"] for r in charts["llm-mesa-chart-unchanged"]["data"]["values"])
+    failed = line_spec([{"round": r, "series": "failed", "value": 0.0} for r in range(4)], "failed", "failed",
+                       last_round=3, counts=True)["layer"][0]["encoding"]["y"]
     assert failed["scale"]["domain"] == [0, 1] and failed["axis"]["format"] == "d"  # nothing counted: 0..1, whole
 
 
@@ -191,19 +195,44 @@ def test_a_pages_own_range_stays_its_limit():
 
 def test_the_agent_panel_shows_the_observation_and_last_answer_field_by_field():
     view = view_of(get_game("colouring"))
-    model = live(view, rounds=1)
+    model = live(view, rounds=1, inertia=0.0)
     rows = view.agent_rows(model, 0)
     player = model.players[0]
     seen = player.observe()
-    assert rows["observation · colour"] == player.state
-    assert rows["observation · neighbour colours"] == ", ".join(seen.neighbour_colours)
-    assert rows["observation · neighbours"] == ", ".join(str(v) for v in seen.neighbours)
-    assert rows["last answer · colour"] == player.pending.colour
+    assert rows["observes for round 2 · colour"] == player.state  # round 1 played: what it sees for the next
+    assert rows["observes for round 2 · neighbour colours"] == ", ".join(seen.neighbour_colours)
+    assert rows["observes for round 2 · neighbours"] == ", ".join(str(v) for v in seen.neighbours)
+    assert rows["decision in round 1 · colour"] == player.pending.colour
     assert not any("View(" in v or "Move(" in v for v in rows.values())
     assert not any(key.endswith(("degrees", "conflicts")) for key in rows)  # fields that hold nothing: left out
+    assert not any(key.endswith((" · round", " · agent")) for key in rows)  # said once, in the heading and "agent"
+
+
+def test_the_agent_panel_numbers_agents_as_the_tables_and_rounds_as_the_page():
+    """Agent names are the game's (unique_id off a network), the panel's rounds follow the page's round line, and
+    once the game has ended the panel shows no observation of a round that will never be played."""
+    view = view_of(get_game("segregate"))
+    model = live(view, rounds=1, max_rounds=3, seed=2, policy="unhappy-moves")
+    names = view.names(model)
+    assert names == [a.unique_id for a in view.agents(model)] and names[0] != 0
+    rows = view.snapshot(model, selected=0).agent
+    assert rows["agent"] == str(names[0]) and view.round_label(model) == "Round 1 of 3"
+    assert "decision in round 1" in rows and any(k.startswith("observes for round 2 · ") for k in rows)
+    while model.running:
+        model.step()
+    assert model.round == 3  # still moving at its limit: stopped there
+    rows = view.snapshot(model, selected=0).agent
+    assert view.round_label(model).startswith("Round 3 of 3 (ended")
+    assert not any(k.startswith("observes for round") for k in rows) and rows["next round"].startswith("none")
+    assert [b.kind for b in view.banners(model) if b.tag == "llm-mesa-ended"] == ["warning"]  # stopped, not solved
+    settled = live(view, max_rounds=50, seed=2, policy="stay")  # nobody moves: it ends by itself after one round
+    settled.step()
+    assert not settled.running and view.round_label(settled) == "Round 1 of 50 (ended)"
+    assert [b.kind for b in view.banners(settled) if b.tag == "llm-mesa-ended"] == ["done"]
 
 
 @pytest.mark.parametrize(("value", "shown"), [
+    (((("C", "C"), 1.0), (("C", "D"), 0.0)), "C/C: 1, C/D: 0"), ((("D", 11.2), ("D", 9.0)), "(D, 11.2), (D, 9)"),
     ({"own": 0.5, "around": [0.25, 1.0]}, "own: 0.5; around: 0.25, 1"),
     ((1, 2, 3), "1, 2, 3"), (True, "yes"), (None, "-"), (2.0 / 3, "0.6667"), ([], "none"),
 ])
@@ -219,7 +248,7 @@ def test_structured_values_are_read_field_by_field():
     assert fields_of("text") is None and fields_of(3) is None
 
 
-def test_the_legend_counts_every_flagged_node_even_those_a_diamond_draws():
+def test_a_marked_node_keeps_its_shape_inside_a_ring_and_the_legend_counts_what_is_drawn():
     import networkx as nx
 
     graph = nx.path_graph(4)
@@ -227,6 +256,30 @@ def test_the_legend_counts_every_flagged_node_even_those_a_diamond_draws():
                              round_number=1, flagged=[True, True, True, False], marked=(0, 3),
                              legend={"flagged": "in conflict", "marked": "changed"}, scale=categorical("a", "b"))
     spec = network_spec(picture)
-    shapes = [n["shape"] for n in spec["datasets"]["nodes"]]
-    assert shapes == ["marked", "flagged", "flagged", "marked"]  # a flagged node that changed is drawn a diamond
-    assert "■ 3 in conflict (1 of them drawn ◆) · ◆ 2 changed" in " ".join(spec["title"]["subtitle"])
+    nodes = spec["datasets"]["nodes"]
+    assert [n["shape"] for n in nodes] == ["flagged", "flagged", "flagged", ""]  # every node in conflict a square
+    assert [n["marked"] for n in nodes] == [True, False, False, True]
+    ring = next(layer for layer in spec["layer"] if layer.get("transform") == [{"filter": "datum.marked"}])
+    assert ring["mark"]["filled"] is False and ring["encoding"]["shape"]["field"] == "shape"  # around, same shape
+    assert "■ 3 in conflict · dashed black ring: 2 changed" in " ".join(spec["title"]["subtitle"])
+
+
+def test_a_game_without_a_declared_round_limit_never_claims_it_ended_by_itself():
+    view = view_of(get_game("wallet"))
+    model = live(view, seed=1)
+    while model.running:
+        model.step()
+    assert view.round_limit(model) is None and view.round_label(model).endswith("(ended)")
+    assert [(b.kind, b.text) for b in view.banners(model) if b.tag == "llm-mesa-ended"] == \
+        [("info", f"The game ended at round {view.round_number(model)}.")]
+
+
+def test_a_messages_table_shows_whole_numbers_as_whole_numbers():
+    import pandas as pd
+
+    from llm_mesa.visualization.panels import whole_numbers
+
+    frame = pd.DataFrame({"to": [11.0, float("nan")], "said": ["a", "b"], "x": [0.5, 1.0], "mixed": [3.0, "all"]})
+    shown = whole_numbers(frame)
+    assert shown["to"].tolist() == ["11", "–"] and shown["x"].tolist() == [0.5, 1.0]
+    assert shown["mixed"].tolist() == ["3", "all"]

@@ -87,7 +87,7 @@ def PopulationPanel(view, model, selected: int, on_select, version: int, lock=No
         else:
             solara.Div()
         if snapshot.agents:
-            AgentPanel(snapshot.agents, snapshot.selected, dict(snapshot.agent), on_select)
+            AgentPanel(snapshot.agents, snapshot.selected, dict(snapshot.agent), on_select, names=snapshot.names)
         else:
             solara.Div()
         with solara.Column(gap="0px"):

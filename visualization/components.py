@@ -36,8 +36,9 @@ turns Solara's telemetry and install-check frames off (``offline``); run the pag
 
 from __future__ import annotations
 
+import inspect
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import solara
@@ -72,6 +73,7 @@ def use_offline_cache() -> str | None:
 OFFLINE_CACHE = use_offline_cache()
 selected_agent = solara.reactive(0)  # per visitor: Solara keeps a reactive value per session
 _views: dict[Any, GameView] = {}
+_checked: dict[Any, type] = {}  # one checked class per model class and game
 
 
 class _AnyGame(Game):
@@ -93,9 +95,9 @@ def view_for(model: Any, game: str | Game | GameView | None = None) -> GameView:
         return view_of(get_game(game))
     from llm_mesa.adapter.hooks import HOOKS
 
-    if model in HOOKS:  # a Mesa model played through the adapter: its class is Mesa's own, its game the hooks'
+    if not isinstance(model, type) and model in HOOKS:  # a Mesa model played through the adapter: its game's hooks
         return view_of(HOOKS[model].game)
-    kind = type(model)
+    kind = model if isinstance(model, type) else type(model)
     if kind not in _views:
         module = kind.__module__
         found = None
@@ -115,8 +117,8 @@ CELL = {"min-width": "0", "width": "100%", "height": "100%", "overflow": "auto",
         "flex-direction": "column", "flex-wrap": "nowrap"}
 #: banners in a cell take less of its height (smaller type, less padding)
 CELL_BANNERS = ".llm-mesa-component-network .v-alert { font-size: 0.82em; padding: 4px 10px; margin-bottom: 2px; }"
-#: the least height of one chart in a cell before the cell scrolls
-CHART_MIN_HEIGHT = 110
+#: the least height of one chart in a cell before the cell scrolls (its title, axes and a readable plot)
+CHART_MIN_HEIGHT = 160
 
 
 def network_component(game: str | Game | GameView | None = None, *, height: int | None = None) -> Callable[[Any], Any]:
@@ -132,6 +134,9 @@ def network_component(game: str | Game | GameView | None = None, *, height: int 
         with solara.Column(classes=["llm-mesa-component-network"], style=CELL, gap="4px"):
             solara.Style(CELL_BANNERS)
             solara.Text(view.round_label(model), classes=["llm-mesa-round"], style={"font-weight": "bold"})
+            refused = refusal_words(model, view.game.parameters.controls())
+            if refused is not None:
+                solara.Error(refused[1], dense=True, classes=["llm-mesa-control-error", f"llm-mesa-refused-{refused[0]}"])
             Banners(view.banners(model))
             if picture is not None:
                 NetworkPanel(picture, selected=selected_agent.value, on_select=selected_agent.set,
@@ -141,15 +146,20 @@ def network_component(game: str | Game | GameView | None = None, *, height: int 
 
 
 def charts_component(game: str | Game | GameView | None = None) -> Callable[[Any], Any]:
-    """The game's per-round charts of a model, for ``SolaraViz(components=...)``: they share the cell's height,
-    each in proportion to the height its spec asks for."""
+    """The game's per-round charts of a model, for ``SolaraViz(components=...)``: one column of them (two
+    columns from three charts on), sharing the cell's height, each as tall as its row."""
 
     def RoundCharts(model):
         view = view_for(model, game)
-        with solara.Column(classes=["llm-mesa-component-charts", "llm-mesa-plots"], style=CELL, gap="4px"):
-            for cls, spec in view.charts(view.rounds(model)):
-                share = spec["height"] if isinstance(spec.get("height"), (int, float)) else 160  # as tall as asked
-                with solara.Column(style={"flex": f"{share} 1 0", "min-height": f"{CHART_MIN_HEIGHT}px"}, gap="0px"):
+        rounds = view.rounds(model)
+        rounds.attrs["llm"] = view.uses_llm(model)
+        charts = view.charts(rounds)
+        columns = 1 if len(charts) <= 2 else 2  # a cell of Mesa's grid holds two rows of two charts, readable
+        grid = {**CELL, "display": "grid", "grid-template-columns": f"repeat({columns}, minmax(0, 1fr))",
+                "grid-auto-rows": f"minmax({CHART_MIN_HEIGHT}px, 1fr)", "gap": "6px"}
+        with solara.Div(classes=["llm-mesa-component-charts", "llm-mesa-plots"], style=grid):
+            for cls, spec in charts:
+                with solara.Column(style={"min-height": "0", "min-width": "0", "height": "100%"}, gap="0px"):
                     VegaChart(spec, classes=[cls], fill=True)
 
     return RoundCharts
@@ -164,9 +174,73 @@ def agent_component(game: str | Game | GameView | None = None) -> Callable[[Any]
         chosen = min(max(selected_agent.value, 0), max(count - 1, 0))
         with solara.Column(classes=["llm-mesa-component-agent"], style=CELL):
             if count:
-                AgentPanel(count, chosen, view.agent_rows(model, chosen), selected_agent.set)
+                AgentPanel(count, chosen, view.agent_rows(model, chosen), selected_agent.set, names=view.names(model))
 
     return Agent
+
+
+def checked(model_class: type, game: str | Game | GameView | None = None) -> type:
+    """``model_class`` whose construction never raises a game's refusal: what Mesa's SolaraViz Reset builds.
+
+    Mesa's Reset builds ``type(model)(**values)``; a combination of values the game refuses
+    (``N = 2`` with a Barabási-Albert graph that needs N > 2) used to replace the whole page
+    with a traceback. A model of this class builds instead with the refused control at its
+    default (else every control at its default), keeps the refusal as ``refused`` (the
+    control, the message in the page's words, the value played instead), and the page stays
+    live: ``model_params(..., model=model)`` writes the message beside the control and
+    ``network_component`` shows it above the picture. The class keeps ``model_class``'s name,
+    module and signature, so Mesa and ``view_for`` see the game's own model.
+    """
+    from llm_mesa.errors import LlmMesaError
+    from llm_mesa.views.controls import ControlError, blamed, page_words
+
+    view = view_for(model_class, game)
+    key = (model_class, view.game.name)
+    if key in _checked:
+        return _checked[key]
+    parameters = view.game.parameters
+    specs = parameters.controls()
+
+    def __init__(self, *args: Any, **values: Any) -> None:
+        try:
+            model_class.__init__(self, *args, **values)
+            self.refused = None
+            return
+        except (LlmMesaError, ValueError) as exc:
+            control = blamed(str(exc), specs, parameters)
+            message = page_words(str(exc), specs, parameters)
+        fixed = {k: v for k, v in values.items() if k not in parameters}
+        tries = [{**values, control: parameters[control].default}] if control in parameters else []
+        tries += [fixed, {}]  # the game's defaults with the fixed values (policy, seed), else the model's own
+        for instead in tries:
+            vars(self).clear()  # nothing of the refused build stays (Mesa's Model wraps step() on the instance)
+            try:
+                model_class.__init__(self, *args, **instead)
+            except (LlmMesaError, ValueError):
+                continue
+            self.refused = (control, message, instead.get(control), values.get(control))
+            return
+        raise ControlError(control, message)
+
+    __init__.__signature__ = inspect.signature(model_class.__init__)  # Mesa checks the model's own arguments
+    made = type(model_class.__name__, (model_class,), {"__init__": __init__, "__module__": model_class.__module__,
+                                                       "__doc__": model_class.__doc__})
+    made.__qualname__ = model_class.__qualname__
+    _checked[key] = made
+    return made
+
+
+def refusal_words(model: Any, specs: Mapping[str, Mapping[str, Any]]) -> tuple[str, str, str] | None:
+    """A refused Reset's control, its message with what the page plays instead, and the few words its control's
+    label carries (``N (agents) ⚠ 2 refused: plays 36``); None when nothing was refused."""
+    refused = getattr(model, "refused", None)
+    if not refused:
+        return None
+    control, message, instead, asked = refused
+    label = specs.get(control, {}).get("label", control)
+    if instead is not None and control in specs:
+        return control, f"{message}; the game shown plays {label} {instead}", f"{label} ⚠ {asked} refused: plays {instead}"
+    return control, f"{message}; the game shown plays the defaults", f"{label} ⚠ refused: plays the defaults"
 
 
 def components(game: str | Game | GameView | None = None) -> list[Callable[[Any], Any]]:
@@ -174,15 +248,21 @@ def components(game: str | Game | GameView | None = None) -> list[Callable[[Any]
     return [network_component(game), charts_component(game), agent_component(game)]
 
 
-def model_params(game: str | Game, **fixed: Any) -> dict[str, Any]:
+def model_params(game: str | Game, *, model: Any = None, **fixed: Any) -> dict[str, Any]:
     """Mesa ``model_params`` from the game's parameter definition, plus the model's other arguments given fixed.
 
-    Every parameter with a control becomes a Mesa input; ``fixed`` adds what the
-    model's class also takes (its policy, its seed), e.g. ``policy="voter", rng=1``.
+    Every parameter with a control becomes a Mesa input whose slider stays within the
+    parameter's declared bounds; ``fixed`` adds what the model's class also takes (its
+    policy, its seed), e.g. ``policy="voter", rng=1``. ``model``: the model shown (of a
+    ``checked`` class); a combination it refused is written beside the control at fault.
     """
     chosen = get_game(game) if isinstance(game, str) else game
-    return {**chosen.parameters.controls(), **fixed}
+    specs = chosen.parameters.controls()
+    refused = refusal_words(model, specs) if model is not None else None
+    if refused is not None and refused[0] in specs:  # beside the control, in a few words; the reason above the picture
+        specs[refused[0]] = {**specs[refused[0]], "label": refused[2]}
+    return {**specs, **fixed}
 
 
-__all__ = ["OFFLINE_CACHE", "agent_component", "charts_component", "components", "model_params", "network_component",
-           "selected_agent", "use_offline_cache", "view_for"]
+__all__ = ["OFFLINE_CACHE", "agent_component", "charts_component", "checked", "components", "model_params",
+           "network_component", "refusal_words", "selected_agent", "use_offline_cache", "view_for"]

@@ -76,14 +76,21 @@ def Control(name: str, spec: Mapping[str, Any], value: Any, on_value: Callable[[
 @solara.component
 def ControlPanel(specs: Mapping[str, Mapping[str, Any]], values: solara.Reactive[dict[str, Any]],
                  applied: Mapping[str, Any], errors: Mapping[str, str]):
-    """Every control of a page, in the order of ``specs``."""
+    """Every control of a page, in the order of ``specs``; a control whose ``when`` does not hold (e.g. a ring
+    degree ``{"topology": ["ws"]}`` beside another network) is not shown, unless it has an error to show. An error
+    about no control is said once, in the page (``ErrorNote``), never here as well."""
     with solara.Column(classes=["llm-mesa-controls"], gap="6px"):
         for name, spec in specs.items():
+            if not applies(spec, values.value) and not errors.get(name):
+                continue
             Control(name, spec, values.value.get(name, spec.get("value")),
                     lambda v, name=name: values.set({**values.value, name: v}),
                     applied=applied.get(name), error=errors.get(name))
-        if errors.get(GENERAL):
-            solara.Error(errors[GENERAL], dense=True, classes=["llm-mesa-control-error"])
+
+
+def applies(spec: Mapping[str, Any], values: Mapping[str, Any]) -> bool:
+    """Does a control matter for these values: every control its ``when`` names holds one of the listed values?"""
+    return all(values.get(other) in allowed for other, allowed in (spec.get("when") or {}).items())
 
 
 class GameSession:
@@ -160,7 +167,12 @@ def use_session(build: Callable[[dict[str, Any]], Any], specs: Mapping[str, Mapp
     def start():
         given, errors = query(router.search or "") if query is not None else ({}, {})
         values = {**initial_values(specs), **given}
-        return GameSession(build, values, errors), values
+        session = GameSession(build, values, errors)
+        if session.game is None and given:  # the link's values together make no game: the defaults play, the
+            refused = dict(session.errors)  # controls keep the link's values and say what is wrong beside them
+            session.reset(initial_values(specs))
+            session.errors = {**refused, **session.errors}
+        return session, values
 
     session, first = solara.use_memo(start, dependencies=[])
     values = solara.use_reactive(first)
@@ -170,14 +182,15 @@ def use_session(build: Callable[[dict[str, Any]], Any], specs: Mapping[str, Mapp
 
 @solara.component
 def GameButtons(session: GameSession, values: solara.Reactive[dict[str, Any]], version: solara.Reactive[int],
-                interval: float = 0.3):
+                interval: float = 0.3, settled: solara.Reactive[int] | None = None):
     """Reset, Step, Play/Pause: they act on this session's game only.
 
     The buttons read ``version`` themselves, so every change of the game (a Reset, a
     Step, each round of Play, an error) redraws them with its state: Step and Play
     are enabled exactly while the game runs. Passing only the reactive object, and not
     reading it, left them as they were drawn (disabled after Play to the end, still
-    enabled after a Reset or at the last round).
+    enabled after a Reset or at the last round). ``settled`` moves at a Reset and at a round that failed
+    (what the controls say changes then), never at a plain Step.
     """
     playing = solara.use_reactive(False)
     _ = version.value  # subscribe: redraw at every change of the game
@@ -187,16 +200,24 @@ def GameButtons(session: GameSession, values: solara.Reactive[dict[str, Any]], v
     def bump():
         version.set(version.value + 1)
 
+    def settle():
+        if settled is not None:
+            settled.set(settled.value + 1)
+
     def reset():
         playing.set(False)
         session.reset(values.value)
         bump()
+        settle()
 
     def step():
+        ok = False
         try:
-            session.step()
+            ok = session.step()
         finally:
             bump()
+            if not ok:
+                settle()
 
     def play_loop():
         while playing.value and session.running:
@@ -204,6 +225,7 @@ def GameButtons(session: GameSession, values: solara.Reactive[dict[str, Any]], v
             ok = session.step()
             bump()
             if not ok:
+                settle()
                 break
             time.sleep(max(0.0, interval - (time.monotonic() - started)))
         playing.set(False)
@@ -237,5 +259,5 @@ def page_view(name: str | None = None):
     return view_of(default_game(name or os.environ.get(GAME_ENV) or None))
 
 
-__all__ = ["Control", "ControlError", "ControlPanel", "ErrorNote", "GAME_ENV", "GENERAL", "GameButtons", "GameSession",
+__all__ = ["Control", "ControlError", "ControlPanel", "ErrorNote", "GAME_ENV", "GENERAL", "GameButtons", "GameSession", "applies",
            "initial_values", "page_view", "use_session"]

@@ -14,11 +14,12 @@ from __future__ import annotations
 from typing import Any
 
 from llm_mesa.views import GridPicture
+from llm_mesa.views.charts import EMBED
 from llm_mesa.views.colours import EMPTY
 from llm_mesa.views.pictures import label
 from llm_mesa.views.spaces import HEX_ROW
 
-from .network_chart import _base, _field, _short, fill_encoding, state_words
+from .network_chart import _base, _field, _short, fill_encoding, state_words, wrapped
 
 #: a pointy-top hexagon in Vega's unit square (-1..1): its width is 0.866 of the square's side
 HEXAGON = "M0,-1L0.866,-0.5L0.866,0.5L0,1L-0.866,0.5L-0.866,-0.5Z"
@@ -26,6 +27,8 @@ HEXAGON = "M0,-1L0.866,-0.5L0.866,0.5L0,1L-0.866,0.5L-0.866,-0.5Z"
 HEX_HALF_HEIGHT = 0.5773502691896258
 #: the largest and smallest cell drawn, in pixels
 MAX_CELL, MIN_CELL = 36, 3
+#: a grid of more cells than this is drawn on a canvas (Mesa's 50 x 50 prisoner's dilemma: 2,500 cells)
+CANVAS_ABOVE = 1200
 
 
 def cell_pixels(picture: GridPicture, width: int, height: int) -> int:
@@ -47,14 +50,19 @@ def grid_spec(picture: GridPicture, *, selected: int | None = None, width: int =
     y_domain = [min(ys) - half, max(ys) + half]
     plot_width = round((x_domain[1] - x_domain[0]) * size)
     plot_height = round((y_domain[1] - y_domain[0]) * size)
-    cells, detail_fields = [], []
+    labelled = size >= 14 and any(len(m) > 1 for m in picture.agents)  # head counts drawn on the cells
+    cells, detail_fields, chosen = [], [], None
     for i, (coordinate, (x, y), value, members) in enumerate(zip(picture.coordinates, picture.positions, picture.state,
                                                                  picture.agents)):
         row: dict[str, Any] = {"cell": i, "x": round(x, 4), "y": round(y, 4), "agents": len(members),
-                               "agent": members[0] if members else None, "members": list(members),
+                               "agent": picture.name(members[0]) if members else None,
+                               "index": members[0] if members else None,
                                "fill": (None if value is None else float(value)) if fill.numeric
-                               else (None if value is None else label(value)),
-                               "ink": fill.ink_of(value), "count": str(len(members)) if len(members) > 1 else ""}
+                               else (None if value is None else label(value))}
+        if labelled:  # only where counts are drawn: a 50 x 50 grid's spec stays small
+            row.update({"ink": fill.ink_of(value), "count": f"×{len(members)}" if len(members) > 1 else ""})
+        if selected is not None and selected in members:
+            chosen = i
         extra = picture.details[i] if picture.details is not None else {"cell": f"({coordinate[0]}, {coordinate[1]})"}
         for key, detail in extra.items():
             name = "coordinate" if key == "cell" else _field(key)
@@ -82,28 +90,32 @@ def grid_spec(picture: GridPicture, *, selected: int | None = None, width: int =
         {"name": "cells", "data": {"name": "cells"}, "transform": [{"filter": "datum.fill != null"}],
          "mark": mark, "encoding": {**xy, "fill": fill_encoding(fill, fill.title), "tooltip": tooltip}},
     ]
-    if size >= 14 and any(c["count"] for c in cells):  # several agents in a cell: their number on it
+    if labelled:  # several agents in a cell: their number on it
         layers.append({"data": {"name": "cells"}, "transform": [{"filter": "datum.count != ''"}],
                        "mark": {"type": "text", "fontSize": max(8, min(12, size // 2)), "baseline": "middle",
                                 "cursor": "pointer"},
                        "encoding": {**xy, "text": {"field": "count"}, "tooltip": tooltip,
                                     "color": {"field": "ink", "type": "nominal", "scale": None, "legend": None}}})
-    if selected is not None:
-        layers.append({"data": {"name": "cells"},
-                       "transform": [{"filter": f"indexof(datum.members, {int(selected)}) >= 0"}],
+    if chosen is not None:
+        layers.append({"data": {"name": "cells"}, "transform": [{"filter": f"datum.cell == {chosen}"}],
                        "mark": {"type": "point", "shape": shape, "filled": False, "stroke": "#ff7f0e",
                                 "strokeWidth": 3, "size": area * 1.6, "cursor": "pointer"},
                        "encoding": {**xy, "tooltip": tooltip}})
     kind = {"hex": "hexagonal grid", "square": "grid"}[picture.shape]
     torus = ", wrapping round (torus)" if picture.torus else ""
-    several = " · a cell with several agents: their mean state, their number on it" if fill.numeric and \
-        any(len(m) > 1 for m in picture.agents) else ""
+    several = any(len(m) > 1 for m in picture.agents)
+    mean = "their mean state" if fill.numeric else "their most common state"
+    lines = [f"{picture.dimensions[0]} x {picture.dimensions[1]} {kind}{torus} · {picture.occupied} of "
+             f"{len(picture.coordinates)} cells occupied (grey: empty) · fill: {fill.title}"]
+    if several:  # "x3" reads as a head count, never as a value of the fill's scale
+        lines.append(f"a cell of several agents shows {mean}; ×n: n agents there")
     agents = sum(len(m) for m in picture.agents)
-    title = {"text": f"Round {picture.round_number}: {state_words(fill, picture.agent_states, agents)}",
-             "subtitle": [f"{picture.dimensions[0]} x {picture.dimensions[1]} {kind}{torus} · {picture.occupied} of "
-                          f"{len(picture.coordinates)} cells occupied (grey: empty) · fill: {fill.title}{several}"]}
-    spec = _base(title, plot_width, plot_height, {"cells": cells})
+    heading = f"Round {picture.round_number}: {state_words(fill, picture.agent_states, agents)}"
+    title = {"text": wrapped([heading], max(36, plot_width // 7)), "subtitle": wrapped(lines, max(40, plot_width // 6))}
+    spec = _base(title, plot_width, plot_height, {"cells": cells}, legend_labels=list(fill.colours))
+    if len(cells) > CANVAS_ABOVE:  # thousands of cells: drawn on a canvas, several times quicker than as SVG paths
+        spec["usermeta"] = {"embedOptions": {**EMBED["embedOptions"], "renderer": "canvas"}}
     return {**spec, "layer": layers}
 
 
-__all__ = ["HEXAGON", "cell_pixels", "grid_spec"]
+__all__ = ["CANVAS_ABOVE", "HEXAGON", "cell_pixels", "grid_spec"]

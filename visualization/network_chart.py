@@ -22,6 +22,7 @@ Two views of one round:
 from __future__ import annotations
 
 import functools
+import textwrap
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,7 +37,9 @@ from llm_mesa.views.pictures import Fill, Picture, label
 
 #: links drawn at most: a dense graph (ER at N = 1,000 has 100,000) shows an even sample of them
 MAX_LINKS = 4000
-ROLE_SHAPES = {"": "circle", "flagged": "square", "marked": "diamond"}
+ROLE_SHAPES = {"": "circle", "flagged": "square"}
+#: a title's subtitle lines are wrapped at this many characters (the picture's narrowest column holds them)
+SUBTITLE_CHARS = 78
 
 
 @dataclass(frozen=True)
@@ -108,12 +111,26 @@ def _xy(points: list[Sequence[float]]) -> dict[str, Any]:
             "y": {"field": "y", "type": "quantitative", "scale": _scale([p[1] for p in points]), "axis": None}}
 
 
-def _base(title: Any, width: Any, height: int, datasets: dict[str, list]) -> dict[str, Any]:
+def wrapped(lines: Sequence[str], width: int = SUBTITLE_CHARS) -> list[str]:
+    """Subtitle lines broken between words at ``width`` characters: a line never runs past the picture's edge."""
+    return [part for line in lines for part in (textwrap.wrap(line, width, break_on_hyphens=False) or [""])]
+
+
+def legend_columns(labels: Sequence[Any], width: int = 560) -> int:
+    """As many legend columns as the longest label leaves room for in ``width`` pixels (1 to 4)."""
+    longest = max((len(str(t)) for t in labels), default=4)
+    return max(1, min(4, width // (longest * 7 + 36)))
+
+
+def _base(title: Any, width: Any, height: int, datasets: dict[str, list],
+          legend_labels: Sequence[Any] = ()) -> dict[str, Any]:
+    room = width if isinstance(width, int) else 560
     return {"$schema": VEGA_LITE, "width": width, "height": height, "title": title,
             "autosize": {"type": "fit-x", "contains": "padding"} if width == "container" else "pad",
             "datasets": datasets, "usermeta": EMBED,
-            "config": {"view": {"stroke": None}, "legend": {"orient": "bottom", "labelFontSize": 11, "columns": 4,
-                                                            "labelLimit": 260},
+            "config": {"view": {"stroke": None},
+                       "legend": {"orient": "bottom", "labelFontSize": 11, "columns": legend_columns(legend_labels, room),
+                                  "labelLimit": max(120, room - 60)},
                        "title": {"anchor": "start", "fontSize": 13}}}
 
 
@@ -162,29 +179,33 @@ def state_words(fill: Fill, state: Sequence[Any], agents: int, what: str = "agen
 
 def network_spec(picture: NetworkPicture, *, selected: int | None = None, width: Any = "container",
                  height: int = 460) -> dict[str, Any]:
-    """The whole network: fill = state, ring = the picture's ring, shape = flagged/marked; for categorical
-    states, bands draw each same-state group."""
+    """The whole network: fill = state, ring = the picture's ring, a square when flagged, a dashed black ring
+    around a marked node (it keeps its shape and number); links between agents of one state drawn as bands
+    where they mean something (same-state groups, or a game's own meaning, e.g. conflicts)."""
     graph, state = picture.graph, list(picture.state)
     nodes_order = list(graph.nodes)
+    names = list(picture.names) if picture.names is not None else nodes_order
     position = {v: i for i, v in enumerate(nodes_order)}
     n = len(nodes_order)
     fill = picture.fill()
-    categories = picture.categorical
+    categories = picture.categorical  # same-state groups mean something: the chamber map and group tooltips
+    bands = picture.same_state_links
     colour_scale = {"domain": list(fill.colours), "range": list(fill.colours.values())}
     style = NodeStyle.for_size(n)
     found = chambers(graph, [label(s) for s in state]) if categories else None
     marked = set(picture.marked)
     legend = picture.legend
-    labels = {"": legend.get("plain", "-"), "flagged": legend.get("flagged", "flagged"), "marked": legend.get("marked", "marked")}
+    labels = {"": legend.get("plain", "-"), "flagged": legend.get("flagged", "flagged")}
     detail_fields: list[str] = []
     nodes = []
     for i, v in enumerate(nodes_order):
         x, y = picture.layout[v]
-        role = "marked" if i in marked else ("flagged" if picture.flagged is not None and picture.flagged[i] else "")
+        shape = "flagged" if picture.flagged is not None and picture.flagged[i] else ""
         value = state[i]
-        row = {"agent": i, "x": round(float(x), 5), "y": round(float(y), 5),
+        row = {"agent": names[i], "index": i, "x": round(float(x), 5), "y": round(float(y), 5),
                "fill": (None if value is None else float(value)) if fill.numeric else label(value),
-               "role": labels[role], "shape": role}
+               "role": labels[shape] + (f" · {legend.get('marked', 'marked')}" if i in marked else ""),
+               "shape": shape, "marked": i in marked}
         if style.labels:  # the ink of a node's number (drawn at small N only)
             row["ink"] = fill.ink_of(value)
         if found is not None:
@@ -203,9 +224,9 @@ def network_spec(picture: NetworkPicture, *, selected: int | None = None, width:
     links = []
     for u, v in shown:
         (x0, y0), (x1, y1) = picture.layout[u], picture.layout[v]
-        same = categories and label(state[position[u]]) == label(state[position[v]])
+        same = bands and label(state[position[u]]) == label(state[position[v]])
         links.append({"x": round(float(x0), 5), "y": round(float(y0), 5), "x2": round(float(x1), 5),
-                      "y2": round(float(y1), 5), "same": same or not categories,
+                      "y2": round(float(y1), 5), "same": same or not bands,
                       "fill": label(state[position[u]]) if same else "mixed"})
     xy = _xy([picture.layout[v] for v in nodes_order])
     ends = {"x2": {"field": "x2"}, "y2": {"field": "y2"}}
@@ -215,33 +236,38 @@ def network_spec(picture: NetworkPicture, *, selected: int | None = None, width:
                *({"field": f} for f in dict.fromkeys(["role", *(["group", "group size"] if categories else []),
                                                       *detail_fields]))]
     flagged = sum(r["shape"] == "flagged" for r in nodes)
-    sample = "" if len(shown) == len(edges) else f" · {len(shown):,} of {len(edges):,} links drawn"
+    sample = f"{len(shown):,} of {len(edges):,} links drawn" if len(shown) != len(edges) else ""
     keys = [f"fill: {fill_title}"] + ([f"ring: {legend.get('ring', 'ring')}"] if picture.ring else [])
-    bands = " · bands: links within a group (echo chambers)" if categories else ""
-    empty = " · grey: no agent" if fill.numeric and any(s is None for s in state) else ""
-    subtitle = [" · ".join(keys) + bands + empty + sample]
-    if picture.flagged is not None or marked:
-        every = sum(bool(f) for f in picture.flagged) if picture.flagged is not None else flagged
-        both = f" ({every - flagged} of them drawn ◆)" if every > flagged else ""  # a diamond hides the square
-        subtitle.append(f"■ {every} {labels['flagged']}{both} · ◆ {len(marked)} {labels['marked']} (black ring)")
-    if found is not None:
+    if bands:
+        keys.append("bands: " + legend.get("bands", "links within a same-state group (echo chambers)"))
+    if fill.numeric and any(s is None for s in state):
+        keys.append("grey: no agent")
+    lines = [" · ".join(keys + ([sample] if sample else []))]
+    roles = [f"■ {flagged} {labels['flagged']}"] if picture.flagged is not None else []
+    if marked or "marked" in legend:
+        roles.append(f"dashed black ring: {len(marked)} {legend.get('marked', 'marked')}")
+    if roles:
+        lines.append(" · ".join(roles))
+    if picture.caption is not None:
+        words = picture.caption
+    elif found is not None:
         words = f"{len(found.members)} {legend.get('groups', 'same-state groups')}, largest {found.largest} of {n}"
     else:
         words = state_words(fill, state, n)
-    title = {"text": f"Round {picture.round_number}: {words}", "subtitle": subtitle}
+    title = {"text": f"Round {picture.round_number}: {words}", "subtitle": wrapped(lines)}
     present = [s for s in ROLE_SHAPES if any(r["shape"] == s for r in nodes)]
     ring_words = f" (ring: {legend['ring']})" if picture.ring and legend.get("ring") else ""
     fill_legend = fill_encoding(fill, fill_title + ring_words)
     node_mark = {"type": "point", "filled": True, "size": style.size, "strokeWidth": style.ring if picture.ring else 0.5,
                  "opacity": 1, "cursor": "pointer"}
+    shape = {"field": "shape", "type": "nominal", "legend": None,
+             "scale": {"domain": present, "range": [ROLE_SHAPES[s] for s in present]}}
     node_encoding = {**xy, "fill": fill_legend,
                      "stroke": ({"field": "ring", "type": "nominal", "scale": colour_scale, "legend": None}
                                 if picture.ring is not None and not fill.numeric else {"value": "white"}),
-                     "shape": {"field": "shape", "type": "nominal", "legend": None,
-                               "scale": {"domain": present, "range": [ROLE_SHAPES[s] for s in present]}},
-                     "tooltip": tooltip}
+                     "shape": shape, "tooltip": tooltip}
     layers: list[dict[str, Any]] = []
-    if categories:
+    if bands:
         layers.append({"data": {"name": "edges"}, "transform": [{"filter": "datum.same"}],
                        "mark": {"type": "rule", "strokeWidth": style.band, "opacity": 0.22, "strokeCap": "round"},
                        "encoding": {**xy, **ends, "color": {**fill_encoding(fill, "", legend=False)}}})
@@ -255,13 +281,13 @@ def network_spec(picture: NetworkPicture, *, selected: int | None = None, width:
                        "encoding": {k: v for k, v in node_encoding.items() if k not in ("fill", "stroke")}})
     layers += [
         {"name": "nodes", "data": {"name": "nodes"}, "mark": node_mark, "encoding": node_encoding},
-        {"data": {"name": "nodes"}, "transform": [{"filter": "datum.shape == 'marked'"}],
-         "mark": {"type": "point", "shape": "diamond", "filled": False, "stroke": "black", "strokeWidth": 1.6,
-                  "size": style.size * 2.8, "strokeDash": [3, 2], "cursor": "pointer"},
-         "encoding": {**xy, "tooltip": tooltip}},
+        {"data": {"name": "nodes"}, "transform": [{"filter": "datum.marked"}],  # a ring around: the number stays readable
+         "mark": {"type": "point", "filled": False, "stroke": "black", "strokeWidth": 1.4, "size": style.size * 2.6,
+                  "strokeDash": [3, 2], "cursor": "pointer"},
+         "encoding": {**xy, "shape": shape, "tooltip": tooltip}},
     ]
     if selected is not None and 0 <= selected < n:
-        layers.append({"data": {"name": "nodes"}, "transform": [{"filter": f"datum.agent == {int(selected)}"}],
+        layers.append({"data": {"name": "nodes"}, "transform": [{"filter": f"datum.index == {int(selected)}"}],
                        "mark": {"type": "point", "shape": "circle", "filled": False, "stroke": "#ff7f0e",
                                 "strokeWidth": 3, "size": max(style.size * 4, 160), "cursor": "pointer"},
                        "encoding": {**xy, "tooltip": tooltip}})
@@ -271,7 +297,8 @@ def network_spec(picture: NetworkPicture, *, selected: int | None = None, width:
                                 "baseline": "middle", "cursor": "pointer"},
                        "encoding": {**xy, "text": {"field": "agent"}, "tooltip": tooltip,
                                     "color": {"field": "ink", "type": "nominal", "scale": None, "legend": None}}})
-    return {**_base(title, width, height, {"nodes": nodes, "edges": links}), "layer": layers}
+    return {**_base(title, width, height, {"nodes": nodes, "edges": links}, legend_labels=list(fill.colours)),
+            "layer": layers}
 
 
 def chamber_spec(picture: NetworkPicture, *, width: Any = "container", height: int = 460) -> dict[str, Any]:
@@ -283,6 +310,7 @@ def chamber_spec(picture: NetworkPicture, *, width: Any = "container", height: i
     found = chambers(graph, state)
     marked = set(picture.marked)
     flagged = picture.flagged or [False] * n
+    names = list(picture.names) if picture.names is not None else nodes_order
     legend = picture.legend
     bubbles = []
     for k, members in enumerate(found.members):
@@ -291,7 +319,7 @@ def chamber_spec(picture: NetworkPicture, *, width: Any = "container", height: i
         bubbles.append({"group": k + 1, "x": sum(xs) / len(xs), "y": sum(ys) / len(ys), "state": found.states[k],
                         "members": len(members), "marked": sum(i in marked for i in members),
                         "flagged": sum(bool(flagged[i]) for i in members),
-                        "agents": _short(", ".join(map(str, members)), 80)})
+                        "agents": _short(", ".join(str(names[i]) for i in members), 80)})
     _spread(bubbles, [picture.layout[v] for v in nodes_order], n)
     centre = {b["group"] - 1: (b["x"], b["y"]) for b in bubbles}
     lines = [{"x": centre[a][0], "y": centre[a][1], "x2": centre[b][0], "y2": centre[b][1], "crossing": count,

@@ -16,7 +16,7 @@ from llm_mesa.views import Banner, GridPicture, Picture
 
 from .grid_chart import grid_spec
 from .network_chart import chamber_spec, has_categories, network_spec
-from .vega_widget import VegaChart
+from .vega_widget import Drawn, VegaChart, steady
 
 VIEWS = ("network", "echo chambers")
 _SHOW = {"done": solara.Success, "warning": solara.Warning, "info": solara.Info, "error": solara.Error}
@@ -51,11 +51,11 @@ def NetworkPanel(picture: Picture, selected: int | None = None,
     grid = isinstance(picture, GridPicture)
 
     def clicked(datum):
-        if on_select is not None and isinstance(datum, dict) and datum.get("agent") is not None:
-            on_select(int(datum["agent"]))
+        if on_select is not None and isinstance(datum, dict) and datum.get("index") is not None:
+            on_select(int(datum["index"]))  # the agent's place among the selectable ones (its name is "agent")
 
     shown = view if view in views else VIEWS[0]
-    spec = solara.use_memo(lambda: spec_of(picture, shown, selected, height),
+    spec = solara.use_memo(lambda: Drawn(steady(spec_of(picture, shown, selected, height))),  # text: see Drawn
                            dependencies=[picture.key, picture.round_number, shown, selected, height,
                                          tuple(picture.state), picture.details is None, picture.domain,
                                          tuple(picture.agents) if grid else None])

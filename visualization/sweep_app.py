@@ -57,10 +57,17 @@ def distribution_spec(games: pd.DataFrame, measure: str, conditions: list[str], 
     band = max(24, 18 * len(policies))
     y = {"field": "condition", "type": "nominal", "title": None, "sort": conditions,
          "axis": {"labelLimit": 280, "labelFontSize": 11}}
-    offset = {"type": "quantitative", "scale": {"domain": [0, max(len(policies), 1)], "range": [0, band]}}
+    # lanes inset from the row's edges: no point sits on an axis or on the next row's line
+    offset = {"type": "quantitative", "scale": {"domain": [0, max(len(policies), 1)], "range": [4, band - 4]}}
     colour = {"field": "policy", "type": "nominal", "sort": policies,
               "legend": {"orient": "bottom", "title": "policy", "columns": 3, "labelLimit": 0, "symbolLimit": 0}}
-    x = {"field": "value", "type": "quantitative", "title": measure.replace("_", " ")}
+    values = [r["value"] for r in rows]
+    low, high = (min(values), max(values)) if values else (0.0, 1.0)
+    pad = 0.04 * (high - low) if high > low else max(abs(high) * 0.1, 0.5)  # a point at the extreme stays inside
+    x = {"field": "value", "type": "quantitative", "title": measure.replace("_", " "),
+         "scale": {"domain": [low - pad, high + pad], "nice": False, "zero": False}}
+    if values and all(float(v).is_integer() for v in values):  # whole numbers (rounds, agents): whole ticks
+        x["axis"] = {"tickMinStep": 1, "format": "d"}
     size = max(30, min(90, 6000 // max(len(shown), 1)))
     return {
         "$schema": VEGA_LITE, "width": "container", "height": {"step": band},
@@ -87,7 +94,11 @@ def distribution_spec(games: pd.DataFrame, measure: str, conditions: list[str], 
 
 #: the filters' chosen values scroll within a few lines: 30 conditions never fill the sidebar
 FILTERS_CSS = (".llm-mesa-sweep-filters .v-select__selections { max-height: 7.5em; overflow-y: auto; }"
-               ".llm-mesa-sweep-table td { white-space: nowrap; }")
+               ".llm-mesa-sweep-table td, .llm-mesa-sweep-table th { white-space: nowrap; }"
+               # a wide table scrolls inside the page's column, never past its right edge
+               ".llm-mesa-sweep-table, .llm-mesa-sweep-games { max-width: 100%; overflow-x: auto; }"
+               ".llm-mesa-sweep-table .v-data-table__wrapper, .llm-mesa-sweep-games .v-data-table__wrapper "
+               "{ overflow-x: auto; }")
 #: what a cell shows where its table has no number (an SD of one game, a mean of none)
 NO_VALUE = "–"
 
@@ -169,15 +180,16 @@ def SweepBody(sweep: SweepGames):
     solara.Markdown(f"#### The {view.game.name} games per condition and policy")
     with solara.Div(classes=["llm-mesa-sweep-table"]):
         solara.DataFrame(shown_table(in_order(view.sweep_table(games), sweep)), items_per_page=20)
-        solara.Text(f"{NO_VALUE}: no value (an SD needs two games a cell; a mean, one game with the measure)",
-                    style={"font-size": "0.8em", "color": "#666"})
+        solara.Text(f"each measure: mean ± SD over a cell's games (a yes/no measure: the share of its games; one "
+                    f"game: its value); {NO_VALUE}: no value", style={"font-size": "0.8em", "color": "#666"})
     if measures:
         shown_conditions = [c for c in sweep.conditions if c in set(games["condition"])]
         shown_policies = [p for p in sweep.policies if p in set(games["policy"])]
         VegaChart(distribution_spec(games, measure if measure in measures else measures[0], shown_conditions,
                                     shown_policies), classes=["llm-mesa-sweep-distribution"], on_click=clicked)
     with solara.Details("The games", expand=False):
-        solara.DataFrame(games, items_per_page=10)
+        with solara.Div(classes=["llm-mesa-sweep-games"]):
+            solara.DataFrame(games, items_per_page=10)
     solara.Markdown("#### Replay one game")
     current = min(chosen, len(labels) - 1)
     solara.Select("Game", values=labels, value=labels[current], on_value=lambda v: set_chosen(labels.index(v)),

@@ -38,7 +38,8 @@ def new_figure(width: float = 6.4, height: float = 3.6, rows: int = 1, cols: int
 def facets(count: int, cols: int = 3, width: float = 3.3, height: float = 2.6, **kwargs: Any):
     """A figure of ``count`` small multiples (``cols`` a row), and its axes as a flat list of ``count``.
 
-    The grid's spare cells are switched off, so no empty axes are drawn.
+    The grid's spare cells are switched off, so no empty axes are drawn; with a shared x axis, the lowest
+    drawn panel of each column keeps its tick labels (a panel above a switched-off cell is a column's last).
     """
     cols = max(1, min(cols, count))
     rows = -(-count // cols)
@@ -46,6 +47,9 @@ def facets(count: int, cols: int = 3, width: float = 3.3, height: float = 2.6, *
     axes = [ax for row in grid for ax in row]
     for ax in axes[count:]:
         ax.axis("off")
+    for column in range(cols):
+        lowest = max(i for i in range(column, count, cols))
+        axes[lowest].xaxis.set_tick_params(which="both", labelbottom=True)
     return figure, axes[:count]
 
 

@@ -290,6 +290,12 @@ def headline_table(games: pd.DataFrame) -> str:
     return "games and means per condition and policy:\n" + table.to_string()
 
 
+def measure_title(report: Mapping[str, Any], measure: str) -> str:
+    """What a heading calls a measure: the label the game declares, with its unit, else its column's words."""
+    words = (report.get("measures") or {}).get(measure) or {}
+    return (words.get("label") or measure.replace("_", " ")) + (f" ({words['unit']})" if words.get("unit") else "")
+
+
 def report_panels(sweep: Any, report: Mapping[str, Any]) -> list[Any]:
     """The headline measure, its per-round curves and every other measure's, then each other summary measure
     (each figure beside its table), then the columns that hold one value in every game, named."""
@@ -308,10 +314,11 @@ def report_panels(sweep: Any, report: Mapping[str, Any]) -> list[Any]:
         along = f", along {report['axis']['parameter']}" if report.get("axis") else ", per condition and model"
 
         def panel(measure: str = measure, kind: str = kind, heading: str = heading, along: str = along) -> Panel:
-            return Panel(measure, draw_measure(report, measure), summary_frame(report, measure).reset_index(),
-                         caption=f"{measure}: {kind}{along}", table_title=heading)
+            named = measure_title(report, measure)
+            return Panel(named, draw_measure(report, measure), summary_frame(report, measure).reset_index(),
+                         caption=f"{named} (column {measure}): {kind}{along}", table_title=heading)
 
-        summary_panels.append(drawn(measure, panel))
+        summary_panels.append(drawn(measure_title(report, measure), panel))
     curve_panels = []
     curves = report.get("curves") or {}
     for measure in curves.get("measures") or []:
@@ -322,17 +329,18 @@ def report_panels(sweep: Any, report: Mapping[str, Any]) -> list[Any]:
             scale = (game.measures.get(measure) if game is not None else None) or scale
 
         def curve(measure: str = measure, scale: Scale = scale) -> Panel:
-            return Panel(f"{measure} per round", draw_curves(curves, measure, scale, report["conditions"],
-                                                             report["models"]),
+            named = measure_title(report, measure)
+            return Panel(f"{named} per round", draw_curves(curves, measure, scale, report["conditions"],
+                                                           report["models"]),
                          curve_table(curves, measure, report["conditions"], report["models"]),
-                         caption=f"{measure} per round: the mean over a cell's games each round, its 95% t band "
+                         caption=f"{named} per round (column {measure}): the mean over a cell's games each round, its 95% t band "
                                  "within the measure's range; a game that ended holds its last state"
                                  + (" (this column counts a round's events: 0 after a game's end)"
                                     if measure in (curves.get("events") or []) else "")
                                  + "; dotted where fewer than half the cell's games are still playing",
                          table_title="games, and the measure at the start and at each game's end")
 
-        curve_panels.append(drawn(f"{measure} per round", curve))
+        curve_panels.append(drawn(f"{measure_title(report, measure)} per round", curve))
     headline = report.get("headline")
     lead = [p for p, m in zip(summary_panels, measures) if m == headline]
     panels = [*lead, *curve_panels, *[p for p, m in zip(summary_panels, measures) if m != headline]]
@@ -356,5 +364,5 @@ def report_panels(sweep: Any, report: Mapping[str, Any]) -> list[Any]:
 
 
 __all__ = ["analyze", "condition_columns", "condition_parameters", "constant_columns", "constant_words", "fixed_words",
-           "format_report", "headline_table", "measure_columns", "numeric_axis", "report_panels", "scale_of", "summaries",
-           "summary_frame"]
+           "format_report", "headline_table", "measure_columns", "measure_title", "numeric_axis", "report_panels",
+           "scale_of", "summaries", "summary_frame"]

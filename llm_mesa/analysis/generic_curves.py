@@ -13,6 +13,7 @@ how many played to the last round.
 from __future__ import annotations
 
 import math
+import textwrap
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -156,8 +157,16 @@ def curve_table(curves: Mapping[str, Any], measure: str, conditions: Sequence[st
 
 def draw_curves(curves: Mapping[str, Any], measure: str, scale: Scale, conditions: Sequence[str],
                 models: Sequence[str]) -> str:
-    """Small multiples, one per condition: each model's mean per round (line) and 95 % t band."""
-    from llm_mesa.analysis.figures import COLOURS, facets, legend_outside, svg_text
+    """Small multiples, one per condition: each model's mean per round (line) and 95 % t band (SVG text)."""
+    from llm_mesa.analysis.figures import svg_text
+
+    return svg_text(curves_figure(curves, measure, scale, conditions, models))
+
+
+def curves_figure(curves: Mapping[str, Any], measure: str, scale: Scale, conditions: Sequence[str],
+                  models: Sequence[str]):
+    """``draw_curves``'s figure, its title wrapped within the figure's width (two panels are narrow)."""
+    from llm_mesa.analysis.figures import COLOURS, facets, legend_outside
 
     rows = pd.DataFrame([r for r in curves["rows"] if r["measure"] == measure])
     shown = [c for c in conditions if c in set(rows["condition"])][:MAX_FACETS]
@@ -201,9 +210,10 @@ def draw_curves(curves: Mapping[str, Any], measure: str, scale: Scale, condition
     elif handles:
         figure.legend(list(handles.values()), list(handles), loc="outside lower center", ncol=min(len(handles), 4),
                       fontsize=7, frameon=False)
-    figure.suptitle(f"{title} per round: mean over the games (an ended game at its last state), 95% t band",
-                    fontsize=9)
-    return svg_text(figure)
+    words = f"{title} per round: mean over the games (an ended game at its last state), 95% t band"
+    chars = max(40, int(figure.get_figwidth() * 72 / 5.2))  # about 5.2 points a character at 9 pt: within the figure
+    figure.suptitle("\n".join(textwrap.wrap(words, chars)), fontsize=9)
+    return figure
 
 
-__all__ = ["MAX_FACETS", "curve_table", "draw_curves", "per_round"]
+__all__ = ["MAX_FACETS", "curve_table", "curves_figure", "draw_curves", "per_round"]

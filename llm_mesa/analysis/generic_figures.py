@@ -27,6 +27,12 @@ def _title(report: Mapping[str, Any], measure: str) -> str:
     return label + (f" ({words['unit']})" if words.get("unit") else "")
 
 
+def _axis_words(report: Mapping[str, Any], measure: str, share: bool) -> str:
+    """An axis names the measure, then what its points are: "happy agents: mean per game (95% t interval)"."""
+    return _title(report, measure) + (": share of games (95% Wilson interval)" if share
+                                      else ": mean per game (95% t interval)")
+
+
 def draw_measure(report: Mapping[str, Any], measure: str) -> str:
     """One measure's figure: along the sweep's numeric axis when it has one, else one row per condition."""
     axis = report.get("axis")
@@ -42,8 +48,7 @@ def draw_measure(report: Mapping[str, Any], measure: str) -> str:
     figure, ax = new_figure(6.4, max(1.6, 0.35 * len(conditions) + 1.0))
     values = [x for v in series.values() for point in v.values() for x in point if x is not None]
     colours = {m: COLOURS[i % len(COLOURS)] for i, m in enumerate(report["models"])}
-    interval_points(ax, conditions, series, xlabel=("share (95% Wilson interval)" if share
-                                                     else "mean (95% t interval)"),
+    interval_points(ax, conditions, series, xlabel=_axis_words(report, measure, share),
                     limits=(-0.02, 1.02) if share else None, colours=colours)
     if not share and values:
         span = max(values) - min(values) or max(abs(max(values)), 1.0)
@@ -92,7 +97,7 @@ def axis_figure(report: Mapping[str, Any], measure: str, axis: Mapping[str, Any]
     kind = ((report.get("measures") or {}).get(measure) or {}).get("kind")
     if key == "share" or kind == "share":
         ax.set_ylim(-0.03, 1.03)
-    ax.set_ylabel("share (95% Wilson interval)" if key == "share" else "mean (95% t interval)", fontsize=8)
+    ax.set_ylabel(_axis_words(report, measure, key == "share"), fontsize=8)
     ax.grid(alpha=0.3)
     ax.set_title(_title(report, measure), fontsize=10)
     if len(order) > 1:

@@ -51,14 +51,28 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _seeds(grid: dict[str, Any]) -> str:
+    """The sweep's seeds in words: how many, then which ("1 seed: 0", "30 seeds: 0-29")."""
     seeds = grid.get("seeds")
     if isinstance(seeds, dict):
         counts = sorted({len(v) for v in seeds.values()})
         return f"derived per condition ({'/'.join(map(str, counts))} each)"
     if isinstance(seeds, list) and seeds:
         contiguous = seeds == list(range(seeds[0], seeds[0] + len(seeds)))
-        return f"{seeds[0]}-{seeds[-1]}" if contiguous and len(seeds) > 2 else ",".join(map(str, seeds))
+        which = f"{seeds[0]}-{seeds[-1]}" if contiguous and len(seeds) > 2 else ", ".join(map(str, seeds))
+        return f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''}: {which}"
     return "?"
+
+
+def _planned(grid: dict[str, Any], manifest: dict[str, Any]) -> int | None:
+    """Games the sweep planned for one policy: its conditions times their seeds (the manifest's total counts
+    every policy's)."""
+    seeds, conditions = grid.get("seeds"), grid.get("conditions") or {}
+    if isinstance(seeds, dict):
+        return sum(len(v) for v in seeds.values()) or None
+    if isinstance(seeds, list) and conditions:
+        return len(conditions) * len(seeds)
+    total, policies = manifest.get("games_total"), len(grid.get("policies") or {}) or 1
+    return total // policies if isinstance(total, int) else None
 
 
 def _store_hashes(path: Path) -> list[str]:
@@ -108,7 +122,7 @@ def manifest_summary(sweep: SweepData) -> pd.DataFrame:
                 "prompt_mode": endpoint.get("prompt_mode", "") if endpoint else "",
                 "prompt_template_hashes": ", ".join(hashes),
                 "conditions": len(grid.get("conditions") or {}), "seeds": _seeds(grid),
-                "games": len(mine), "games_planned": manifest.get("games_total"),
+                "games (played of planned)": f"{len(mine)} of {_planned(grid, manifest) or '?'}",
                 "prompt_tokens": _sum(mine, "prompt_tokens"), "completion_tokens": _sum(mine, "completion_tokens"),
                 "cost": _sum(mine, "cost"),
                 "failed_decisions": failed_decisions(mine) if {"failed_decisions", "failures"} & set(mine.columns)

@@ -114,7 +114,8 @@ def format_estimate(estimate: SweepEstimate, *, latency_s: float, games_in_fligh
         f"completion tokens: {bound}{estimate.completion_tokens:,}",
         "cost: " + ("unknown; give --price PROMPT,COMPLETION (per 1M tokens)" if estimate.cost is None
                     else f"{bound}{estimate.cost:,.2f} (at the given price per 1M tokens)"),
-        f"time: about {_duration(estimate.time_s)} at {latency_s:g} s a call, {games_in_flight} games in flight, "
+        f"time: about {_duration(estimate.time_s)} at {latency_s:g} s a call, {games_in_flight} "
+        f"game{'s' if games_in_flight != 1 else ''} in flight, "
         f"concurrency {concurrency}" + (f" (starts at {AUTO_START} and grows to what the server takes: a lower bound)"
                                         if concurrency == "auto" else ""),
     ]

@@ -94,13 +94,26 @@ class SweepResult:
     policies: list[str]
 
     def headline(self) -> str:
-        """The table a sweep ends with: the game's own headline, else games and means per cell."""
-        own = declared.headline(self.game, self.results, self.conditions, self.policies)
+        """The closing table, its rows in the grid's order of conditions and policies (``traits=2, 5, 15`` as
+        listed, as ``analyze`` and ``report`` order them; never as text sorts them)."""
+        games = self.in_grid_order()
+        own = declared.headline(self.game, games, self.conditions, self.policies)
         if own is not None:
             return own
         from llm_mesa.analysis.generic import headline_table
 
-        return headline_table(self.results)
+        return headline_table(games)
+
+    def in_grid_order(self) -> pd.DataFrame:
+        """The results, their rows ordered by the grid's conditions, then policies (seeds as they came)."""
+        frame = self.results
+        if frame.empty or not {"condition", "policy"} <= set(frame.columns):
+            return frame
+        rank = {c: i for i, c in enumerate(self.conditions)}
+        lane = {p: i for i, p in enumerate(self.policies)}
+        order = frame["condition"].astype(str).map(rank).fillna(len(rank)) * (len(lane) + 1) \
+            + frame["policy"].astype(str).map(lane).fillna(len(lane))
+        return frame.iloc[order.argsort(kind="stable")].reset_index(drop=True)
 
 
 Progress = Callable[[int, int, dict[str, Any]], None]

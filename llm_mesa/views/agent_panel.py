@@ -1,9 +1,14 @@
-"""One agent's panel for any game: its state, policy, place, neighbours, what it observes and its last answer.
+"""One agent's panel for any game: its state, policy, place, neighbours, its last decision and what it sees next.
 
+The agent is called by its name in the game's tables (``GameView.names``), the number its
+own observation and prompt use. At "Round t" the panel shows the decision the agent made
+in round t and what it observes for round t + 1 (nothing once the game has ended), each
+headed with its round, so that the page's round, the panel and the observation agree.
 An observation or a decision is shown field by field (a dataclass, a mapping, a named
-tuple, a plain object's attributes), each value in words: sequences joined, numbers
-short, nothing a reader has to decode from a Python repr such as
-``View(agent=0, round=1, colour='red', ...)``. Fields that hold nothing are left out.
+tuple, a plain object's attributes), each value in words: sequences joined, pairs kept
+together ("C/D: 0"), numbers short, nothing a reader has to decode from a Python repr
+such as ``View(agent=0, round=1, colour='red', ...)``. Fields that hold nothing, and
+fields that repeat the heading (the observation's own agent and round), are left out.
 """
 
 from __future__ import annotations
@@ -18,10 +23,21 @@ from llm_mesa.views.spaces import neighbour_states
 if TYPE_CHECKING:
     from llm_mesa.views import GameView
 
-#: what a field's row is headed with: "observation · colour", "last answer · reason"
-OBSERVATION, ANSWER = "observation", "last answer"
 #: most items of a sequence shown in one row
 MAX_ITEMS = 40
+#: the columns a lab adds to a run's per-agent tables, in a reader's words
+RECORDED_WORDS = {"response_s": "answered in (s)", "timeout": "missed the deadline", "label": "decided by",
+                  "seat": "seat"}
+
+
+def decision_heading(round_number: int) -> str:
+    """What the decision an agent made in ``round_number`` is headed with."""
+    return f"decision in round {round_number}"
+
+
+def observation_heading(round_number: int) -> str:
+    """What an agent's observation for its decision in ``round_number`` is headed with."""
+    return f"observes for round {round_number}"
 
 
 def fields_of(value: Any) -> dict[str, Any] | None:
@@ -46,7 +62,12 @@ def fields_of(value: Any) -> dict[str, Any] | None:
 def words(value: Any, limit: int = 400) -> str:
     """One value as a reader reads it: a sequence joined by commas, a mapping as "key: value" pairs,
     a structured value by its fields, a number short."""
-    if value is None or value == "":
+    if hasattr(value, "item") and not isinstance(value, (list, tuple)):  # a numpy or pandas scalar: its Python value
+        try:
+            value = value.item()
+        except (TypeError, ValueError):
+            pass
+    if value is None or value == "" or (isinstance(value, float) and value != value):
         return "-"
     if isinstance(value, bool):
         return "yes" if value else "no"
@@ -54,7 +75,9 @@ def words(value: Any, limit: int = 400) -> str:
         return f"{value:.4g}"
     if isinstance(value, (list, tuple, set, frozenset)) and not hasattr(value, "_asdict"):
         items = list(value)
-        shown = ", ".join(words(v, 60) for v in items[:MAX_ITEMS])
+        if _is_table(items):  # ((C, C), 1), ((C, D), 0): a lookup table, "C/C: 1, C/D: 0"
+            return shorten(", ".join(f"{_key(k)}: {words(v, 40)}" for k, v in items[:MAX_ITEMS]), limit)
+        shown = ", ".join(_item(v) for v in items[:MAX_ITEMS])
         more = f" … ({len(items)} in all)" if len(items) > MAX_ITEMS else ""
         return shorten((shown or "none") + more, limit)
     inner = fields_of(value)
@@ -63,31 +86,67 @@ def words(value: Any, limit: int = 400) -> str:
     return shorten(value, limit)
 
 
-def field_rows(heading: str, value: Any) -> dict[str, str]:
-    """``value``'s fields as rows "HEADING · FIELD" (its one row "HEADING" when it has no fields)."""
+def _is_table(items: list[Any]) -> bool:
+    """Pairs whose first items are distinct keys, at least one of them a pair itself: a lookup table."""
+    if not items or not all(isinstance(i, tuple) and len(i) == 2 for i in items):
+        return False
+    keys = [i[0] for i in items]
+    try:
+        distinct = len(set(keys)) == len(keys)
+    except TypeError:
+        return False
+    return distinct and any(isinstance(k, tuple) for k in keys)
+
+
+def _key(key: Any) -> str:
+    return "/".join(words(k, 20) for k in key) if isinstance(key, tuple) else words(key, 20)
+
+
+def _item(value: Any) -> str:
+    """One item of a sequence: a nested sequence kept whole, in parentheses ("(D, 11.2)")."""
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_asdict"):
+        return "(" + ", ".join(words(v, 30) for v in value) + ")"
+    return words(value, 60)
+
+
+def field_rows(heading: str, value: Any, repeated: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """``value``'s fields as rows "HEADING · FIELD" (its one row "HEADING" when it has no fields); a field whose
+    value is in ``repeated`` under its name (what the heading already says) is left out."""
     inner = fields_of(value)
     if inner is None:
         return {heading: words(value)}
+    repeated = repeated or {}
     return {f"{heading} · {name.replace('_', ' ')}": words(v) for name, v in inner.items()
-            if v is not None and not str(name).startswith("_")}
+            if v is not None and not (isinstance(v, str) and not v.strip()) and not str(name).startswith("_")
+            and not _same(repeated.get(name, _NOTHING), v)}
+
+
+_NOTHING = object()
+
+
+def _same(said: Any, value: Any) -> bool:
+    return said is not _NOTHING and str(said) == str(value)
 
 
 def agent_rows(view: GameView, model: Any, index: int) -> dict[str, str]:
-    """State, policy, place, neighbours, observation and last decision of agent ``index`` (what it has of them)."""
+    """State, policy, place, neighbours, last decision and next observation of the agent at ``index`` among
+    ``view.agents(model)`` (what it has of them), the agent called by its name."""
     agents = view.agents(model)
     if not agents:
         return {}
-    agent = agents[min(max(index, 0), len(agents) - 1)]
+    index = min(max(index, 0), len(agents) - 1)
+    agent, name = agents[index], view.names(model)[index]
     if agent is None:
-        return {"agent": str(index), "state": "(no agent on this node)"}
-    rows = {"agent": str(index), "state": words(view.state_of(agent))}
+        return {"agent": str(name), "state": "(no agent on this node)"}
+    rows = {"agent": str(name), "state": words(view.state_of(agent))}
     from llm_mesa.adapter.hooks import HOOKS, agent_details
 
     if model in HOOKS:  # a Mesa model played through the adapter: its policies and decisions are the hooks'
         spec, seen, answer = agent_details(model, agent)
         rows["policy"] = spec
-        rows.update(field_rows(OBSERVATION, seen) if seen else {})
-        rows.update(field_rows(ANSWER, answer) if answer is not None else {})
+        t = view.round_number(model)
+        rows.update(field_rows("last decision · saw", seen, {"agent": name, "round": t}) if seen else {})
+        rows.update(field_rows("last decision · answered", answer) if answer is not None else {})
         return rows
     policy = getattr(agent, "policy", None)
     if policy is not None:
@@ -103,16 +162,32 @@ def agent_rows(view: GameView, model: Any, index: int) -> dict[str, str]:
         held += f" … ({len(states)} in all)" if len(states) > MAX_ITEMS else ""
         rows["neighbours hold"] = (held or "-") + (f" ({empty} neighbouring cell{'s' if empty != 1 else ''} empty)"
                                                    if empty and coordinate is not None else "")
-    observe = getattr(agent, "observe", None)
-    if callable(observe):
-        try:
-            rows.update(field_rows(OBSERVATION, observe()))
-        except Exception:  # noqa: BLE001 - a panel never breaks a page; an agent may not observe between rounds
-            rows[OBSERVATION] = "-"
+    t = view.round_number(model)
     decision = getattr(agent, "pending", None)
-    if decision is not None:
-        rows.update(field_rows(ANSWER, decision))
+    if decision is not None and t > 0:
+        rows.update(field_rows(decision_heading(t), decision, {"agent": name, "round": t}))
+    observe = getattr(agent, "observe", None)
+    if callable(observe) and model.running:
+        heading = observation_heading(t + 1)
+        try:
+            rows.update(field_rows(heading, observe(), {"agent": name, "round": t + 1}))
+        except Exception:  # noqa: BLE001 - a panel never breaks a page; an agent may not observe between rounds
+            rows[heading] = "-"
+    elif callable(observe):
+        rows["next round"] = "none: the game has ended"
     return rows
 
 
-__all__ = ["ANSWER", "OBSERVATION", "agent_rows", "field_rows", "fields_of", "words"]
+def recorded_rows(recorded: Mapping[str, Any], skip: tuple[str, ...] = ()) -> dict[str, str]:
+    """An agent's row of a run's per-agent table, in words (a lab's columns named as a reader says them; a
+    missed deadline shows no answering time: the game's default action was played)."""
+    missed = words(recorded.get("timeout")) == "yes"
+    out = {RECORDED_WORDS.get(k, k.replace("_", " ")): words(v) for k, v in recorded.items()
+           if k not in skip and not (missed and k == "response_s")}
+    if missed:
+        out[RECORDED_WORDS["timeout"]] = "yes: the game's default action was played"
+    return out
+
+
+__all__ = ["RECORDED_WORDS", "agent_rows", "decision_heading", "field_rows", "fields_of", "observation_heading",
+           "recorded_rows", "words"]

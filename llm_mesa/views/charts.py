@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from llm_mesa import declared
 from llm_mesa.game_types import Scale, infer_scale, share
 
 if TYPE_CHECKING:
@@ -53,14 +54,14 @@ def column_scales(rounds: pd.DataFrame, game: Game | None = None) -> dict[str, S
     for column in rounds.columns:
         if column == "round" or not pd.api.types.is_numeric_dtype(rounds[column]):
             continue
-        declared = game.measures.get(column) if game is not None else None
-        if declared is not None:
-            out[column] = declared
+        given = game.measures.get(column) if game is not None else None
+        if given is not None:
+            out[column] = given
         elif column in booleans:
             out[column] = share(label=_label(column))
         else:
             values = rounds[column].dropna()
-            out[column] = game.scale_of(column, values) if game is not None else infer_scale(column, values)
+            out[column] = declared.scale_of(game, column, values) if game is not None else infer_scale(column, values)
     return out
 
 
@@ -172,11 +173,31 @@ def series_title(column: str, scale: Scale) -> str:
     return (scale.label or _label(column)) + (f" ({scale.unit})" if scale.unit else "")
 
 
+def chart_height(charts: int) -> int:
+    """A chart's height when ``charts`` share the column beside the picture (about 460 px): one alone is tall."""
+    return max(110, min(230, 420 // max(charts, 1) - 40))
+
+
+def unchanged_spec(values: Mapping[str, float], heading: str) -> dict[str, Any]:
+    """The measures that never changed, in one line each ("agents: 314"), where a flat line would say nothing."""
+    rows = [{"line": f"{name}: {value:.4g}", "i": i} for i, (name, value) in enumerate(values.items())]
+    return {"$schema": VEGA_LITE, "width": "container", "height": 15 * len(rows), "title": heading,
+            "autosize": {"type": "fit-x", "contains": "padding"}, "data": {"values": rows}, "usermeta": EMBED,
+            "mark": {"type": "text", "align": "left", "baseline": "top", "fontSize": 12},
+            "encoding": {"y": {"field": "i", "type": "ordinal", "axis": None}, "x": {"value": 0},
+                         "text": {"field": "line"}},
+            "config": {"title": {"anchor": "start", "fontSize": 13}, "view": {"stroke": None}}}
+
+
 def round_charts(rounds: pd.DataFrame, *, current_round: int | None = None, last_round: int | None = None,
                  dash: str | None = None, scales: Mapping[str, Scale] | None = None,
                  first: str | None = None) -> list[tuple[str, dict[str, Any]]]:
     """Any game's per-round charts: its shares together on a 0-1 axis, then each count and continuous column
-    on its own axis (its declared range, whole-number ticks for a count); ``first``'s chart leads."""
+    on its own axis (its declared range, whole-number ticks for a count); ``first``'s chart leads.
+
+    A column that has not changed over the rounds played (a population, a parameter's share) draws no flat
+    line: its value is listed under "Unchanged so far" (at round 0, "At the start"), and it gets its chart
+    once it changes. The headline is always charted. The fewer the charts, the taller each."""
     columns = [c for c in rounds.columns if c not in ("round", dash)
                and pd.api.types.is_numeric_dtype(rounds[c]) and rounds[c].notna().any()]
     if not columns:
@@ -184,27 +205,38 @@ def round_charts(rounds: pd.DataFrame, *, current_round: int | None = None, last
     scales = dict(scales) if scales is not None else column_scales(rounds)
     for column in columns:
         scales.setdefault(column, infer_scale(column, rounds[column].dropna()))
+    lead = first if first in columns else None
+    steady = [c for c in columns if c != lead and rounds[c].dropna().nunique() <= 1]
+    columns = [c for c in columns if c not in steady] or steady[:1]
+    steady = [c for c in steady if c not in columns]
     last = int(rounds["round"].max()) if last_round is None else int(last_round)
     shares = [c for c in columns if scales[c].kind == "share"]
+    drawn = (1 if shares else 0) + len([c for c in columns if c not in shares])
+    height = chart_height(min(drawn, MAX_CHARTS) + (1 if steady else 0))
     common = {"last_round": last, "current_round": current_round, "dash": dash}
     charts = []
     if shares:
         names = {c: series_title(c, scales[c]) for c in shares}
         heading = "Shares per round" if len(names) > 1 else f"{next(iter(names.values()))} per round"
-        charts.append((first in shares, "llm-mesa-chart-shares",
+        charts.append((lead in shares, "llm-mesa-chart-shares",
                        line_spec(dashed_rows(rounds, names, dash), heading, "share", y_domain=(0, 1),
-                                 series=list(names.values()), **common)))
+                                 series=list(names.values()), height=height, **common)))
     for column in [c for c in columns if c not in shares]:
         scale = scales[column]
         title = series_title(column, scale)
         whole = scale.kind == "count" or (scale.kind != "continuous" and bool((rounds[column].dropna() % 1 == 0).all()))
         low, high = scale.bounds()
         domain = (low, high) if low is not None and high is not None else None
-        charts.append((column == first, f"llm-mesa-chart-{column.replace('_', '-')}",
+        charts.append((column == lead, f"llm-mesa-chart-{column.replace('_', '-')}",
                        line_spec(dashed_rows(rounds, {column: title}, dash), f"{title} per round", title,
-                                 series=[title], counts=whole, height=120, y_domain=domain, **common)))
+                                 series=[title], counts=whole, height=height, y_domain=domain, **common)))
     charts.sort(key=lambda chart: not chart[0])  # the headline first, the rest in the table's order
-    return [(cls, spec) for _, cls, spec in charts][:MAX_CHARTS]
+    out = [(cls, spec) for _, cls, spec in charts][:MAX_CHARTS]
+    if steady:
+        values = {series_title(c, scales[c]): float(rounds[c].dropna().iloc[0]) for c in steady}
+        out.append(("llm-mesa-chart-unchanged",
+                    unchanged_spec(values, "At the start" if len(rounds) <= 1 else "Unchanged so far")))
+    return out
 
 
 # --- a sweep's games ---------------------------------------------------------------------------
@@ -223,17 +255,28 @@ def sweep_measures(games: pd.DataFrame) -> list[str]:
 
 
 def sweep_table(games: pd.DataFrame, measures: Sequence[str] | None = None) -> pd.DataFrame:
-    """One row per condition x policy: games, then each measure's mean (a yes/no: its share) and SD."""
+    """One row per condition x policy: games, then each measure in one column headed by its name, "mean ± SD"
+    (a yes/no: its share; one game: its mean alone), so that six measures fit the page's width (a mean and an
+    SD apart took twice as many columns and ran past its edge)."""
     if games.empty:
         return pd.DataFrame()
     measures = list(measures) if measures is not None else sweep_measures(games)[:6]
     grouped = games.groupby(["condition", "policy"], sort=False)
     table = pd.DataFrame({"games": grouped.size()})
     for column in measures:
-        table[f"{column} (mean)"] = grouped[column].apply(lambda s: s.astype(float).mean()).round(3)
-        if not pd.api.types.is_bool_dtype(games[column]):
-            table[f"{column} (sd)"] = grouped[column].apply(lambda s: s.astype(float).std(ddof=1)).round(3)
+        values = grouped[column].apply(lambda s: s.astype(float))
+        mean, sd = values.groupby(level=[0, 1], sort=False).mean(), values.groupby(level=[0, 1], sort=False).std(ddof=1)
+        spread = not pd.api.types.is_bool_dtype(games[column])
+        table[column] = [
+            _mean_sd(m, d if spread else None) for m, d in zip(mean.reindex(table.index), sd.reindex(table.index))]
     return table.reset_index()
+
+
+def _mean_sd(mean: float, sd: float | None) -> str | None:
+    """"4.33 ± 1.2", or the mean alone where there is no spread to give; None where there is no mean."""
+    if mean is None or pd.isna(mean):
+        return None
+    return f"{mean:.4g}" + (f" ± {sd:.2g}" if sd is not None and not pd.isna(sd) else "")
 
 
 def repetitions(games: pd.DataFrame) -> str:
@@ -245,6 +288,7 @@ def repetitions(games: pd.DataFrame) -> str:
     return f"{low} game{'s' if low != 1 else ''} a cell" if low == high else f"{low} to {high} games a cell"
 
 
-__all__ = ["EMBED", "KEY", "SERIES_COLOURS", "VEGA_LITE", "column_scales", "dashed_rows", "line_spec", "long_frame",
+__all__ = ["EMBED", "KEY", "SERIES_COLOURS", "VEGA_LITE", "chart_height", "column_scales", "dashed_rows", "line_spec",
+           "long_frame", "unchanged_spec",
            "numeric_rounds",
            "repetitions", "round_axis", "round_charts", "sweep_measures", "sweep_table"]

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlparse
 
+from llm_mesa import declared
 from llm_mesa.errors import LlmMesaError
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ def policy_choices(game: Game) -> list[str]:
     """The game's rule configurations, its registered rule policies, then ``llm`` when it has an LLM policy."""
     from llm_mesa.policy import registered_rule_policies
 
-    specs = [spec for group in game.policy_groups.values() for spec in group.values()]
+    specs = [spec for group in declared.policy_groups(game).values() for spec in group.values()]
     specs += registered_rule_policies(game.name)
     if game.llm.policy:
         specs.append(LLM)
@@ -191,18 +192,44 @@ def check_endpoint_text(url: str) -> str:
     return url
 
 
-def reported(specs: Mapping[str, Any], make: Callable[[], Any]) -> Any:
-    """``make()``, its user-facing errors reported against the control they name (else against none)."""
+def option_of(name: str, parameters: ParameterSet | None = None) -> str:
+    """The command-line option that sets control ``name`` (``--n``, ``--ring-degree``)."""
+    if parameters is not None and name in parameters:
+        return parameters[name].option
+    return "--" + name.replace("_", "-")
+
+
+def page_words(text: str, specs: Mapping[str, Mapping[str, Any]], parameters: ParameterSet | None = None) -> str:
+    """A message in the page's words: each command-line option a control sets becomes the control's label."""
+    for name, spec in specs.items():
+        option = option_of(name, parameters)
+        text = re.sub(rf"(?<![\w-]){re.escape(option)}(?![\w-])", f"“{spec.get('label', name)}”", text)
+    return text
+
+
+def blamed(text: str, specs: Mapping[str, Mapping[str, Any]], parameters: ParameterSet | None = None) -> str:
+    """The control a message is about: the first whose option it names (``use a larger --n``), else the first
+    whose name or label it names, else none (``GENERAL``)."""
+    named = {name: m.start() for name in specs
+             if (m := re.search(rf"(?<![\w-]){re.escape(option_of(name, parameters))}(?![\w-])", text))}
+    if named:
+        return min(named, key=named.get)
+    lowered = text.lower()
+    words = [name for name in specs if re.search(rf"\b{re.escape(name)}\b", lowered)
+             or re.search(rf"\b{re.escape(str(specs[name].get('label', '')).lower())}\b", lowered)]
+    return words[0] if words else GENERAL
+
+
+def reported(specs: Mapping[str, Any], make: Callable[[], Any], parameters: ParameterSet | None = None) -> Any:
+    """``make()``, its user-facing errors reported against the control they are about (else against none), in
+    the page's words (a control's label, never a command-line option)."""
     try:
         return make()
-    except ControlError:
-        raise
+    except ControlError as exc:
+        raise ControlError(exc.control, page_words(str(exc), specs, parameters)) from None
     except (LlmMesaError, ValueError) as exc:
         text = str(exc)
-        lowered = text.lower()
-        named = [name for name in specs if re.search(rf"\b{re.escape(name)}\b", lowered)
-                 or re.search(rf"\b{re.escape(str(specs[name].get('label', '')).lower())}\b", lowered)]
-        raise ControlError(named[0] if named else GENERAL, text) from None
+        raise ControlError(blamed(text, specs, parameters), page_words(text, specs, parameters)) from None
 
 
 # --- the policy -------------------------------------------------------------------------------
@@ -254,7 +281,7 @@ def make_policy(view: GameView, values: Mapping[str, Any], policy: str | None = 
     game = view.game
     spec = policy if policy is not None else values.get(view.policy_control)
     if spec is None:
-        return game.first_policy()
+        return declared.first_policy(game)
     if spec != LLM:
         from llm_mesa.policy import PolicyError
         from llm_mesa.policy import make_policy as make
@@ -265,7 +292,7 @@ def make_policy(view: GameView, values: Mapping[str, Any], policy: str | None = 
             raise ControlError(view.policy_control, f"policy {spec!r}: {exc}") from None
         return spec
     endpoint = page_endpoint(game, values.get("llm_endpoint", BUILTIN), values.get("llm_model", ""))
-    return game.llm_policy(endpoint, None)
+    return declared.llm_policy(game, endpoint, None)
 
 
 # --- words ----------------------------------------------------------------------------------------
@@ -278,6 +305,6 @@ def shorten(value: Any, limit: int = 400) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-__all__ = ["BUILTIN", "ControlError", "GENERAL", "LLM", "check_endpoint_text", "check_value",
-           "check_values", "controls_of", "initial_values", "loopback_model", "make_policy", "on_a_step", "page_endpoint",
-           "policy_choices", "query_values", "reported", "resolve_endpoint", "shorten"]
+__all__ = ["BUILTIN", "ControlError", "GENERAL", "LLM", "blamed", "check_endpoint_text", "check_value",
+           "check_values", "controls_of", "initial_values", "loopback_model", "make_policy", "on_a_step", "option_of",
+           "page_endpoint", "page_words", "policy_choices", "query_values", "reported", "resolve_endpoint", "shorten"]

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+import llm_mesa.views.colours as palette_of
 from llm_mesa.game_types import Scale
-from llm_mesa.views import colours as palette_of
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -98,12 +98,18 @@ class NetworkPicture:
         palette: Category -> colour.
         ring: A second category per node, drawn as its ring (a preference).
         flagged: Nodes drawn as squares (an agent whose neighbourhood disagrees).
-        marked: Nodes drawn as ringed diamonds (flippers).
+        marked: Nodes drawn inside a dashed black ring, whatever their shape (flippers, or agents that changed
+            colour).
         details: Each node's tooltip rows.
-        legend: What fill, ring, flagged and marked mean.
+        legend: What fill, ring, flagged and marked mean, and (``bands``, ``groups``) what a link between two
+            agents of one state means.
         key: Tells one game from another (the page redraws when it changes).
         scale: What the state is (None: read from the values).
         domain: The range a continuous fill spans (the view keeps it steady between rounds).
+        caption: The title's words after "Round t:" (default: the same-state groups, or the states held).
+        chambers: Whether the map of same-state groups (echo chambers) means something in this game (where a
+            link between two agents of one state is a conflict, a group of them is no chamber).
+        names: Each node's agent as the game's tables name it (default: the node).
     """
 
     graph: nx.Graph
@@ -119,6 +125,9 @@ class NetworkPicture:
     key: Any = None  # tells one game from another (a redraw when it changes)
     scale: Scale | None = None
     domain: tuple[float, float] | None = None
+    caption: str | None = None
+    chambers: bool = True
+    names: Sequence[Any] | None = None
 
     def fill(self) -> Fill:
         """How the nodes are filled.
@@ -127,6 +136,10 @@ class NetworkPicture:
             The fill: each node's colour, the legend's entries or colour bar, the ink readable on each.
         """
         return self._fill
+
+    def name(self, index: int) -> Any:
+        """Node ``index``'s agent as the game's tables name it."""
+        return self.names[index] if self.names is not None else list(self.graph.nodes)[index]
 
     @cached_property
     def _fill(self) -> Fill:  # computed once per picture (a picture never changes)
@@ -145,8 +158,14 @@ class NetworkPicture:
     def categorical(self) -> bool:
         """Unordered categories, few of them: same-state groups (echo chambers) mean something."""
         fill = self.fill()
-        return (fill.kind == "categories" and fill.scale is not None and fill.scale.kind == "categorical"
-                and len(fill.colours) - (EMPTY_LABEL in fill.colours) <= MAX_CATEGORIES)
+        return (self.chambers and fill.kind == "categories" and fill.scale is not None
+                and fill.scale.kind == "categorical" and len(fill.colours) - (EMPTY_LABEL in fill.colours) <= MAX_CATEGORIES)
+
+    @cached_property
+    def same_state_links(self) -> bool:
+        """Do links between agents of one state mean something to draw (a band), chambers or not?"""
+        fill = self.fill()
+        return fill.kind == "categories" and (self.categorical or "bands" in self.legend)
 
 
 @dataclass(frozen=True)
@@ -159,7 +178,8 @@ class GridPicture:
     shifted half a cell, as the grid's neighbourhoods have it); ``state``: the fill of each cell
     (its agent's state; several agents: their mean, or their most common category; None: empty);
     ``agents``: the agents in each cell, as indices into the view's ``agents(model)``;
-    ``agent_states``: every placed agent's own state (a cell of several agents shows one fill).
+    ``agent_states``: every placed agent's own state (a cell of several agents shows one fill);
+    ``names``: each agent (by index) as the game's tables name it (default: its index).
     """
 
     shape: str
@@ -177,9 +197,14 @@ class GridPicture:
     legend: Mapping[str, str] = field(default_factory=dict)
     key: Any = None
     agent_states: Sequence[Any] = ()
+    names: Sequence[Any] | None = None
 
     def fill(self) -> Fill:
         return self._fill
+
+    def name(self, index: int) -> Any:
+        """Agent ``index`` as the game's tables name it."""
+        return self.names[index] if self.names is not None and index < len(self.names) else index
 
     @cached_property
     def _fill(self) -> Fill:

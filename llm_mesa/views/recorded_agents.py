@@ -144,7 +144,7 @@ def grid_at(base: GridPicture, states: Sequence[Any], cells: Sequence[tuple[int,
     for coordinate, agents in zip(base.coordinates, members):
         detail: dict[str, Any] = {"cell": f"({coordinate[0]}, {coordinate[1]})"}
         if len(agents) == 1:
-            detail.update({"agent": agents[0], "policy": policies[agents[0]], **rows[agents[0]]})
+            detail.update({"agent": base.name(agents[0]), "policy": policies[agents[0]], **rows[agents[0]]})
         elif agents:
             detail.update({"agents here": len(agents), "their states": ", ".join(label(states[i]) for i in agents[:12])})
         details.append(detail)

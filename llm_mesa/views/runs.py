@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from llm_mesa import declared
 from llm_mesa.boundary import OutsideDataError, check_seal, content_digest, read_json_file
 from llm_mesa.errors import LlmMesaError
 from llm_mesa.views.charts import numeric_rounds
@@ -126,7 +127,7 @@ class Recording:
         return 0
 
     def banners(self, round_number: int) -> list:
-        from llm_mesa.views import Banner
+        from llm_mesa.views.snapshot import Banner
 
         return [Banner("info", self.note, "llm-mesa-replay-note")] if self.note else []
 
@@ -134,7 +135,7 @@ class Recording:
         return None
 
     def snapshot(self, round_number: int, selected: int = 0) -> Snapshot:
-        from llm_mesa.views import Snapshot
+        from llm_mesa.views.snapshot import Snapshot
 
         round_number = self.check_round(round_number)
         count = self.agent_count()
@@ -155,6 +156,7 @@ class ReplayedRun(Recording):
     policies: list[str] = field(default_factory=list)
     column: str = ""  # the agents table's column the state came from
     neighbours: dict[Any, list[Any]] = field(default_factory=dict)  # a grid's cells around each cell
+    names: list[Any] = field(default_factory=list)  # each agent as the game's tables name it
 
     @classmethod
     def play_again(cls, view: GameView, key: str, recorded: pd.DataFrame | None, parameters: Mapping[str, Any],
@@ -199,7 +201,7 @@ class ReplayedRun(Recording):
         if isinstance(base, GridPicture):
             policies = [policy] * len(view.agents(model))
         return cls(view, key, rounds, summary, note, pictures=_lighter(pictures), policies=policies,
-                   neighbours=_cells_around(model))
+                   neighbours=_cells_around(model), names=view.names(model))
 
     @classmethod
     def from_agents(cls, view: GameView, key: str, rounds: pd.DataFrame | None, agents: pd.DataFrame,
@@ -210,7 +212,7 @@ class ReplayedRun(Recording):
         from llm_mesa.views.recorded_agents import grid_at, network_at, read_agents
 
         try:
-            model = view.build(parameters, view.game.first_policy(), int(seed))
+            model = view.build(parameters, declared.first_policy(view.game), int(seed))
         except (LlmMesaError, ValueError, TypeError) as exc:
             return f"its space could not be built again ({exc})"
         base = view.picture(model)
@@ -236,7 +238,7 @@ class ReplayedRun(Recording):
         domain = _widest(pictures.values())
         pictures = {r: replace(p, domain=domain) for r, p in pictures.items()}
         return cls(view, key, rounds, summary, note, pictures=pictures, fields=read.rows, policies=policies,
-                   column=read.column, neighbours=_cells_around(model))
+                   column=read.column, neighbours=_cells_around(model), names=view.names(model))
 
     def picture(self, round_number: int) -> Picture | None:
         return self.pictures.get(round_number)
@@ -245,7 +247,7 @@ class ReplayedRun(Recording):
         return len(self.policies) if self.pictures else 0
 
     def agent_rows(self, round_number: int, index: int) -> dict[str, str]:
-        from llm_mesa.views.agent_panel import words
+        from llm_mesa.views.agent_panel import recorded_rows, words
 
         picture = self.pictures.get(round_number)
         if picture is None or not 0 <= index < len(self.policies):
@@ -255,7 +257,7 @@ class ReplayedRun(Recording):
             at = next((c for c, members in zip(picture.coordinates, picture.agents) if index in members), None)
             fill = dict(zip(picture.coordinates, picture.state))
             own = recorded.get(self.column) if self.column else (fill.get(at) if at is not None else None)
-            rows = {"agent": str(index), "state": words(own), "policy": self.policies[index],
+            rows = {"agent": str(self.name(index)), "state": words(own), "policy": self.policies[index],
                     "cell": f"({at[0]}, {at[1]})" if at is not None else "-"}
             if at is not None:
                 around = [fill.get(c) for c in self.neighbours.get(at, [])]
@@ -264,10 +266,17 @@ class ReplayedRun(Recording):
             nodes = list(picture.graph.nodes)
             place = {v: i for i, v in enumerate(nodes)}
             around = [picture.state[place[v]] for v in picture.graph.neighbors(nodes[index]) if v in place]
-            rows = {"agent": str(index), "state": words(picture.state[index]), "policy": self.policies[index],
+            rows = {"agent": str(self.name(index)), "state": words(picture.state[index]), "policy": self.policies[index],
                     "neighbours hold": ", ".join(words(s, 40) for s in around[:40]) or "-"}
-        rows.update({k.replace("_", " "): words(v) for k, v in recorded.items() if k != self.column})
+        rows.update(recorded_rows(recorded, skip=(self.column,)))
         return rows
+
+    def name(self, index: int) -> Any:
+        """Agent ``index`` as the game's tables name it."""
+        return self.names[index] if index < len(self.names) else index
+
+    def snapshot(self, round_number: int, selected: int = 0) -> Snapshot:
+        return replace(super().snapshot(round_number, selected), names=tuple(self.names[: self.agent_count()]))
 
 
 def _lighter(pictures: dict[int, Picture], budget: int = 400_000) -> dict[int, Picture]:
@@ -331,7 +340,7 @@ def _policy_of(view: GameView, manifest: Mapping[str, Any], summary: Mapping[str
     for listed in (manifest.get(named + "s"), (manifest.get("parameters") or {}).get(named + "s")):
         if isinstance(listed, (list, dict)) and len(listed) == 1:  # one policy for every agent
             return next(iter(listed))
-    return view.game.first_policy()
+    return declared.first_policy(view.game)
 
 
 def sweep_game(view: GameView, sweep: Any, condition: str, policy: str, seed: int) -> Recording:

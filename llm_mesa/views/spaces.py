@@ -10,8 +10,10 @@ their mean state (numbers) or their most common one (categories), its tooltip li
 
 from __future__ import annotations
 
+import weakref
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from llm_mesa.views.pictures import GridPicture, label
@@ -79,6 +81,8 @@ def cell_positions(grid: Any) -> dict[tuple[int, int], tuple[float, float]]:
 def combined(states: Sequence[Any]) -> Any:
     """One cell's fill from its agents' states: the mean of numbers, the most common category (ties: the first
     in sorted order), None for no agent."""
+    if len(states) == 1:  # most cells of most grids: one agent, its state (quick: a 50 x 50 grid redraws each step)
+        return states[0]
     present = [s for s in states if s is not None]
     if not present:
         return None
@@ -89,21 +93,47 @@ def combined(states: Sequence[Any]) -> Any:
     return next(s for s in sorted(present, key=label) if counts[label(s)] == top)
 
 
+@dataclass(frozen=True)
+class GridLayout:
+    """A grid's cells in drawing order (row by row), their coordinates and centres: fixed for the grid's life."""
+
+    cells: tuple[Any, ...]
+    coordinates: tuple[tuple[int, int], ...]
+    positions: tuple[tuple[float, float], ...]
+
+
+_layouts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def grid_layout(grid: Any) -> GridLayout:
+    """``grid``'s ``GridLayout``, computed once per grid (a page redraws the grid at every step)."""
+    try:
+        return _layouts[grid]
+    except (KeyError, TypeError):
+        pass
+    cells = sorted(grid.all_cells, key=lambda c: (c.coordinate[1], c.coordinate[0]))
+    coordinates = tuple(tuple(int(c) for c in cell.coordinate) for cell in cells)
+    positions = cell_positions(grid)
+    made = GridLayout(tuple(cells), coordinates, tuple(positions[c] for c in coordinates))
+    try:
+        _layouts[grid] = made
+    except TypeError:  # a grid that cannot be weakly referenced: laid out again each time
+        pass
+    return made
+
+
 def grid_picture(grid: Any, agents: Sequence[Any], state_of: Callable[[Any], Any], round_number: int, *,
                  details_of: Callable[[Any], Mapping[str, Any]] | None = None, details_up_to: int = 2000,
                  **picture: Any) -> GridPicture:
     """The grid at this round: each cell filled by its agents' states; ``agents`` fixes their numbers."""
     index = {id(a): i for i, a in enumerate(agents)}
-    positions = cell_positions(grid)
-    coordinates, states, members, details, placed = [], [], [], [], []
-    cells = sorted(grid.all_cells, key=lambda c: (c.coordinate[1], c.coordinate[0]))
-    keep_details = details_of is not None and len(cells) <= details_up_to
-    for cell in cells:
-        coordinate = tuple(int(c) for c in cell.coordinate)
+    layout = grid_layout(grid)
+    states, members, details, placed = [], [], [], []
+    keep_details = details_of is not None and len(layout.cells) <= details_up_to
+    for cell, coordinate in zip(layout.cells, layout.coordinates):
         inside = [a for a in cell.agents if id(a) in index]
         values = [state_of(a) for a in inside]
         placed += values
-        coordinates.append(coordinate)
         states.append(combined(values))
         members.append(tuple(index[id(a)] for a in inside))
         if keep_details:
@@ -115,7 +145,7 @@ def grid_picture(grid: Any, agents: Sequence[Any], state_of: Callable[[Any], Any
                 row["their states"] = ", ".join(label(v) for v in values[:12]) + (" …" if len(values) > 12 else "")
             details.append(row)
     return GridPicture(shape=grid_shape(grid), dimensions=(int(grid.dimensions[0]), int(grid.dimensions[1])),
-                       coordinates=coordinates, positions=[positions[c] for c in coordinates], state=states,
+                       coordinates=layout.coordinates, positions=layout.positions, state=states,
                        agents=members, round_number=round_number, torus=bool(getattr(grid, "torus", False)),
                        details=details if keep_details else None, agent_states=placed, **picture)
 
@@ -142,5 +172,6 @@ def neighbour_states(agent: Any, state_of: Callable[[Any], Any]) -> tuple[list[A
     return states, empty
 
 
-__all__ = ["HEX_ROW", "cell_positions", "combined", "find_network", "find_space", "grid_picture", "grid_shape",
+__all__ = ["HEX_ROW", "GridLayout", "cell_positions", "combined", "find_network", "find_space", "grid_layout",
+           "grid_picture", "grid_shape",
            "is_grid", "neighbour_states", "space_agents"]

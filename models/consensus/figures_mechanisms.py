@@ -136,6 +136,13 @@ def components_panel(report: Mapping[str, Any], games: pd.DataFrame) -> Panel:
                          "baseline, Bonferroni and Holm across a model's conditions; Kruskal-Wallis across conditions.")
 
 
+def untested(row: Mapping[str, Any]) -> str:
+    """Why a cell has no p-value: one game on a side, or every game of both sides alike (no ranks to compare)."""
+    if min(row.get("games_none") or 0, row.get("games_local") or 0) < 2:
+        return "no test (one game on a side)"
+    return f"no test (all {row['games_none'] + row['games_local']} games alike)"
+
+
 def none_vs_local_panel(report: Mapping[str, Any]) -> Panel:
     title = "Largest component: no communication against local, within each design cell"
     comp = report["largest_component"]
@@ -161,7 +168,7 @@ def none_vs_local_panel(report: Mapping[str, Any]) -> Panel:
         ax.scatter([r["mean_local"] for r in cells], range(len(cells)), marker="o", color=colour,
                    label="local messages (mean)", zorder=2)
         for y, row in enumerate(cells):
-            shown = f"p={row['p_holm']:.2g}" if row.get("p_holm") is not None else "no test (one game each)"
+            shown = f"p={row['p_holm']:.2g}" if row.get("p_holm") is not None else untested(row)
             ax.annotate(shown, (max(row["mean_none"], row["mean_local"]), y), xytext=(4, -3),
                         textcoords="offset points", fontsize=6, color="#555555")
             if row["topology"] in PUBLISHED_NONE_LOCAL:

@@ -11,6 +11,7 @@ Plain data only: the explorer and Mesa's SolaraViz draw it.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +19,7 @@ import pandas as pd
 
 from llm_mesa.policy import PolicyError
 from llm_mesa.views import Banner, GameView, NetworkPicture
+from llm_mesa.views.agent_panel import decision_heading, observation_heading
 from llm_mesa.views.charts import dashed_rows, line_spec, numeric_rounds
 from llm_mesa.views.controls import BUILTIN, ControlError, shorten
 from llm_mesa.views.layout import drawing_layout
@@ -34,7 +36,8 @@ COMPONENT = {"largest_component": "largest same-colour component"}
 LLM_TOKENS = {"prompt_tokens": "prompt tokens", "completion_tokens": "completion tokens"}
 LLM_FAILURES = {"failures": "failed decisions", "calls": "calls"}
 LEGEND = {"fill": "colour now", "ring": "preference", "flagged": "neighbourhood disagrees", "marked": "flippers",
-          "plain": "neighbourhood agrees", "groups": "same-colour groups"}
+          "plain": "neighbourhood agrees", "groups": "same-colour groups",
+          "bands": "links within a same-colour group (echo chambers)"}
 GAME_CONTROLS = ("topology", "ring_degree", "n", "preferences", "communication", "label", "update")
 
 
@@ -108,7 +111,7 @@ class ConsensusView(GameView):
 
     def controls(self) -> dict[str, dict[str, Any]]:
         game = PARAMETERS.controls(list(GAME_CONTROLS), n={"min": 8, "max": MAX_N, "step": 4},
-                                   ring_degree={"min": 2, "max": 12, "step": 2},
+                                   ring_degree={"min": 2, "max": 12, "step": 2, "when": {"topology": ["ws"]}},
                                    preferences={"values": ["random", "minority"]})
         return {
             **game,
@@ -139,7 +142,9 @@ class ConsensusView(GameView):
         try:
             return ConsensusModel(policy=mix.policy, assign=mix.assign, rng=int(seed), **values)
         except (PolicyError, ValueError) as exc:
-            raise ControlError(MIX if ("selector" in str(exc) or "policy" in str(exc)) else "_general", str(exc)) from None
+            if isinstance(exc, PolicyError) or "selector" in str(exc) or "policy" in str(exc):
+                raise ControlError(MIX, str(exc)) from None
+            raise  # about the game's parameters: the page names the control it is about
 
     # --- one round -----------------------------------------------------------------------
     def round_number(self, model) -> int:
@@ -233,34 +238,42 @@ def agent_details(model) -> list[dict[str, Any]]:
 
 
 def agent_rows(model, node: int) -> dict[str, str]:
-    """One agent's state and last decision, as label -> text."""
+    """One agent's state, its decision in the round shown and what it observes for the next, as label -> text:
+    each headed with its round, so that a reason (about the neighbours it saw then) never sits beside an
+    observation of another round unmarked."""
     agent = model.agents_by_node[node]
     decision = getattr(agent, "last_decision", None)
     neighbours = list(agent.neighbour_ids)
     shown = ", ".join(str(v) for v in neighbours[:40]) + (f" … ({len(neighbours)} in all)" if len(neighbours) > 40 else "")
     same = sum(model.agents_by_node[v].colour == agent.colour for v in neighbours)
-    return {
+    rows = {
         "agent": str(node),
         "colour / preference": f"{agent.colour} / {agent.preference}",
         "policy": agent.policy.spec() if hasattr(agent.policy, "spec") else str(agent.policy),
         "neighbours": shown or "-",
         "neighbours on its colour": f"{same} of {len(neighbours)}",
         "colour changes": str(agent.flips),
-        "observation": shorten(_observation(agent), 600),
-        "last reason": decision.reason if decision and decision.reason else "-",
-        "message": (f"to {decision.message_to}: " if decision and decision.message_to is not None else "")
-                   + (decision.message if decision and decision.message else "-"),
-        "diary": decision.diary if decision and decision.diary else (agent.diary or "-"),
-        "failure": decision.failed if decision and decision.failed else "-",
     }
+    t = int(model.round)
+    if t > 0 and decision is not None:  # what it chose, and what an LLM agent said of it (a rule says nothing more)
+        said = decision_heading(t)
+        message = (f"to {decision.message_to}: " if decision.message_to is not None else "") + (decision.message or "")
+        rows.update({f"{said} · {label}": str(value) for label, value in (
+            ("colour", decision.colour), ("reason", decision.reason), ("message", message if decision.message else ""),
+            ("diary", decision.diary or agent.diary), ("failure", decision.failed)) if value})
+    if model.running:
+        rows[observation_heading(t + 1)] = shorten(_observation(agent), 600)
+    else:
+        rows["next round"] = "none: the game has ended"
+    return rows
 
 
 def _observation(agent) -> str:
-    """What the agent sees now: its colour, its neighbours' colours and the messages it got."""
-    colours = [agent.model.agents_by_node[v].colour for v in agent.neighbour_ids]
+    """What the agent sees now: its colour, how many neighbours hold each colour, and the messages it got."""
+    colours = Counter(agent.model.agents_by_node[v].colour for v in agent.neighbour_ids)
+    held = ", ".join(f"{count} {colour}" for colour, count in sorted(colours.items())) or "none"
     inbox = [f"{m.sender}: {m.text}" for m in agent.inbox]
-    return (f"holds {agent.colour}; neighbours hold {', '.join(colours[:40]) or 'none'}"
-            + (f"; messages: {' | '.join(inbox)}" if inbox else ""))
+    return f"holds {agent.colour}; neighbours hold {held}" + (f"; messages: {' | '.join(inbox)}" if inbox else "")
 
 
 __all__ = ["COLOUR_HEX", "ConsensusView", "MAX_N", "agent_details", "agent_rows", "chamber_words", "consensus_charts",

@@ -20,6 +20,7 @@ import networkx as nx
 import pandas as pd
 
 from llm_mesa.graphs import seeded_layout
+from llm_mesa.views.agent_panel import decision_heading, recorded_rows
 from llm_mesa.views.charts import numeric_rounds
 from llm_mesa.views.controls import shorten
 from llm_mesa.views.layout import QUICK_ABOVE, quick_layout
@@ -153,6 +154,9 @@ class ConsensusRun(Recording):
         return len(self.nodes)
 
     def agent_rows(self, round_number: int, index: int) -> dict[str, str]:
+        """The agent at the round shown: its colour, neighbours, the decision it made in that round (an LLM
+        agent's reason, message and diary) and, for a lab's seat, how long the person took or that they missed
+        the deadline."""
         colours = self.colours_at(round_number)
         neighbours = sorted(self.graph.neighbors(index))
         same = sum(colours[v] == colours[index] for v in neighbours)
@@ -160,21 +164,39 @@ class ConsensusRun(Recording):
                 "policy": str(self.details_at(round_number)[index]["policy"]),
                 "neighbours": ", ".join(map(str, neighbours[:40])) or "-",
                 "neighbours on its colour": f"{same} of {len(neighbours)}"}
+        if round_number <= 0:
+            return rows
+        said = decision_heading(round_number)
         decisions = self.transcript_at(round_number)
-        if decisions is not None and round_number > 0:
+        if decisions is not None:
             mine = decisions[decisions["agent"] == index]
             if len(mine):
                 row = mine.iloc[-1]
-                for column, label in (("colour_before", "held before"), ("colour", "chose"), ("reason", "last reason"),
+                for column, label in (("colour_before", "held before"), ("colour", "chose"), ("reason", "reason"),
                                       ("message", "message"), ("diary", "diary"), ("failed", "failure")):
                     if column in row.index:
                         value = row[column]
-                        rows[label] = "-" if value is None or (isinstance(value, float) and pd.isna(value)) else shorten(value, 800)
+                        rows[f"{said} · {label}"] = "-" if value is None or (isinstance(value, float) and pd.isna(value)) \
+                            else shorten(value, 800)
+        seat = self._seat_row(round_number, index)
+        if seat:
+            rows.update({f"{said} · {k}": v for k, v in recorded_rows(seat).items()})
         return rows
+
+    def _seat_row(self, round_number: int, index: int) -> dict[str, Any]:
+        """A lab's columns of the agents table for this agent and round (who decided, the person's time, a
+        missed deadline); {} for a run without people."""
+        if "label" not in self.agents.columns:
+            return {}
+        mine = self.agents[(self.agents["round"] == round_number) & (self.agents["node"] == index)]
+        if mine.empty or str(mine.iloc[0]["label"]) != "human":
+            return {}
+        row = mine.iloc[0]
+        return {c: (None if pd.isna(row[c]) else row[c]) for c in ("seat", "response_s", "timeout") if c in row.index}
 
     def messages(self, round_number: int) -> pd.DataFrame | None:
         sent = self.sent.loc[self.sent["round"] == self.check_round(round_number)]
-        return sent.assign(to=sent["to"].map(lambda v: "neighbours/all" if pd.isna(v) else v))
+        return sent.assign(to=sent["to"].map(lambda v: "neighbours/all" if pd.isna(v) else str(int(v))))
 
     def outline(self) -> str:
         s = self.summary

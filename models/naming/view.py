@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from llm_mesa.views import Banner, GameView
+from llm_mesa.views.agent_panel import decision_heading
 from llm_mesa.views.charts import EMBED, VEGA_LITE, dashed_rows, line_spec, numeric_rounds, round_axis
 from llm_mesa.views.controls import BUILTIN, ControlError
 
@@ -54,9 +55,13 @@ def _area_spec(rows: list[dict[str, Any]], field: str, order: list[str], colours
     if y_max:
         y["scale"] = {"domain": [0, y_max], "nice": False}
     scale = {"domain": order, "range": colours} if colours else {"domain": order, "scheme": "tableau20"}
+    one_round = len({r["round"] for r in rows}) <= 1  # an area over one round has no width: a stacked bar shows it
+    x = round_axis(last_round)
+    if one_round:  # the bar whole, not half of it cut at the axis's start
+        x = {**x, "scale": {**x["scale"], "domain": [-0.5, max(int(last_round), 1)]}}
     layers: list[dict[str, Any]] = [{
-        "mark": {"type": "area", "interpolate": "linear"},
-        "encoding": {"x": round_axis(last_round), "y": y, "order": {"field": "order", "type": "quantitative"},
+        "mark": {"type": "bar", "width": 14} if one_round else {"type": "area", "interpolate": "linear"},
+        "encoding": {"x": x, "y": y, "order": {"field": "order", "type": "quantitative"},
                      "color": {"field": field, "type": "nominal", "title": field, "sort": order, "scale": scale,
                                "legend": {"orient": "bottom", "columns": 6, "symbolType": "square"}},
                      "tooltip": [{"field": "round"}, {"field": field}, {"field": "value", "title": y_title}]}}]
@@ -104,11 +109,6 @@ def outcomes_chart(rounds: pd.DataFrame, last_round: int, current_round: int | N
                                                                    "salvage: free-text fallback; text: NL reply; none: no name"]}
     return _area_spec(rows, "outcome", list(OUTCOMES), [OUTCOME_COLOURS[o] for o in OUTCOMES], title, "utterances",
                       last_round, current_round)
-
-
-def _place(model, agent) -> int:
-    """An agent's place among the players: the number the page shows it by (its prompt names its own id)."""
-    return next(i for i, a in enumerate(model.players) if a is agent)
 
 
 class NamingView(GameView):
@@ -194,14 +194,19 @@ class NamingView(GameView):
         return list(model.players)
 
     def agent_rows(self, model, index: int) -> dict[str, str]:
-        """Agent ``index`` (its place among the players, as the selector and the utterances count them)."""
+        """The player at ``index``, called by its id as its prompt, the tables and the utterances call it."""
         agent = model.players[index]
         said = agent.utterance
-        return {"agent": str(index), "in its prompt": f"agent {agent.unique_id}", "holds": agent.name,
-                "memory": ", ".join(agent.memory) or "-", "speaker": agent.speaker.spec(),
-                "partner": str(_place(model, agent.partner)) if agent.partner else "-",
-                "said": (said.name or "-") if said else "-", "decoded by": said.outcome if said else "-",
-                "last reply": (said.replies or ["-"])[-1] if said else "-"}
+        t = self.round_number(model)
+        rows = {"agent": str(agent.unique_id), "holds": agent.name, "memory": ", ".join(agent.memory) or "-",
+                "speaker": agent.speaker.spec()}
+        if t > 0:
+            heading = decision_heading(t)
+            rows.update({f"{heading} · partner": str(agent.partner.unique_id) if agent.partner else "-",
+                         f"{heading} · said": (said.name or "-") if said else "-",
+                         f"{heading} · decoded by": said.outcome if said else "-",
+                         f"{heading} · reply": (said.replies or ["-"])[-1] if said else "-"})
+        return rows
 
     def banners(self, model) -> list[Banner]:
         out = []
@@ -226,8 +231,8 @@ class NamingView(GameView):
         return out
 
     def messages(self, model) -> pd.DataFrame:
-        said = [{"agent": i, "held": a.name, "said": a.utterance.name or "-", "decoded by": a.utterance.outcome,
-                 "reply": (a.utterance.replies or ["-"])[-1]} for i, a in enumerate(model.players) if a.utterance is not None]
+        said = [{"agent": a.unique_id, "held": a.name, "said": a.utterance.name or "-", "decoded by": a.utterance.outcome,
+                 "reply": (a.utterance.replies or ["-"])[-1]} for a in model.players if a.utterance is not None]
         return pd.DataFrame(said, columns=["agent", "held", "said", "decoded by", "reply"])
 
     def snapshot(self, model, selected: int = 0):
