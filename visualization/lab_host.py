@@ -53,14 +53,10 @@ def people_spec(spec: dict[str, Any], shown: Shown, grid: bool) -> dict[str, Any
     node or cell ringed, their seat in its tooltip and in the subtitle."""
     name = "cells" if grid else "nodes"
     rows = spec["datasets"][name]
+    seats = {shown.names[index]: seat for index, seat in shown.people.items()}  # the pictures name agents already
     for row in rows:
         members = row.get("members", [row.get("agent")]) if grid else [row["agent"]]
-        members = [m for m in members if m is not None]
-        row["person"] = ", ".join(f"seat {shown.people[m].number}" for m in members if m in shown.people)
-        if grid:
-            row["members"] = [shown.names[m] for m in members]
-        if row.get("agent") is not None:
-            row["agent"] = shown.names[row["agent"]]
+        row["person"] = ", ".join(f"seat {seats[m].number}" for m in members if m is not None and m in seats)
     if not shown.people:
         return spec
     drawn = next(layer for layer in spec["layer"] if layer.get("name") == name)
