@@ -47,6 +47,8 @@ _EXPORTS = {
     "continuous": "llm_mesa.game_types",
     "count": "llm_mesa.game_types",
     "share": "llm_mesa.game_types",
+    "features": "llm_mesa.game_types",
+    "infer_scale": "llm_mesa.game_types",
     "get_game": "llm_mesa.registry",
     "game_names": "llm_mesa.registry",
     "register_game": "llm_mesa.registry",

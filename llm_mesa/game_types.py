@@ -49,7 +49,7 @@ class Table:
 ROUNDS = Table("rounds", ("round",), "the model's DataCollector: one row per round, round 0 the start")
 
 
-SCALE_KINDS = ("categorical", "ordinal", "continuous", "count", "share")
+SCALE_KINDS = ("categorical", "ordinal", "continuous", "count", "share", "features")
 
 
 @dataclass(frozen=True)
@@ -199,6 +199,13 @@ def count(*, high: float | str | None = None, unit: str = "", label: str = "", e
     return Scale("count", high=high, unit=unit, label=label, events=events)
 
 
+def features(count: int, low: float = 0, high: float | str | None = None, *, label: str = "") -> Scale:
+    """A state of ``count`` features, each a number from ``low`` to ``high`` (a culture of five traits, each one
+    of ten values: ``features(5, 0, 9)``; ``high`` may name a parameter): drawn so that similar states look
+    similar, identical ones alike, where unrelated colours would hide how far two states are apart."""
+    return Scale("features", tuple(range(int(count))), low=low, high=high, label=label)
+
+
 def share(*, label: str = "") -> Scale:
     """A fraction of something, 0 to 1, on a 0-1 axis (shares are drawn together).
 
@@ -234,6 +241,10 @@ def infer_scale(name: str, values: Iterable[Any] = ()) -> Scale:
         if all(float(v).is_integer() and v >= 0 for v in seen):
             return count(label=label)
         return continuous(label=label)
+    vectors = [v for v in seen if isinstance(v, (tuple, list)) and v and all(isinstance(x, (int, float)) for x in v)]
+    if seen and len(vectors) == len(seen) and len({len(v) for v in vectors}) == 1:  # a state of several features
+        flat = [x for v in vectors for x in v]
+        return features(len(vectors[0]), min(flat), max(flat), label=label)
     return categorical(*sorted({str(v) for v in seen}), label=label)
 
 
@@ -416,5 +427,5 @@ class Extensions:
     place: Hook = None
 
 
-__all__ = ["Extensions", "GameResult", "LlmEstimate", "LlmSupport", "PlayRequest", "PolicyCatalog", "ROUNDS", "SCALE_KINDS",
+__all__ = ["Extensions", "GameResult", "LlmEstimate", "LlmSupport", "PlayRequest", "PolicyCatalog", "ROUNDS", "SCALE_KINDS", "features",
            "Scale", "StudyDesign", "Table", "categorical", "continuous", "count", "infer_scale", "ordinal", "share"]

@@ -19,7 +19,7 @@ from llm_mesa.views.colours import EMPTY
 from llm_mesa.views.pictures import label
 from llm_mesa.views.spaces import HEX_ROW
 
-from .network_chart import _base, _field, _short, fill_encoding, state_words, wrapped
+from .network_chart import _base, _field, _short, fill_encoding, legend_labels, state_words, wrapped
 
 #: a pointy-top hexagon in Vega's unit square (-1..1): its width is 0.866 of the square's side
 HEXAGON = "M0,-1L0.866,-0.5L0.866,0.5L0,1L-0.866,0.5L-0.866,-0.5Z"
@@ -112,7 +112,7 @@ def grid_spec(picture: GridPicture, *, selected: int | None = None, width: int =
     agents = sum(len(m) for m in picture.agents)
     heading = f"Round {picture.round_number}: {state_words(fill, picture.agent_states, agents)}"
     title = {"text": wrapped([heading], max(36, plot_width // 7)), "subtitle": wrapped(lines, max(40, plot_width // 6))}
-    spec = _base(title, plot_width, plot_height, {"cells": cells}, legend_labels=list(fill.colours))
+    spec = _base(title, plot_width, plot_height, {"cells": cells}, legend_labels=legend_labels(fill))
     if len(cells) > CANVAS_ABOVE:  # thousands of cells: drawn on a canvas, several times quicker than as SVG paths
         spec["usermeta"] = {"embedOptions": {**EMBED["embedOptions"], "renderer": "canvas"}}
     return {**spec, "layer": layers}

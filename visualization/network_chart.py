@@ -147,6 +147,12 @@ def _short(text: Any, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def legend_labels(fill: Fill) -> list[str]:
+    """The states a legend lists: every category, but none for a state of several features (its colours say how
+    near two states are; a list of every culture would say nothing)."""
+    return [] if fill.kind == "features" else list(fill.colours)
+
+
 def fill_encoding(fill: Fill, legend_title: str, *, legend: bool = True) -> dict[str, Any]:
     """The Vega-Lite encoding of a fill: categories in their colours and order, numbers on a continuous scale
     with a legend bar."""
@@ -156,7 +162,7 @@ def fill_encoding(fill: Fill, legend_title: str, *, legend: bool = True) -> dict
             shown = {"title": legend_title, "gradientLength": 180, "orient": "right", "format": ".4~g"}
         return {"field": "fill", "type": "quantitative", "legend": shown,
                 "scale": {"domain": list(fill.domain), "scheme": CONTINUOUS_SCHEME, "clamp": True, "nice": False}}
-    if legend:
+    if legend and fill.kind != "features":  # a state of several features: its colours say how near, no list of states
         shown = {"symbolOpacity": 1, "title": legend_title}
     return {"field": "fill", "type": "nominal", "legend": shown, "sort": list(fill.colours),
             "scale": {"domain": list(fill.colours), "range": list(fill.colours.values())}}
@@ -297,7 +303,7 @@ def network_spec(picture: NetworkPicture, *, selected: int | None = None, width:
                                 "baseline": "middle", "cursor": "pointer"},
                        "encoding": {**xy, "text": {"field": "agent"}, "tooltip": tooltip,
                                     "color": {"field": "ink", "type": "nominal", "scale": None, "legend": None}}})
-    return {**_base(title, width, height, {"nodes": nodes, "edges": links}, legend_labels=list(fill.colours)),
+    return {**_base(title, width, height, {"nodes": nodes, "edges": links}, legend_labels=legend_labels(fill)),
             "layer": layers}
 
 

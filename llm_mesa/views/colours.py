@@ -135,6 +135,18 @@ def state_scale(declared: Scale | None, values: Iterable[Any]) -> Scale:
     return infer_scale("state", present)
 
 
+def features_colour(state: Sequence[float], low: float, high: float) -> str:
+    """A colour for a state of several features in which near states get near colours: the features dealt in turn
+    to red, green and blue, each channel the mean of its features' places between ``low`` and ``high`` (identical
+    states alike; one feature apart, one channel a step apart)."""
+    span = (high - low) or 1.0
+    channels: list[list[float]] = [[], [], []]
+    for i, value in enumerate(state):
+        channels[i % 3].append((float(value) - low) / span)
+    levels = [sum(c) / len(c) if c else 0.5 for c in channels]
+    return _hex([0.12 + 0.76 * min(max(level, 0.0), 1.0) for level in levels])
+
+
 def numeric_domain(scale: Scale, values: Iterable[Any], seen: Sequence[float] | None = None) -> tuple[float, float]:
     """The range a continuous scale spans: the declared one, else what was seen (``seen`` keeps it from
     shrinking between rounds), never empty."""
@@ -156,5 +168,5 @@ def numeric_fill(value: float, domain: tuple[float, float]) -> str:
 
 
 __all__ = ["CONTINUOUS_SCHEME", "EMPTY", "NAMED_COLOURS", "PALE", "PALETTE", "SEQUENTIAL", "VIRIDIS", "category_colours",
-           "distinct", "ink", "luminance", "natural_key", "numeric_domain", "numeric_fill", "ordinal_colours", "ramp",
+           "distinct", "features_colour", "ink", "luminance", "natural_key", "numeric_domain", "numeric_fill", "ordinal_colours", "ramp",
            "state_scale"]

@@ -74,6 +74,12 @@ def fill_of(states: Sequence[Any], scale: Scale | None, *, palette: Mapping[Any,
     if chosen.numeric and all(isinstance(s, (int, float)) and not isinstance(s, bool) for s in present):
         unit = f" ({chosen.unit})" if chosen.unit else ""
         return Fill("numbers", title + unit, domain=domain or palette_of.numeric_domain(chosen, present), scale=chosen)
+    if chosen.kind == "features":  # near states in near colours (what a legend of every culture would not show)
+        low, high = palette_of.numeric_domain(chosen, [x for s in present for x in s])
+        colours = {label(s): palette_of.features_colour(s, low, high) for s in present}
+        if any(s is None for s in states):
+            colours[EMPTY_LABEL] = palette_of.EMPTY
+        return Fill("features", f"{title}: near states in near colours", colours=colours, scale=chosen)
     if chosen.kind == "ordinal":
         order = [label(v) for v in chosen.values]
         order += sorted({label(v) for v in present} - set(order), key=palette_of.natural_key)
