@@ -15,8 +15,8 @@ from mesa.discrete_space import CellAgent, OrthogonalMooreGrid
 from llm_mesa import Game, Parameter, ParameterSet, PolicyCatalog, features, infer_scale
 from llm_mesa.views import view_of
 from llm_mesa.views.colours import features_colour
-from llm_mesa.visualization.grid_chart import grid_spec
 from llm_mesa.views.pictures import fill_of
+from llm_mesa.visualization.grid_chart import grid_spec
 
 
 def _rgb(colour: str) -> tuple[int, ...]:
