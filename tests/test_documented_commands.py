@@ -269,8 +269,8 @@ def test_the_extractor_finds_the_documented_commands_and_says_why_it_skips_each_
     readme = found["README.md"]
     texts = [c.text for c in readme]
     assert texts[0] == "bash scripts/demo.sh"  # the front door first: it makes the clone's .venv
-    assert any(t.startswith("llm-mesa consensus --policy llm --base-url http://127.0.0.1:8765/v1") and
-               t.endswith("--out runs/g3") for t in texts)  # a continued line, joined
+    assert "llm-mesa fit runs/rules --no-check" in texts  # a fenced line, its comment dropped
+    assert any(t.startswith("python examples/schelling_llm.py") for t in texts)  # a command spelled out in the prose
     assert all(not c.skipped or len(c.skipped.split()) >= 4 for _, cs in found.items() for c in cs)
     assert any(c.skipped and "placeholders" in c.skipped for c in readme)  # `llm-mesa report DIR [DIR ...]`
     runnable = [c for _, cs in found.items() for c in cs if not c.skipped]

@@ -148,6 +148,6 @@ def test_mesas_50_by_50_prisoners_dilemma_draws_on_a_canvas_that_names_its_round
         assert page.locator(".llm-mesa-grid-chart canvas").count() == 1  # 2,500 cells: no 2,500 SVG paths
         step(page, 2)
         page.locator(".llm-mesa-grid-chart [data-title^='Round 2:']").first.wait_for(state="attached", timeout=60_000)
-        page.wait_for_function("() => /observes for round 3 · payoffs:\\s*C\\/C: 1, C\\/D: 0/"
+        page.wait_for_function("() => /decision in round 2 · saw · payoffs:\\s*C\\/C: 1, C\\/D: 0/"
                                ".test(document.querySelector('.llm-mesa-agent').innerText)", timeout=30_000)  # pairs kept
         no_traceback(page)

@@ -40,6 +40,9 @@ def test_the_card_quotes_what_llama_server_said_of_itself(tmp_path: Path, capsys
     assert quantisation(model_file) == "Q4_K_M"  # the extra ships Gemma 3 270M at Q4_K_M
     assert cli.main(["card", str(tmp_path / "run")]) == 0  # the server is gone
     text = capsys.readouterr().out
+    said_line = next(line for line in text.splitlines() if line.startswith(f"- `{url}`: build"))
     assert f"build `{said['build']}`; model file `{model_file}` (quantisation `Q4_K_M`, from the file's name); " \
-           f"context {said['context']:,} tokens" in text
+           in said_line
+    assert f"model alias `{said['model_alias']}`" in said_line and f"context {said['context']:,} tokens" in said_line
+    assert f"chat template SHA-256 `{said['chat_template_sha256']}`" in said_line
     assert f"`{server.model}`" in text and "system_fingerprint" in text

@@ -397,18 +397,39 @@ def kept(value: Any) -> Any:
     return json.dumps(value, default=str)
 
 
-def agent_details(model: Any, agent: Any) -> tuple[str, dict[str, Any] | None, str | None]:
+def agent_details(model: Any, agent: Any) -> tuple[str, int | None, dict[str, Any] | None, str | None]:
     """For a page's agent panel.
 
     Returns:
-        The agent's policy (its spec), what it saw at its last decision, and what it answered then (None, None
-        before its first).
+        The agent's policy (its spec), the round of its last decision, what it saw then (each value as the view
+        gave it: a JSON text the table keeps is read back, its lists as tuples, so pairs stay pairs) and what it
+        answered (None, None, None before its first).
     """
     hooks = HOOKS[model]
     policy = hooks.policy_of(agent)
     last = next((r for r in reversed(hooks.records) if r["agent"] == agent.unique_id), None)
-    seen = None if last is None else {k[len("view_"):]: v for k, v in last.items() if k.startswith("view_")}
-    return policy.spec(), seen, None if last is None else last["answer"]
+    if last is None:
+        return policy.spec(), None, None, None
+    seen = {k[len("view_"):]: _unkept(v) for k, v in last.items() if k.startswith("view_")}
+    return policy.spec(), last["round"], seen, last["answer"]
+
+
+def _unkept(value: Any) -> Any:
+    """``kept``'s JSON text back to its value, lists as tuples; any other value as it is."""
+    if not (isinstance(value, str) and value[:1] in "[{"):
+        return value
+    try:
+        return _tuples(json.loads(value))
+    except ValueError:
+        return value
+
+
+def _tuples(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_tuples(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _tuples(v) for k, v in value.items()}
+    return value
 
 
 async def _result(future: Any) -> Any:

@@ -141,27 +141,20 @@ def agent_rows(view: GameView, model: Any, index: int) -> dict[str, str]:
     rows = {"agent": str(name), "state": words(view.state_of(agent))}
     from llm_mesa.adapter.hooks import HOOKS, agent_details
 
-    if model in HOOKS:  # a Mesa model played through the adapter: its policies and decisions are the hooks'
-        spec, seen, answer = agent_details(model, agent)
+    adapted = model in HOOKS  # a Mesa model played through the adapter: its policies and decisions are the hooks'
+    if adapted:
+        spec, decided_in, seen, answer = agent_details(model, agent)
         rows["policy"] = spec
-        t = view.round_number(model)
-        rows.update(field_rows("last decision · saw", seen, {"agent": name, "round": t}) if seen else {})
-        rows.update(field_rows("last decision · answered", answer) if answer is not None else {})
-        return rows
-    policy = getattr(agent, "policy", None)
-    if policy is not None:
+    elif (policy := getattr(agent, "policy", None)) is not None:
         spec = getattr(policy, "spec", None)
         rows["policy"] = spec() if callable(spec) else str(policy)
-    cell = getattr(agent, "cell", None)
-    coordinate = getattr(cell, "coordinate", None)
-    if isinstance(coordinate, tuple):
-        rows["cell"] = "(" + ", ".join(str(int(c)) for c in coordinate) + ")"
-    if getattr(cell, "neighborhood", None) is not None:
-        states, empty = neighbour_states(agent, view.state_of)
-        held = ", ".join(words(s, 40) for s in states[:MAX_ITEMS])
-        held += f" … ({len(states)} in all)" if len(states) > MAX_ITEMS else ""
-        rows["neighbours hold"] = (held or "-") + (f" ({empty} neighbouring cell{'s' if empty != 1 else ''} empty)"
-                                                   if empty and coordinate is not None else "")
+    rows.update(place_rows(view, agent))
+    if adapted:
+        if decided_in is not None:
+            heading = decision_heading(decided_in)
+            rows.update(field_rows(f"{heading} · saw", seen, {"agent": name, "round": decided_in}))
+            rows.update(field_rows(f"{heading} · answered", answer))
+        return rows
     t = view.round_number(model)
     decision = getattr(agent, "pending", None)
     if decision is not None and t > 0:
@@ -178,6 +171,22 @@ def agent_rows(view: GameView, model: Any, index: int) -> dict[str, str]:
     return rows
 
 
+def place_rows(view: GameView, agent: Any) -> dict[str, str]:
+    """The agent's cell and what its neighbours hold (nothing for an agent without a cell)."""
+    rows: dict[str, str] = {}
+    cell = getattr(agent, "cell", None)
+    coordinate = getattr(cell, "coordinate", None)
+    if isinstance(coordinate, tuple):
+        rows["cell"] = "(" + ", ".join(str(int(c)) for c in coordinate) + ")"
+    if getattr(cell, "neighborhood", None) is not None:
+        states, empty = neighbour_states(agent, view.state_of)
+        held = ", ".join(words(s, 40) for s in states[:MAX_ITEMS])
+        held += f" … ({len(states)} in all)" if len(states) > MAX_ITEMS else ""
+        rows["neighbours hold"] = (held or "-") + (f" ({empty} neighbouring cell{'s' if empty != 1 else ''} empty)"
+                                                   if empty and coordinate is not None else "")
+    return rows
+
+
 def recorded_rows(recorded: Mapping[str, Any], skip: tuple[str, ...] = ()) -> dict[str, str]:
     """An agent's row of a run's per-agent table, in words (a lab's columns named as a reader says them; a
     missed deadline shows no answering time: the game's default action was played)."""
@@ -190,4 +199,4 @@ def recorded_rows(recorded: Mapping[str, Any], skip: tuple[str, ...] = ()) -> di
 
 
 __all__ = ["RECORDED_WORDS", "agent_rows", "decision_heading", "field_rows", "fields_of", "observation_heading",
-           "recorded_rows", "words"]
+           "place_rows", "recorded_rows", "words"]
