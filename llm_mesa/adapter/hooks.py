@@ -244,12 +244,12 @@ class Hooks:
 
     def note(self, decision: Decision, agent: Any, view: View, answer: str | None, own_rule: bool = False) -> None:
         """Count one decision (and keep it for the ``decisions`` table)."""
+        rule = decision.certain(view)
         if own_rule:
-            answer = decision.certain(view)
+            answer = rule
         self.decided += 1
         if answer is not None:
             self.answers[(decision.name, answer)] += 1
-            rule = decision.certain(view)
             if rule is not None:
                 self.comparable += 1
                 self.agreed += answer == rule
@@ -387,14 +387,23 @@ def answers(model: Any, decision: str | None = None) -> dict[str, int]:
 
 
 
+_SCALARS = (bool, int, float, str, type(None))
+_JSON = json.JSONEncoder(default=str, check_circular=False)  # a view's values are fresh trees, never circular
+
+
 def kept(value: Any) -> Any:
     """A view's value as a table keeps it: a number, a text or yes/no as it is, anything else as its JSON text (a
-    tuple of neighbours' moves and scores), so every game's ``decisions`` table writes to Parquet alike."""
+    tuple of neighbours' moves and scores), so every game's ``decisions`` table writes to Parquet alike. (It is
+    written when the decision is made, not when the table is: a view may hand over a list the model changes later.)"""
+    if type(value) in _SCALARS:
+        return value
     if hasattr(value, "item"):
         value = value.item()
-    if value is None or isinstance(value, (bool, int, float, str)):
+        if isinstance(value, _SCALARS):
+            return value
+    if isinstance(value, _SCALARS):  # a subclass: an enum of str, numpy's bool_
         return value
-    return json.dumps(value, default=str)
+    return _JSON.encode(value)
 
 
 def agent_details(model: Any, agent: Any) -> tuple[str, int | None, dict[str, Any] | None, str | None]:
