@@ -34,6 +34,7 @@ from llm_mesa.llm import Endpoint  # noqa: E402
 from llm_mesa.models.consensus import ConsensusModel  # noqa: E402
 from llm_mesa.models.consensus.conditions import RULE_CONFIGURATIONS, STUDY_CONDITIONS, TALKING_CONFIGURATIONS  # noqa: E402
 from llm_mesa.models.consensus.llm_policy import LLMConsensusPolicy  # noqa: E402
+from llm_mesa.play import play_batch  # noqa: E402
 
 TOPOLOGIES = ("ba", "er", "ws", "caveman")
 SCHEMES = ("synchronous", "random-sequential", "random-asynchronous")
@@ -82,7 +83,7 @@ def rule_rates(repetitions: int) -> tuple[list[dict], dict]:
                                      "update": scheme}, spec, 1000 * c + seed, ())
                         for c, conditions in enumerate(STUDY_CONDITIONS.values()) for seed in range(repetitions)]
             started = time.perf_counter()
-            results = game.play_batch(requests)
+            results = play_batch(game, requests)
             seconds[scheme].append((time.perf_counter() - started) / len(requests))
             row[scheme] = float(np.mean([r.row["consensus"] for r in results]))
         rows.append(row)

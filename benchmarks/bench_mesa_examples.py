@@ -30,6 +30,7 @@ import bench_client  # noqa: E402  (the stand-in in its own process)
 
 from llm_mesa import PlayRequest, get_game  # noqa: E402
 from llm_mesa.llm import Endpoint  # noqa: E402
+from llm_mesa.play import play as play_game  # noqa: E402
 
 FULL = [
     ("schelling", {"max_rounds": 4}),
@@ -51,9 +52,9 @@ def play(base_url: str, name: str, parameters: dict, latency: float, seed: int) 
     game = get_game(name)
     endpoint = Endpoint(base_url, f"{name}:mesa?latency={latency:g}", concurrency=512, timeout=60.0, max_attempts=3)
     started = time.perf_counter()
-    llm = game.play(PlayRequest(parameters, "llm", seed, ("rounds",), endpoint))
+    llm = play_game(game, PlayRequest(parameters, "llm", seed, ("rounds",), endpoint))
     wall = time.perf_counter() - started
-    rule = game.play(PlayRequest(parameters, "mesa", seed, ("rounds",)))
+    rule = play_game(game, PlayRequest(parameters, "mesa", seed, ("rounds",)))
     depth = llm.row.get("depth", llm.row["rounds"])  # Schelling: one level a step
     return {"game": name, "order": parameters.get("activation_order", "-"), "calls": llm.row["calls"], "depth": depth,
             "wall_s": wall, "wall/(depth x latency)": wall / (depth * latency),

@@ -19,7 +19,7 @@ And what Mesa 4 adds that serves a game's user is used there, not written again:
 
 * ``Scenario`` (``mesa.experimental.scenarios``): an experiment file's cells become
   Mesa scenarios (``Experiment.scenarios()``), one per cell and repetition, that build
-  the very game the sweep plays (``Game.build_scenario``; a model may take ``scenario=``).
+  the very game the sweep plays (``llm_mesa.play.build_scenario``; a model may take ``scenario=``).
 * Mesa 4's data recorders (Parquet, SQL, JSON, memory): ``track_rounds`` registers a
   game's round measures (its DataCollector's model reporters) as the ``rounds`` data set
   of ``model.data_registry``, and ``game_ended`` tells the recorders the game is over,

@@ -48,7 +48,7 @@ class Parameter:
             says who plays, not what is played (which agents an LLM plays), so that designs differing
             only in it play the same graphs and draws.
         round_limit: Marks the one whole-number parameter that bounds the game's rounds: a model still
-            running past it is stopped as runaway (``llm_mesa.Game.step_limit``).
+            running past it is stopped as runaway (``llm_mesa.play.step_limit``).
         control_range: The range a slider offers, within ``low``..``high`` (which only validate);
             None: ``offered_range`` picks one.
     """

@@ -96,7 +96,8 @@ def test_a_lab_replayed_with_another_seed_names_only_fixes_the_lab_takes(tmp_pat
     store = recorded(tmp_path / "lab1.calls.sqlite")
     status = main(["lab", *CONSENSUS, "--seed", "4", "--replay", str(store), "--out", str(tmp_path / "again")])
     err = capsys.readouterr().err
-    assert status == 2 and "holds no answer for node 3's decision in round 1" in err
+    # both seats decide round 1 at once: whichever asks first meets the missing answer
+    assert status == 2 and re.search(r"holds no answer for node (3|8)'s decision in round 1", err), err
     assert_names_only_fixes_the_lab_takes(err)
     assert not (tmp_path / "again").exists()
 

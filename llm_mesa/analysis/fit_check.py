@@ -1,8 +1,8 @@
 """The check by simulation of ``llm-mesa fit``: does the fitted rule play the games RUNS played?
 
 The fitted rule (its estimates; with its trembling hand when it has one) plays RUNS' own
-designs and seeds through the game's own play path: ``Game.play_batch`` of ``PlayRequest``s
-for a rule as registered, ``Game.make_model`` for a trembling one, ``Game.place`` in the
+designs and seeds through the game's own play path: ``llm_mesa.play.play_batch`` of ``PlayRequest``s
+for a rule as registered, ``llm_mesa.play.make_model`` for a trembling one, ``llm_mesa.play.place`` in the
 agents a policy played among others (a lab's seats). Then each headline outcome's
 distribution over those games is held against RUNS':
 

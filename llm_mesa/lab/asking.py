@@ -1,7 +1,7 @@
 """The seam between a game and a seat: what its LLM policy would ask, put to a person.
 
 A seat needs four things of any game, and finds them on the game's LLM policy (the one
-``Game.llm_policy`` makes), so that a game whose LLM policy is an ``llm_mesa.LLMPolicy``
+``llm_mesa.declared.llm_policy`` makes), so that a game whose LLM policy is an ``llm_mesa.LLMPolicy``
 gets seats with no code of its own:
 
 * ``question(observation) -> Question``: what a model is asked (its messages, the answer's

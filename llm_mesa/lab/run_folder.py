@@ -1,6 +1,6 @@
 """A lab's game as a run folder: the game's own tables, summary and manifest, with its people marked.
 
-The folder is what ``llm-mesa GAME --out DIR`` writes for the game (``Game.run_tables``),
+The folder is what ``llm-mesa GAME --out DIR`` writes for the game (``llm_mesa.declared.run_tables``),
 so ``llm-mesa viz --replay DIR`` and every reader of run folders open it as they open any
 game, and besides:
 

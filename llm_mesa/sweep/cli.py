@@ -292,7 +292,7 @@ def run(args: argparse.Namespace) -> int:
         print(dry_run(spec, args.latency))
         return 0
     _warn_if_capped(spec)
-    progress = None if args.quiet else SweepProgress(describe=spec.game.outcome)
+    progress = None if args.quiet else SweepProgress(describe=lambda row: declared.outcome(spec.game, row))
     try:
         result = play_sweep(spec, progress)
     except BudgetReached:

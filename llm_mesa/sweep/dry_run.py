@@ -2,7 +2,7 @@
 
 Nothing here contacts an endpoint. Each game says, from its own parameters and
 prompt templates, how many LLM calls one game makes at most and how long a
-prompt is (``Game.estimate``); this module multiplies out the grid, prices the
+prompt is (``LlmSupport.estimate``); this module multiplies out the grid, prices the
 tokens and times the sweep at the latency and concurrency the user states:
 ``time = max(rounds x latency x games / games in flight, calls x latency / concurrency)``.
 Tokens are counted as characters / 4, the usual figure for English under BPE
@@ -43,7 +43,7 @@ class SweepEstimate:
     cost: float | None
     time_s: float | None
     bounded: bool  # True when games may stop early, so the figures are upper bounds
-    #: LLM games whose game gives no estimate (``Game.estimate`` is None): not in the figures
+    #: LLM games whose game gives no estimate (``LlmSupport.estimate`` is None): not in the figures
     unknown_games: int = 0
 
 
@@ -104,7 +104,7 @@ def format_estimate(estimate: SweepEstimate, *, latency_s: float, games_in_fligh
     lines.append(f"LLM games: {estimate.llm_games:,}")
     if estimate.unknown_games == estimate.llm_games:
         lines.append(f"calls, tokens, cost and time: unknown (the {game_name} game gives no estimate of its LLM use; "
-                     "Game.estimate)")
+                     "LlmSupport(estimate=...))")
         return "\n".join(lines)
     if estimate.unknown_games:
         lines.append(f"note: {estimate.unknown_games:,} LLM games have no estimate and are not counted below")

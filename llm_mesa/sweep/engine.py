@@ -14,7 +14,7 @@ unchanged, see ``examples/batch_run_consensus.py``):
   (bounded by the endpoint's ``concurrency``). Every call is recorded to one
   ``ResponseStore``; a resumed sweep replays what it already paid for.
 * **Rule sweeps play games together.** A game plays a batch at once
-  (``Game.play_batch``, chunks of ``Game.batch_size``: rule games of a game on a graph may run as
+  (``llm_mesa.play.play_batch``, chunks of ``llm_mesa.play.batch_size``: rule games of a game on a graph may run as
   arrays); ``processes`` spreads batches over a spawn-started process pool.
 
 The engine knows no game: it asks the game (``llm_mesa.games.Game``, found by

@@ -105,7 +105,7 @@ def play_game(task: GameTask, store: StoreOptions | None = None, tables: Sequenc
 
 def _play_together(tasks: list[GameTask], store: StoreOptions | None,
                    tables: tuple[str, ...]) -> tuple[list[GameResult], BaseException | None]:
-    """Games played together (``Game.play_batch``), else one by one: those that finished, the first error."""
+    """Games played together (``llm_mesa.play.play_batch``), else one by one: those that finished, the first error."""
     started = time.perf_counter()
     try:
         results = play.play_batch(get_game(tasks[0].game), [t.request(store, tables) for t in tasks])
@@ -222,7 +222,7 @@ def _deliver(done: Iterable[Any], finished: Callable[[Sequence[GameResult]], Non
 def run_here(tasks: list[GameTask], store: StoreOptions | None, tables: tuple[str, ...], games_in_flight: int,
              finished: Callable[[Sequence[GameResult]], None], batch_size: int | None = None) -> None:
     """Games in this process: in chunks the game plays together, or ``games_in_flight`` at once in threads."""
-    if games_in_flight == 1:  # in chunks the game plays together (Game.batch_size; 1: each written as it ends)
+    if games_in_flight == 1:  # in chunks the game plays together (llm_mesa.play.batch_size; 1: each written as it ends)
         while tasks:
             size = max(1, min(batch_size or len(tasks), play.batch_size(get_game(tasks[0].game), tasks[0].request())))
             chunk, tasks = tasks[:size], tasks[size:]

@@ -156,7 +156,7 @@ class Experiment:
         Each holds the condition's game parameters, the game's ``seed`` (the one the
         sweep plays it with, also its ``rng``) and the ``condition``'s name;
         ``scenario_id`` is the condition's place in the file, ``replication_id`` the
-        repetition. ``game.build_scenario(scenario, policy)`` builds the game the sweep plays.
+        repetition. ``llm_mesa.play.build_scenario(game, scenario, policy)`` builds the game the sweep plays.
         """
         from llm_mesa.mesa_versions import scenario_class
 

@@ -42,7 +42,7 @@ class SweepOutput:
     """A sweep's output, a dataset directory or a single Parquet file (see module doc).
 
     ``types``: the pandas types of columns that may be all missing in one part (the
-    game's, see ``Game.column_types``); by default those the sweep's manifest recorded.
+    game's, see ``Game.row_types`` and ``Table.types``); by default those the sweep's manifest recorded.
     ``keys``: per table, the columns that key a row within a game (one-column keys:
     per-round tables, small enough to deduplicate on reading).
     """

@@ -22,6 +22,7 @@ from llm_mesa.decisions import judge
 from llm_mesa.errors import InvalidGame
 from llm_mesa.game_cli import invalid_words
 from llm_mesa.json_values import json_text
+from llm_mesa.play import failure_share
 from llm_mesa.run_output import build_manifest, check_output_dir, write_run
 
 from .game import GAME
@@ -134,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
         print(json_text({**{k: summary[k] for k in JSON_KEYS}, **extra}))  # NaN and infinities as null: JSON
     else:
         print(format_summary(summary, args.out))
-    share = GAME.failure_share(GAME.parameters.defaults())
+    share = failure_share(GAME, GAME.parameters.defaults())
     if judge(dict(summary), share)["invalid"]:  # every call of too many utterances failed
         raise InvalidGame(f"the game is invalid: {invalid_words(summary, share)}")
     return 0
