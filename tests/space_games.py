@@ -44,7 +44,7 @@ from llm_mesa import (
 )
 
 ROUNDS = Table("rounds", ("round",), "one row per round")
-AGENTS = Table("agents", ("round", "agent"), "one row per agent and round")
+AGENTS = Table("agents", ("round", "agent"), "one row per agent and round", read=lambda model: model.agents_frame())
 
 
 class _Recorded(mesa.Model):
@@ -60,11 +60,6 @@ class _Recorded(mesa.Model):
 
 class _Game(Game):
     tables = (ROUNDS, AGENTS)
-
-    def table(self, model, name):
-        if name == "agents":
-            return model.agents_frame()
-        return super().table(model, name)
 
 
 # --- pgoods: a public-goods game on a network -------------------------------------------------

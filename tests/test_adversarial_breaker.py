@@ -14,12 +14,14 @@ import io
 import json
 import threading
 from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import replace
 
 import pytest
 from aiohttp import web
 from conftest import EXTRA_GAME
 from hostile_server import MOVE, HostileServer, completion, game_handler, raw
 
+from llm_mesa import declared
 from llm_mesa.cli import main
 from llm_mesa.registry import get_game, register_game, unregister_game
 
@@ -137,15 +139,16 @@ def test_a_registered_game_that_reports_invalid_games_trips_the_breaker_too(tmp_
 
     tiny = type(get_game(EXTRA_GAME))
 
+    def invalid(game, model):  # the guide's summary row, every game reported invalid
+        return {**declared.summary_row(get_game(EXTRA_GAME), model), "invalid": True, "failure_cause": "timeout"}
+
     class AlwaysInvalid(tiny):
         name = "always-invalid"
         policies = PolicyCatalog()  # its own policy, registered above, and no other
+        extensions = replace(tiny.extensions, summary=invalid)
 
         def build(self, parameters, policy, seed):
             return tiny.build(self, parameters, make_policy(policy, self.name), seed)
-
-        def summary_row(self, model):
-            return {**tiny.summary_row(self, model), "invalid": True, "failure_cause": "timeout"}
 
     register_game(AlwaysInvalid())
     try:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import pytest
 from conftest import EXTRA_GAME
 
-from llm_mesa import Parameter, ParameterSet, Policy, PolicyCatalog, make_policy, register_policy
+from llm_mesa import Parameter, ParameterSet, Policy, PolicyCatalog, declared, make_policy, register_policy
 from llm_mesa.cli import main
 from llm_mesa.games import STEP_LIMIT, GameError
 from llm_mesa.registry import get_game, register_game, unregister_game
@@ -157,14 +158,15 @@ VALUES = [
 
 
 def with_value(value):
-    def summary_row(self, model):
-        return {**tiny().summary_row(self, model), "extra": value}
-    return summary_row
+    """The guide's extensions, with a summary row that is the guide's and one ``extra`` value."""
+    def summary(game, model):
+        return {**declared.summary_row(get_game(EXTRA_GAME), model), "extra": value}
+    return replace(tiny().extensions, summary=summary)
 
 
 @pytest.mark.parametrize("value, holds", [r[1:] for r in VALUES], ids=[r[0] for r in VALUES])
 def test_a_summary_value_outside_json_types_is_refused_in_one_line_naming_its_key(value, holds, capsys, tmp_path):
-    registered("valued", summary_row=with_value(value))
+    registered("valued", extensions=with_value(value))
     try:
         status, out, err = run(capsys, "valued", "--n", 6, "--max-rounds", 2, "--json")
         sweep = ["sweep", "--game", "valued", "--seeds", 2, "--set", "max_rounds=2", "--quiet", "--out", tmp_path / "s"]
@@ -200,7 +202,7 @@ def strict_loads(text: str):
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, np.float64("nan")], ids=["NaN", "inf", "-inf", "np.nan"])
 def test_json_output_prints_non_finite_numbers_as_null(value, capsys):
-    registered("nonfinite", summary_row=with_value(value))
+    registered("nonfinite", extensions=with_value(value))
     try:
         status, out, err = run(capsys, "nonfinite", "--n", 6, "--max-rounds", 2, "--json")
         assert status == 0 and strict_loads(out)["extra"] is None, err
@@ -219,7 +221,7 @@ def test_the_games_own_json_is_json(command, capsys):
 
 
 def test_analyze_json_is_json_when_a_measure_is_not_finite(capsys, tmp_path):
-    registered("nonfinite-sweep", summary_row=with_value(math.inf))  # its mean is infinite, its SD NaN
+    registered("nonfinite-sweep", extensions=with_value(math.inf))  # its mean is infinite, its SD NaN
     try:
         status, _, err = run(capsys, "sweep", "--game", "nonfinite-sweep", "--seeds", 4, "--set", "max_rounds=2",
                              "--quiet", "--out", tmp_path / "s")

@@ -8,7 +8,8 @@ import jsonschema
 import pandas as pd
 import pytest
 
-from llm_mesa import PlayRequest, get_game
+from llm_mesa import PlayRequest, declared, get_game
+from llm_mesa import play as playing
 from llm_mesa.cli import main
 from llm_mesa.llm import Endpoint, ResponseStore
 from llm_mesa.loopback import LoopbackError, LoopbackServer, PromptNotUnderstood, PromptView
@@ -31,7 +32,7 @@ def server():
 def play(server, model: str, store: ResponseStore | None, seed: int = 2, **parameters):
     parameters = {"topology": "pa", "k": 3, "links": 2, "n": 20, "max_rounds": 15, **parameters}
     request = PlayRequest(parameters, "llm", seed, TABLES, Endpoint(server.base_url, model), store)
-    return GAME.play(request)
+    return playing.play(GAME, request)
 
 
 def test_the_prompt_puts_the_games_own_rules_first_and_the_state_last():
@@ -102,7 +103,7 @@ def test_the_stand_in_plays_as_best_response_where_best_response_has_no_tie(serv
     """Bipartite, k = 2, all the same, no inertia: the rule's 2-cycle, through the LLM policy."""
     parameters = {"topology": "leader-cycle", "k": 2, "n": 20, "initial": "same", "max_rounds": 6}
     llm = play(server, "colouring:best-response", None, **parameters)
-    rule = GAME.play(PlayRequest(parameters, "best-response", 2, TABLES))
+    rule = playing.play(GAME, PlayRequest(parameters, "best-response", 2, TABLES))
     pd.testing.assert_frame_equal(llm.tables["agents"], rule.tables["agents"])
     assert not llm.row["solved"] and llm.row["changes"] == 20 * 6
 
@@ -151,9 +152,9 @@ def test_an_llm_sweep_plays_against_the_stand_in_and_resumes_without_a_call(serv
 
 
 def test_the_llm_estimate_counts_one_call_per_agent_and_round():
-    estimate = GAME.estimate({"n": 38, "max_rounds": 100, "topology": "pa", "k": 3}, Endpoint("http://127.0.0.1:9/v1", "m"))
+    estimate = declared.estimate(GAME, {"n": 38, "max_rounds": 100, "topology": "pa", "k": 3}, Endpoint("http://127.0.0.1:9/v1", "m"))
     assert estimate.calls == 3800 and estimate.rounds == 100 and estimate.may_stop_early
-    shown = GAME.estimate({"n": 38, "max_rounds": 100, "show_degrees": True, "show_conflicts": True},
-                          Endpoint("http://127.0.0.1:9/v1", "m", max_tokens=50))
-    plain = GAME.estimate({"n": 38, "max_rounds": 100}, Endpoint("http://127.0.0.1:9/v1", "m"))
+    shown = declared.estimate(GAME, {"n": 38, "max_rounds": 100, "show_degrees": True, "show_conflicts": True},
+                                    Endpoint("http://127.0.0.1:9/v1", "m", max_tokens=50))
+    plain = declared.estimate(GAME, {"n": 38, "max_rounds": 100}, Endpoint("http://127.0.0.1:9/v1", "m"))
     assert shown.completion_tokens_per_call == 50 and shown.prompt_tokens_per_call > plain.prompt_tokens_per_call

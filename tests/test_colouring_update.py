@@ -5,7 +5,7 @@ from __future__ import annotations
 import networkx as nx
 import pytest
 
-from llm_mesa import PlayRequest, get_game
+from llm_mesa import PlayRequest, get_game, play
 from llm_mesa.llm import Endpoint, ResponseStore
 from llm_mesa.loopback import LoopbackServer
 from llm_mesa.models.colouring import model as colouring_model
@@ -79,14 +79,14 @@ def test_a_concurrent_llm_run_replays_one_call_at_a_time_into_the_same_tables(sc
     store = ResponseStore(tmp_path / "calls.sqlite", "record")
     with LoopbackServer(seed=4, latency=0.02, jitter=0.02) as server:
         endpoint = Endpoint(server.base_url, "colouring:best-response")
-        live = GAME.play(PlayRequest(parameters, "llm", 5, ("rounds", "agents"), endpoint, store))
+        live = play.play(GAME, PlayRequest(parameters, "llm", 5, ("rounds", "agents"), endpoint, store))
         calls = server.stats()["answered"]
     store.close()
     assert live.row["calls"] == calls > 0 and live.row["depth"] < live.row["calls"]
     monkeypatch.setattr(colouring_model, "dependencies", chain)
     replay_store = ResponseStore(tmp_path / "calls.sqlite", "replay")
     dead = Endpoint("http://127.0.0.1:9/v1", "colouring:best-response")
-    replayed = GAME.play(PlayRequest(parameters, "llm", 5, ("rounds", "agents"), dead, replay_store))
+    replayed = play.play(GAME, PlayRequest(parameters, "llm", 5, ("rounds", "agents"), dead, replay_store))
     assert replayed.row["replayed_calls"] == replayed.row["calls"] == calls
     assert replayed.row["depth"] == replayed.row["calls"]  # one at a time
     for name in ("rounds", "agents"):

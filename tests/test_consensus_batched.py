@@ -1,6 +1,7 @@
 """The batched engine plays the games the Mesa model plays, bit for bit, and sweeps pick it."""
 
 import random
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -13,6 +14,7 @@ from llm_mesa.models.consensus.batched import batchable, play_games
 from llm_mesa.models.consensus.conditions import RULE_CONFIGURATIONS, STUDY_CONDITIONS
 from llm_mesa.models.consensus.game import GAME
 from llm_mesa.models.consensus.observation import ConsensusObservation
+from llm_mesa.play import play, play_batch
 from llm_mesa.policy import make_policy
 from llm_mesa.sweep import run_sweep
 
@@ -37,14 +39,14 @@ def test_the_study_rule_grid_is_the_same_game_both_ways():
     # 11 conditions x 6 rule configurations x 2 seeds, every table but the edges (below), the baseline on
     requests = grid_requests([3, 17], tables=TABLES[:-1], baseline_permutations=200)
     assert all(batchable(r) for r in requests)
-    assert_same_results([GAME.play(r) for r in requests], GAME.play_batch(requests))
+    assert_same_results([play(GAME, r) for r in requests], play_batch(GAME, requests))
 
 
 @pytest.mark.slow
 def test_the_whole_study_rule_grid_is_the_same_game_both_ways():
     # the study's 1,980 games (30 seeds), per-round measures, no baseline: the game tables are equal
     requests = grid_requests(range(30), tables=("rounds",), baseline_permutations=0)
-    assert_same_results([GAME.play(r) for r in requests], GAME.play_batch(requests))
+    assert_same_results([play(GAME, r) for r in requests], play_batch(GAME, requests))
 
 
 def test_games_of_several_sizes_and_settings_in_one_batch():
@@ -56,15 +58,15 @@ def test_games_of_several_sizes_and_settings_in_one_batch():
                     TABLES),
         PlayRequest({"n": 20, "topology": "caveman", "max_rounds": 9}, "majority-inertia:inertia=0.1", 1, TABLES),
     ]
-    assert_same_results([GAME.play(r) for r in requests], GAME.play_batch(requests))
+    assert_same_results([play(GAME, r) for r in requests], play_batch(GAME, requests))
 
 
 def test_a_game_in_consensus_from_the_start_plays_no_round():
     request = PlayRequest({"n": 20, "topology": "ba", "preferences": "minority", "minority": 0,
                            "baseline_permutations": 0}, "voter", 4, ("rounds",))
-    (result,) = GAME.play_batch([request])
+    (result,) = play_batch(GAME, [request])
     assert result.row["rounds"] == 0 and result.row["stop_reason"] == "consensus"
-    assert_same_results([GAME.play(request)], [result])
+    assert_same_results([play(GAME, request)], [result])
 
 
 def test_the_rule_stream_is_one_uniform_per_agent_and_round():
@@ -102,7 +104,7 @@ def test_sweeps_play_rule_games_through_the_engine(tmp_path, monkeypatch):
     mesa = run_sweep(conditions, "mi-0.2;voter", 2, tmp_path / "mesa", model_options={"max_rounds": 12},
                      batch_size=1, tables=("rounds",), game="consensus")
     played_one_by_one = []
-    monkeypatch.setattr(type(GAME), "play", lambda self, request: played_one_by_one.append(request))
+    monkeypatch.setattr(GAME, "extensions", replace(GAME.extensions, play=lambda game, request: played_one_by_one.append(request)))
     batched = run_sweep(conditions, "mi-0.2;voter", 2, tmp_path / "batched", model_options={"max_rounds": 12},
                         tables=("rounds",), game="consensus")
     assert not played_one_by_one and batched.played == 8
@@ -111,10 +113,10 @@ def test_sweeps_play_rule_games_through_the_engine(tmp_path, monkeypatch):
 
 
 def test_a_failing_batch_keeps_the_games_that_finish(tmp_path, monkeypatch):
-    def broken(self, requests):
+    def broken(game, requests):
         raise RuntimeError("batch failed")
 
-    monkeypatch.setattr(type(GAME), "play_batch", broken)
+    monkeypatch.setattr(GAME, "extensions", replace(GAME.extensions, play_batch=broken))
     result = run_sweep({"ba": {"n": 12}}, "voter", 3, tmp_path / "s", model_options={"max_rounds": 5}, game="consensus")
     assert result.played == 3  # replayed one by one through play
 
@@ -132,7 +134,7 @@ def test_turns_in_the_engine_are_the_model_games_game_for_game(update):
     agent-by-agent turns (each turn seeing the ones before it, one rule draw per activation)."""
     requests = grid_requests([3, 17], tables=TABLES, baseline_permutations=50, update=update)
     assert all(batchable(r) for r in requests)
-    mesa, batched = [GAME.play(r) for r in requests], GAME.play_batch(requests)
+    mesa, batched = [play(GAME, r) for r in requests], play_batch(GAME, requests)
     assert_same_results(mesa, batched)
     depths = {row["communication"]: row["depth"] / row["rounds"] for row in (r.row for r in batched) if row["rounds"]}
     assert depths["global"] == 36  # every turn reads every earlier one: one chain through the round
@@ -142,7 +144,7 @@ def test_turns_in_the_engine_are_the_model_games_game_for_game(update):
 def test_turns_and_synchronous_rounds_in_one_batch_keep_their_schemes():
     requests = [PlayRequest({"n": 20, "topology": "caveman", "max_rounds": 9, "update": u}, "voter", 4, TABLES)
                 for u in ("synchronous", "random-sequential", "random-asynchronous")]
-    mesa, batched = [GAME.play(r) for r in requests], GAME.play_batch(requests)
+    mesa, batched = [play(GAME, r) for r in requests], play_batch(GAME, requests)
     assert_same_results(mesa, batched)
     assert [r.row["update"] for r in batched] == ["synchronous", "random-sequential", "random-asynchronous"]
     assert batched[0].row["depth"] == batched[0].row["rounds"]

@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from llm_mesa import declared
 from llm_mesa.llm.endpoint import Endpoint
 from llm_mesa.models.consensus import ConsensusModel
 from llm_mesa.models.consensus.game import GAME
@@ -173,7 +174,7 @@ def test_history_is_a_parameter_and_a_sweep_axis_and_keys_games_only_when_set(tm
 
 def test_the_dry_run_counts_the_history_and_stays_bounded():
     endpoint = Endpoint("http://127.0.0.1:9/v1", "m", max_tokens=300)
-    tokens = {(c, h): GAME.estimate({"communication": c, "history": h}, endpoint).prompt_tokens_per_call
+    tokens = {(c, h): declared.estimate(GAME, {"communication": c, "history": h}, endpoint).prompt_tokens_per_call
               for c in ("none", "local", "global") for h in (0, 1, 10, 20)}
     for c in ("none", "local", "global"):
         assert tokens[(c, 0)] < tokens[(c, 1)] < tokens[(c, 10)] <= tokens[(c, 20)]

@@ -176,10 +176,11 @@ def test_a_vectorised_policy_of_another_package_keeps_its_own_contract():
 
 def test_a_population_without_an_assignment_splits_the_agents_in_node_order_blocks():
     """``voter + stubborn`` and no ``assign``: nodes 0-4 vote, nodes 5-9 never change colour."""
+    from llm_mesa import play
     from llm_mesa.games import PlayRequest
     from llm_mesa.registry import get_game
 
-    result = get_game("consensus").play(PlayRequest({"n": 10}, "voter + stubborn", 3, ("agents",)))
+    result = play.play(get_game("consensus"), PlayRequest({"n": 10}, "voter + stubborn", 3, ("agents",)))
     agents = result.tables["agents"]
     changes = agents.sort_values("round").groupby("node")["colour"].nunique()
     assert (changes.loc[5:9] == 1).all() and changes.loc[0:4].max() > 1

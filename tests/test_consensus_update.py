@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from llm_mesa import TURN_RULES, PlayRequest, Policy, get_game
+from llm_mesa import TURN_RULES, PlayRequest, Policy, get_game, play
 from llm_mesa.analysis import game_analysis
 from llm_mesa.models.consensus.model import ConsensusModel
 from llm_mesa.models.consensus.observation import ConsensusDecision
@@ -113,14 +113,14 @@ def test_the_same_seed_plays_the_same_graph_and_preferences_under_every_scheme()
 @pytest.mark.parametrize("policy", ["majority-inertia", "voter", "relay:inertia=0.2"])
 def test_the_same_seed_plays_the_same_game(scheme, policy):
     parameters = {"n": 24, "topology": "ba", "communication": "local", "update": scheme, "max_rounds": 30}
-    first, second = (GAME.play(PlayRequest(parameters, policy, 5, ("rounds", "agents", "messages"))) for _ in "ab")
+    first, second = (play.play(GAME, PlayRequest(parameters, policy, 5, ("rounds", "agents", "messages"))) for _ in "ab")
     assert first.row == second.row
     for name in ("rounds", "agents", "messages"):
         assert first.tables[name].equals(second.tables[name])
 
 
 def test_schemes_play_different_games_from_one_seed():
-    rows = [GAME.play(PlayRequest({"n": 36, "topology": "er", "update": s}, "voter", 2, ("rounds",))).tables["rounds"]
+    rows = [play.play(GAME, PlayRequest({"n": 36, "topology": "er", "update": s}, "voter", 2, ("rounds",))).tables["rounds"]
             for s in SCHEMES]
     assert not rows[0].equals(rows[1]) and not rows[1].equals(rows[2])
 
@@ -205,8 +205,8 @@ def test_the_batched_engine_plays_turns_as_the_model_does():
     are the model's."""
     requests = [PlayRequest({"n": 32, "topology": t, "update": s, "max_rounds": 40}, p, seed, ("rounds", "agents"))
                 for s in SCHEMES for t in ("ba", "caveman") for p in ("majority-inertia", "voter") for seed in (1, 2)]
-    for batched, request in zip(GAME.play_batch(requests), requests):
-        alone = GAME.play(request)
+    for batched, request in zip(play.play_batch(GAME, requests), requests):
+        alone = play.play(GAME, request)
         assert batched.row == alone.row
         for name in ("rounds", "agents"):
             assert batched.tables[name].equals(alone.tables[name])
@@ -238,7 +238,7 @@ def test_a_concurrent_llm_run_replays_one_call_at_a_time_into_the_same_tables(sc
     store = ResponseStore(tmp_path / "calls.sqlite", "record")
     with LoopbackServer(seed=4, latency=0.02, jitter=0.02) as server:
         endpoint = Endpoint(server.base_url, "rule:majority-inertia?inertia=0.3&talk=0.4")
-        live = GAME.play(PlayRequest(parameters, "llm", 5, tables, endpoint, store))
+        live = play.play(GAME, PlayRequest(parameters, "llm", 5, tables, endpoint, store))
         calls = server.stats()["answered"]
     store.close()
     assert live.row["calls"] == calls > 0 and live.row["messages"] > 0
@@ -250,7 +250,7 @@ def test_a_concurrent_llm_run_replays_one_call_at_a_time_into_the_same_tables(sc
     monkeypatch.setattr(turns, "dependencies", chain)
     replay_store = ResponseStore(tmp_path / "calls.sqlite", "replay")
     dead = Endpoint("http://127.0.0.1:9/v1", "rule:majority-inertia?inertia=0.3&talk=0.4")
-    replayed = GAME.play(PlayRequest(parameters, "llm", 5, tables, dead, replay_store))
+    replayed = play.play(GAME, PlayRequest(parameters, "llm", 5, tables, dead, replay_store))
     requests = [row["request"] for row in replay_store.rows()]
     replay_store.close()
     assert replayed.row["replayed_calls"] == replayed.row["calls"] == calls
@@ -309,7 +309,7 @@ def test_the_summary_names_the_turns_only_when_agents_take_them(scheme, capsys):
 
     assert main(["consensus", "--n", "12", "--max-rounds", "4", "--update", scheme, "--seed", "3"]) == 0
     printed = capsys.readouterr().out
-    row = GAME.play(PlayRequest({"n": 12, "max_rounds": 4, "update": scheme}, "majority-inertia", 3, ())).row
+    row = play.play(GAME, PlayRequest({"n": 12, "max_rounds": 4, "update": scheme}, "majority-inertia", 3, ())).row
     if scheme == "synchronous":
         assert "turns:" not in printed  # one round is one step: nothing to say
     else:

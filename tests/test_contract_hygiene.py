@@ -9,7 +9,7 @@ import networkx as nx
 import pytest
 from mesa.discrete_space import FixedAgent
 
-from llm_mesa import Game, Parameter, ParameterSet, Policy, PolicyAgent, network_space, play_round, register_policy
+from llm_mesa import Game, Parameter, ParameterSet, Policy, PolicyAgent, declared, network_space, play, play_round, register_policy
 from llm_mesa.cli import main
 from llm_mesa.errors import LlmMesaError
 from llm_mesa.registry import register_game, unregister_game
@@ -74,10 +74,10 @@ def game():
 
 
 def test_the_agents_table_names_agents_as_the_network_names_its_nodes_and_counts_rounds_in_whole_numbers(game):
-    model = game.make_model({"n": 5, "leaves": 4}, "flip", 1)
+    model = play.make_model(game, {"n": 5, "leaves": 4}, "flip", 1)
     while model.running:
         model.step()
-    agents = game.table(model, "agents")
+    agents = declared.table(game, model, "agents")
     assert agents["round"].dtype.kind == "i" and sorted(agents["round"].unique()) == [0, 1, 2, 3]
     assert sorted(agents["agent"].unique()) == sorted(model.network.G.nodes) == [0, 1, 2, 3, 4]
     first = agents[agents["round"] == 0].set_index("agent")["value"].to_dict()

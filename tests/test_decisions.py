@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import mesa
 import pytest
 
-from llm_mesa import Game, LLMPolicy, Parameter, ParameterSet, Policy, PolicyAgent, Question, play_round
+from llm_mesa import Game, LLMPolicy, Parameter, ParameterSet, Policy, PolicyAgent, Question, play, play_round
 from llm_mesa.cli import main
 from llm_mesa.decisions import DecisionError, bind_game, decide, decision_fields, judge, ledger_of, round_of, sample_key
 from llm_mesa.llm import Endpoint, LLMRequest, ResponseStore, Usage, ask
@@ -170,7 +170,7 @@ def play_legacy(game, base_url, model, store=None):
     from llm_mesa.games import PlayRequest
 
     endpoint = Endpoint(base_url=base_url, model=model)
-    return game.play(PlayRequest({"n": 4, "rounds": 3}, "llm", 1, (), endpoint, store))
+    return play.play(game, PlayRequest({"n": 4, "rounds": 3}, "llm", 1, (), endpoint, store))
 
 
 def test_a_game_that_keys_its_own_calls_is_counted_and_judged_from_its_usage(legacy, tmp_path):
@@ -250,5 +250,5 @@ def test_every_registered_game_declares_an_allowed_share_within_0_and_1():
 
     for name in game_names():
         game = get_game(name)
-        share = game.failure_share(game.parameters.defaults())
+        share = play.failure_share(game, game.parameters.defaults())
         assert 0 <= share <= 1, name

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from llm_mesa import Game, Parameter, ParameterSet, categorical, continuous, count, ordinal, share
+from llm_mesa import Game, Parameter, ParameterSet, categorical, continuous, count, declared, ordinal, share
 from llm_mesa.game_types import Scale, infer_scale
 
 
@@ -53,9 +53,9 @@ class Declared(Game):
 
 def test_a_game_declares_what_its_measures_are_and_which_comes_first():
     game = Declared()
-    assert game.scale_of("wealth", [0.5]).unit == "coins" and game.scale_of("rich").kind == "count"
-    assert game.scale_of("other", [0.25]).kind == "share"  # not declared: read from the values
-    assert game.first_measure == "rich"
+    assert declared.scale_of(game, "wealth", [0.5]).unit == "coins" and declared.scale_of(game, "rich").kind == "count"
+    assert declared.scale_of(game, "other", [0.25]).kind == "share"  # not declared: read from the values
+    assert declared.first_measure(game) == "rich"
 
 
 @pytest.mark.parametrize(("parameter", "offered"), [

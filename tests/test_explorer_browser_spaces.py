@@ -149,6 +149,7 @@ APP = '''
 import solara
 from mesa.visualization import SolaraViz
 
+from llm_mesa import play
 from llm_mesa.registry import get_game
 from llm_mesa.visualization.components import components, model_params
 
@@ -157,7 +158,7 @@ GAME = get_game("segregate")
 
 @solara.component
 def Page():
-    model = solara.use_memo(lambda: GAME.make_model({}, "unhappy-moves", 1), dependencies=[])
+    model = solara.use_memo(lambda: play.make_model(GAME, {}, "unhappy-moves", 1), dependencies=[])
     SolaraViz(model, components=components("segregate"),
               model_params=model_params("segregate", policy="unhappy-moves", seed=1), name="segregate in SolaraViz")
 '''

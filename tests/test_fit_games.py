@@ -18,6 +18,7 @@ import random
 
 import pytest
 
+from llm_mesa import declared, play
 from llm_mesa.analysis.fit import ERROR_RATE, declares_distribution
 from llm_mesa.cli import main
 from llm_mesa.games import PlayRequest, load_target
@@ -36,8 +37,8 @@ def recorded(game_name: str, policy: str, seeds=range(3)) -> list[tuple]:
     parameters = game.parameters.validate(GAMES[game_name], complete=True)
     pairs = []
     for seed in seeds:
-        result = game.play(PlayRequest(parameters, policy, seed, tables=("agents", "edges") if game_name != "naming"
-                                       else ("agents",)))
+        result = play.play(game, PlayRequest(parameters, policy, seed, tables=("agents", "edges") if game_name != "naming"
+                                             else ("agents",)))
         pairs += [(o, d) for _, _, o, d in reader(result.tables, parameters, seed)]
     return pairs
 
@@ -50,7 +51,7 @@ def value_of(decision):
 @pytest.mark.parametrize("game_name", sorted(GAMES))
 def test_every_declared_distribution_is_how_the_rule_decides(game_name):
     game = get_game(game_name)
-    game.load_policies()
+    declared.load_policies(game)
     rules = [n for n in registered_rule_policies(game_name) if declares_distribution(make_policy(n, game_name))]
     assert len(rules) >= 2
     situations = recorded(game_name, rules[0]) + recorded(game_name, rules[-1])

@@ -20,7 +20,7 @@ import time
 import lab_pledge
 import pytest
 
-from llm_mesa import register_game
+from llm_mesa import declared, play, register_game
 from llm_mesa.lab import FormError, LabSession, SeatError, form_of
 from llm_mesa.lab.asking import facts_of, human_endpoint
 from llm_mesa.lab.run_folder import lab_tables
@@ -190,8 +190,8 @@ def test_a_crafted_private_message_to_a_non_neighbour_is_refused_and_one_to_a_ne
 def test_every_answer_a_seat_takes_is_one_the_game_delivers():
     """Theory: whatever values reach the form (a crafted post), an answer it takes is delivered by the model."""
     game = get_game("consensus")
-    model = game.make_model(game.parameters.validate(PRIVATE, complete=True), "majority-inertia", 5)
-    policy = game.llm_policy(human_endpoint(), None)
+    model = play.make_model(game, game.parameters.validate(PRIVATE, complete=True), "majority-inertia", 5)
+    policy = declared.llm_policy(game, human_endpoint(), None)
     draw = random.Random(11)
     taken = refused = 0
     for agent in model.agents_by_node:

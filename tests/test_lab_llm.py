@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from lab_people import play
 
+from llm_mesa import declared
 from llm_mesa.lab import LabSession
 from llm_mesa.lab.run_folder import lab_summary, lab_tables
 from llm_mesa.llm.endpoint import Endpoint
@@ -34,7 +35,7 @@ def server():
 def lab(server, store) -> LabSession:
     game = get_game("consensus")
     endpoint = Endpoint(server.base_url, "rule:majority-inertia?inertia=0.2&talk=0.5", max_attempts=3, timeout=10.0)
-    return LabSession(game, PARAMETERS, game.llm_policy(endpoint, store), 5, 2, seat_agents=SEATS, deadline=20.0,
+    return LabSession(game, PARAMETERS, declared.llm_policy(game, endpoint, store), 5, 2, seat_agents=SEATS, deadline=20.0,
                       store=store)
 
 

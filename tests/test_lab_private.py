@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from lab_people import play
 
+from llm_mesa import declared
 from llm_mesa.cli import build_parser, main
 from llm_mesa.lab import LabSession
 from llm_mesa.llm.endpoint import Endpoint
@@ -106,7 +107,7 @@ def test_a_lab_whose_llm_agents_calls_are_not_in_its_store_names_only_fixes_the_
     game = get_game("consensus")
     with LoopbackServer(seed=3) as server:
         store = recorded(tmp_path / "lab1.calls.sqlite",
-                         policy=lambda s: game.llm_policy(Endpoint(server.base_url, MODEL, max_attempts=2), s))
+                         policy=lambda s: declared.llm_policy(game, Endpoint(server.base_url, MODEL, max_attempts=2), s))
         options = [o if o != "majority-inertia" else "llm" for o in CONSENSUS]
         status = main(["lab", *options, "--base-url", server.base_url, "--model", MODEL.replace("0.2", "0.3"),
                        "--seed", "3", "--replay", str(store)])

@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 from lab_people import play
 
-from llm_mesa import register_game
+from llm_mesa import declared, register_game
+from llm_mesa import play as playing
 from llm_mesa.lab import NO_ANSWER, LabSession, human_endpoint
 from llm_mesa.lab.run_folder import lab_tables
 from llm_mesa.lab.seat import LabStoreError
@@ -59,7 +60,7 @@ def lab(name, tmp_path, mode="record", seats=2, deadline=2.0, **kw):
 
 def states(game, model):
     """What the game's rounds were, without the LLM accounting, and every agent's state at the end."""
-    rounds = game.table(model, "rounds")
+    rounds = declared.table(game, model, "rounds")
     from llm_mesa.views import view_of
 
     return rounds.drop(columns=[c for c in rounds.columns if c in ACCOUNTING]), list(view_of(game).picture(model).state)
@@ -75,8 +76,8 @@ def test_people_are_recorded_under_the_keys_the_games_llm_policy_replays(name, t
     # the game's own LLM policy on the human endpoint, from the store alone: the same game
     game = get_game(name)
     replay = ResponseStore(tmp_path / "calls.sqlite", "replay")
-    llm = game.llm_policy(human_endpoint(), replay)
-    again = game.place(session.parameters, GAMES[name][1], 7, {seat.agent: llm for seat in session.seats})
+    llm = declared.llm_policy(game, human_endpoint(), replay)
+    again = playing.place(game, session.parameters, GAMES[name][1], 7, {seat.agent: llm for seat in session.seats})
     while again.running:
         again.step()
     recorded, replayed = states(game, session.model), states(game, again)
@@ -111,8 +112,8 @@ def test_a_missed_answer_replays_as_a_failed_call_of_the_llm_policy_with_the_sam
     session, store = lab("consensus", tmp_path, seats=1, deadline=0.6, seat_agents=[4])
     play(session, {1: lambda r, f: None})
     store.close()
-    llm = get_game("consensus").llm_policy(human_endpoint(), ResponseStore(tmp_path / "calls.sqlite", "replay"))
-    again = get_game("consensus").place(session.parameters, "majority-inertia", 7, {4: llm})
+    llm = declared.llm_policy(get_game("consensus"), human_endpoint(), ResponseStore(tmp_path / "calls.sqlite", "replay"))
+    again = playing.place(get_game("consensus"), session.parameters, "majority-inertia", 7, {4: llm})
     again.run()
     assert list(again.agents_table()["colour"]) == list(session.model.agents_table()["colour"])
     assert again.summary()["call_failures"] == session.timeouts == 3 and session.model.summary()["failures"] == 0
@@ -180,8 +181,8 @@ def test_under_turns_a_seat_is_asked_at_each_of_its_turns_and_replays_turn_by_tu
     assert all(activation is not None for _, activation in turns) and len(set(turns)) == len(turns)
     assert session.timeouts == 0
     game = get_game(name)
-    llm = game.llm_policy(human_endpoint(), ResponseStore(tmp_path / "calls.sqlite", "replay"))
-    again = game.place(session.parameters, policy, 7, {seat.agent: llm for seat in session.seats})
+    llm = declared.llm_policy(game, human_endpoint(), ResponseStore(tmp_path / "calls.sqlite", "replay"))
+    again = playing.place(game, session.parameters, policy, 7, {seat.agent: llm for seat in session.seats})
     while again.running:
         again.step()
     recorded, replayed = states(game, session.model), states(game, again)
@@ -211,8 +212,8 @@ def test_a_person_seated_in_a_mesa_example_game_answers_from_its_form_and_the_ll
     store.close()
     assert session.state == "ended" and session.answers and session.timeouts == 0
     game = get_game(name)
-    llm = game.llm_policy(human_endpoint(), ResponseStore(tmp_path / "calls.sqlite", "replay"))
-    again = game.place(session.parameters, policy, 7, {seat.agent: llm})
+    llm = declared.llm_policy(game, human_endpoint(), ResponseStore(tmp_path / "calls.sqlite", "replay"))
+    again = playing.place(game, session.parameters, policy, 7, {seat.agent: llm})
     while again.running:
         again.step()
     recorded, replayed = states(game, session.model), states(game, again)

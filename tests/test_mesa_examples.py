@@ -130,7 +130,7 @@ def test_the_mesa_rule_from_a_seed_is_the_installed_example_run_directly(capsys,
 
 def test_schelling_from_seed_5_starts_as_the_installed_mesas_own_example():
     """The two Mesas' examples differ, and the game follows the installed one's (the issue's figures)."""
-    happy = get_game("schelling").play(PlayRequest({"max_rounds": 2}, "mesa", 5, ("rounds",))).tables["rounds"]["happy"]
+    happy = play.play(get_game("schelling"), PlayRequest({"max_rounds": 2}, "mesa", 5, ("rounds",))).tables["rounds"]["happy"]
     assert happy.tolist()[:2] == ([228, 276] if MESA_4 else [243, 285])
 
 
@@ -180,10 +180,10 @@ def test_llm_agents_taking_turns_in_pd_grid_keep_mesas_order_with_their_calls_ov
     Random step's chain of turns is far shorter than its agents (Sequential's row-by-row order chains them all)."""
     game = get_game("pd_grid")
     parameters = {"activation_order": order, "width": 10, "height": 10, "max_rounds": 3}
-    rule = game.play(PlayRequest(parameters, "mesa", 4, ("rounds", "agents")))
+    rule = play.play(game, PlayRequest(parameters, "mesa", 4, ("rounds", "agents")))
     with LoopbackServer(seed=3) as server:
-        llm = game.play(PlayRequest(parameters, "llm", 4, ("rounds", "agents"),
-                                    Endpoint(server.base_url, "pd_grid:mesa", timeout=10.0)))
+        llm = play.play(game, PlayRequest(parameters, "llm", 4, ("rounds", "agents"),
+                                          Endpoint(server.base_url, "pd_grid:mesa", timeout=10.0)))
     for table in ("rounds", "agents"):
         pd.testing.assert_frame_equal(llm.tables[table], rule.tables[table])
     assert llm.row["calls"] == 3 * 100 and llm.row["depth"] == rule.row["depth"]
@@ -251,8 +251,8 @@ def fixed(answer: dict) -> str:
 
 def play_fixed(name: str, answer: dict, parameters: dict, seed: int = 6):
     with LoopbackServer(seed=1) as server:
-        return get_game(name).play(PlayRequest(parameters, "llm", seed, ("rounds", "agents"),
-                                               Endpoint(server.base_url, fixed(answer), timeout=10.0)))
+        return play.play(get_game(name), PlayRequest(parameters, "llm", seed, ("rounds", "agents"),
+                                                     Endpoint(server.base_url, fixed(answer), timeout=10.0)))
 
 
 def test_schelling_agents_move_exactly_when_their_choice_says_so():
@@ -277,7 +277,7 @@ def test_schelling_agents_move_exactly_when_their_choice_says_so():
 
 def test_boltzmann_money_is_conserved_and_never_negative_and_keeping_holds_the_gini_at_0():
     parameters = {"n": 60, "width": 6, "height": 6, "max_rounds": 8}
-    rule = get_game("boltzmann_wealth_model").play(PlayRequest(parameters, "mesa", 6, ("agents", "rounds")))
+    rule = play.play(get_game("boltzmann_wealth_model"), PlayRequest(parameters, "mesa", 6, ("agents", "rounds")))
     wealth = rule.tables["agents"].groupby("round")["Wealth"]
     assert (wealth.sum() == 60).all() and (wealth.min() >= 0).all() and rule.row["gifts"] > 0
     keep = play_fixed("boltzmann_wealth_model", {"choice": "keep"}, parameters)
@@ -326,12 +326,12 @@ def test_mesas_parquet_recorder_writes_each_example_games_rounds_beside_its_data
     from llm_mesa.games import run_model
 
     game = get_game(name)
-    model = game.make_model({"max_rounds": 4, **({"width": 8, "height": 8} if "width" in game.parameters else {})},
-                            "mesa", 3)
+    model = play.make_model(game, {"max_rounds": 4, **({"width": 8, "height": 8} if "width" in game.parameters else {})},
+                                  "mesa", 3)
     recorder = ParquetDataRecorder(model, config={"rounds": {}}, output_dir=str(tmp_path))
     run_model(model)
     recorded = recorder.get_table_dataframe("rounds")
-    kept = game.table(model, "rounds")
+    kept = declared.table(game, model, "rounds")
     assert (tmp_path / "rounds.parquet").exists()
     assert recorded["time"].astype(int).tolist() == kept["round"].tolist()
     columns = [c for c in kept.columns if c != "round"]

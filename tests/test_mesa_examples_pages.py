@@ -74,7 +74,7 @@ def test_step_plays_the_example_on_its_grid_and_the_charts_draw_its_datacollecto
     drawn = {row["series"] for chart in charts.values() for row in chart["data"]["values"] if "series" in row}
     unchanged = {row["line"].rsplit(":", 1)[0] for row in charts.get("llm-mesa-chart-unchanged", {"data": {"values": []}})
                  ["data"]["values"]}  # a column that has not moved is listed, not drawn flat
-    assert {series_title(c, game.scale_of(c, collected[c])) for c in collected.columns} <= drawn | unchanged
+    assert {series_title(c, declared.scale_of(game, c, collected[c])) for c in collected.columns} <= drawn | unchanged
     assert not drawn & unchanged
 
 
@@ -115,7 +115,7 @@ def test_a_run_directory_replays_as_it_was_played(tmp_path, name):
 
 
 def _played(name: str, parameters: dict, seed: int, steps: int):
-    model = get_game(name).make_model({**parameters, "max_rounds": steps}, "mesa", seed)
+    model = play.make_model(get_game(name), {**parameters, "max_rounds": steps}, "mesa", seed)
     while model.running:
         model.step()
     return model
@@ -156,7 +156,7 @@ def test_mesas_solaraviz_components_find_each_game_from_its_model(name):
     from llm_mesa.visualization import components
 
     game = get_game(name)
-    model = game.make_model({**SMALL[name], "max_rounds": 2}, "mesa", 1)
+    model = play.make_model(game, {**SMALL[name], "max_rounds": 2}, "mesa", 1)
     assert components.view_for(model).game.name == name and len(components.components(name)) == 3
     params = components.model_params(name, policy="mesa", seed=2)
     assert list(params)[:len(game.parameters.names)] == list(game.parameters.names) and params["policy"] == "mesa"
@@ -198,4 +198,4 @@ def test_mesas_solaraviz_reset_builds_each_example_game_again(name):
     for built in (model, again):
         while built.running:
             built.step()
-    pd.testing.assert_frame_equal(game.table(again, "rounds"), game.table(model, "rounds"))
+    pd.testing.assert_frame_equal(declared.table(game, again, "rounds"), declared.table(game, model, "rounds"))

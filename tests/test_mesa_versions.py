@@ -24,6 +24,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from llm_mesa import declared
+from llm_mesa import play as playing
 from llm_mesa.game_types import PlayRequest
 from llm_mesa.llm.endpoint import Endpoint
 from llm_mesa.llm.store import ResponseStore
@@ -145,7 +147,7 @@ def test_a_recording_made_under_one_seeding_replays_under_the_other(seeded_as, t
     def play(endpoint: Endpoint, mode: str):
         request = PlayRequest(parameters, "llm", 7, tables, endpoint, ResponseStore(store, mode))
         try:
-            return game.play(request)
+            return playing.play(game, request)
         finally:
             request.store.close()
 
@@ -200,9 +202,9 @@ def small_experiment(tmp_path, name: str):
     from llm_mesa.sweep.experiment import load_experiment
 
     game = get_game(name)
-    game.load_policies()
+    declared.load_policies(game)
     path = tmp_path / f"{name}.toml"
-    path.write_text(f'game = "{name}"\nrepetitions = 3\nseed = 5\npolicies = ["{game.first_policy()}"]\n'
+    path.write_text(f'game = "{name}"\nrepetitions = 3\nseed = 5\npolicies = ["{declared.first_policy(game)}"]\n'
                     "[parameters]\nmax_rounds = 12\n[axes]\nn = [8, 12]\n")
     return load_experiment(path)
 
@@ -225,11 +227,11 @@ def test_an_experiments_scenarios_build_the_games_its_sweep_plays(tmp_path, name
     rows = read_sweep(tmp_path / "out").set_index(["condition", "seed"])
     game = get_game(name)
     for scenario in scenarios:
-        model = game.build_scenario(scenario, game.first_policy())
+        model = playing.build_scenario(game, scenario, declared.first_policy(game))
         assert model.scenario is scenario
         rounds = run_model_to_end(model)
         row = rows.loc[(scenario.condition, scenario.seed)]
-        summary = game.summary_row(model)
+        summary = declared.summary_row(game, model)
         summary.setdefault("rounds", rounds)
         shared = [k for k, v in summary.items() if k in row.index and np.isscalar(v)]
         assert "rounds" in shared and len(shared) >= 3
@@ -263,12 +265,12 @@ def test_mesas_parquet_recorder_writes_every_round_beside_the_datacollector(tmp_
     from mesa.experimental.data_collection import ParquetDataRecorder
 
     game = get_game(name)
-    game.load_policies()
-    model = game.build(game.parameters.validate({"n": 12, "max_rounds": 6}, complete=True), game.first_policy(), 3)
+    declared.load_policies(game)
+    model = game.build(game.parameters.validate({"n": 12, "max_rounds": 6}, complete=True), declared.first_policy(game), 3)
     recorder = ParquetDataRecorder(model, config={"rounds": {}}, output_dir=str(tmp_path))
     run_model_to_end(model)
     recorded = recorder.get_table_dataframe("rounds")
-    kept = game.table(model, "rounds")
+    kept = declared.table(game, model, "rounds")
     assert (tmp_path / "rounds.parquet").exists()
     # the DataCollector's rounds (the naming game's start at round 1), each once, the last one included
     recorded = recorded[recorded["time"] >= kept["round"].iloc[0]].reset_index(drop=True)
@@ -288,7 +290,7 @@ def test_the_example_games_are_the_installed_examples_so_the_two_mesas_play_two_
     assert not set(EXAMPLE_GAMES) & set(LLM_GAMES)  # never claimed to replay across the versions
     example = Schelling(SchellingScenario(rng=5))
     example.step()
-    game = get_game("schelling").play(PlayRequest({"max_rounds": 1}, "mesa", 5, ("rounds",)))
+    game = playing.play(get_game("schelling"), PlayRequest({"max_rounds": 1}, "mesa", 5, ("rounds",)))
     happy = example.datacollector.get_model_vars_dataframe()["happy"].tolist()
     assert game.tables["rounds"]["happy"].tolist() == happy == ([228, 276] if MESA_4 else [243, 285])
 

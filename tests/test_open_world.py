@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 from conftest import EXTRA_GAME, install_extra_game
 
+from llm_mesa import declared
 from llm_mesa.cli import main
 from llm_mesa.games import GameError
 from llm_mesa.loopback.server import LoopbackServer
@@ -40,7 +41,7 @@ def test_its_generic_subcommand_plays_one_game(capsys, tmp_path):
     row = json.loads(out)
     model = get_game(EXTRA_GAME).build({"n": 9, "max_rounds": 6}, "follow", 4)
     start = [v.state for v in model.voters]
-    rounds = get_game(EXTRA_GAME).table(model, "rounds")
+    rounds = declared.table(get_game(EXTRA_GAME), model, "rounds")
     assert rounds["round"].tolist() == [0] and rounds["share_a"].iloc[0] == start.count("a") / 9
     while model.running:
         model.step()

@@ -16,6 +16,7 @@ import re
 
 import pytest
 
+from llm_mesa import declared
 from llm_mesa.analysis.report import build_report
 from llm_mesa.registry import game_names, get_game
 from llm_mesa.sweep import run_sweep
@@ -34,8 +35,8 @@ def minimal_sweep(name: str, out, shape: str) -> None:
     game = get_game(name)
     names = list(game.design.conditions)[:conditions_wanted]
     conditions = {c: dict(game.design.conditions[c]) for c in names} or None
-    rules = list(dict.fromkeys(spec for group in game.policy_groups.values() for spec in group.values()))
-    policies = rules[:policies_wanted] or [game.first_policy()]
+    rules = list(dict.fromkeys(spec for group in declared.policy_groups(game).values() for spec in group.values()))
+    policies = rules[:policies_wanted] or [declared.first_policy(game)]
     options = {"max_rounds": 8} if "max_rounds" in game.parameters else {}
     tables = [t.name for t in game.tables]  # every table the game keeps: the figures drawn from them draw too
     run_sweep(conditions, policies, seeds, out, game=name, model_options=options, tables=tables)

@@ -14,6 +14,7 @@ import json
 import jsonschema
 import pytest
 
+from llm_mesa import play
 from llm_mesa.game_types import PlayRequest
 from llm_mesa.llm.endpoint import Endpoint
 from llm_mesa.llm.store import ResponseStore
@@ -59,8 +60,8 @@ def test_each_answer_validates_against_its_own_request_schema(tmp_path, server, 
     store = ResponseStore(tmp_path / "calls.sqlite", "record")
     endpoint = Endpoint(server.base_url, behaviour, timeout=10.0, max_attempts=1, **game.llm.endpoint_defaults)
     for seed, parameters in enumerate(conditions.values()):
-        game.play(PlayRequest(parameters=small(game, parameters), policy="llm", seed=seed, endpoint=endpoint,
-                              store=store))
+        play.play(game, PlayRequest(parameters=small(game, parameters), policy="llm", seed=seed, endpoint=endpoint,
+                                    store=store))
     rows = store.rows()
     store.close()
     checked = 0
@@ -86,7 +87,7 @@ def test_consensus_answers_fit_every_answer_form_and_text_bound(tmp_path, server
     endpoint = Endpoint(server.base_url, "rule:majority-inertia?talk=0.6&dm=0.5", timeout=10.0, max_tokens=max_tokens)
     for seed in range(4):
         parameters = small(game, {"topology": "ws", "communication": "local", **extra})
-        game.play(PlayRequest(parameters=parameters, policy="llm", seed=seed, endpoint=endpoint, store=store))
+        play.play(game, PlayRequest(parameters=parameters, policy="llm", seed=seed, endpoint=endpoint, store=store))
     rows = store.rows()
     store.close()
     whole = [r for r in rows if r["response"]["finish_reason"] != "length"]  # not cut by the token limit

@@ -17,6 +17,7 @@ from contextlib import redirect_stderr, redirect_stdout
 import pytest
 from conftest import EXTRA_GAME
 
+from llm_mesa import play
 from llm_mesa.cli import main
 from llm_mesa.loopback.server import LoopbackServer
 from llm_mesa.registry import get_game
@@ -121,7 +122,7 @@ def test_the_clashes_found_are_exactly_the_pairs_that_would_play_one_game():
     clashes = 0
     for case in range(300):
         conditions, seeds = random_grid(random.Random(case))
-        keys = {name: {game.key(game.parameters.validate(p, complete=True), s) for s in seeds[name]}
+        keys = {name: {play.key(game, game.parameters.validate(p, complete=True), s) for s in seeds[name]}
                 for name, p in conditions.items()}
         groups = same_games(game, conditions, seeds)
         grouped = [name for group in groups for name in group]
