@@ -38,6 +38,13 @@ def _interval(mean: np.ndarray, sd: np.ndarray, n: np.ndarray) -> tuple[np.ndarr
     return mean - half, mean + half
 
 
+def _mean(values: np.ndarray) -> float:
+    """The mean of the values that are numbers; NaN where none is (a measure no game of the cell reported),
+    without numpy's warning on the user's terminal."""
+    kept = values[~np.isnan(values)]
+    return float(kept.mean()) if len(kept) else math.nan
+
+
 def _sampled(rounds: Sequence[int]) -> list[int]:
     rounds = sorted(rounds)
     if len(rounds) <= MAX_POINTS:
@@ -101,12 +108,13 @@ def per_round(rounds: pd.DataFrame | None, games: pd.DataFrame, scales: Mapping[
                              "n": int(k), "mean": float(m), "low": None if np.isnan(lo) else float(lo),
                              "high": None if np.isnan(hi) else float(hi)})
             finals = last[column].dropna().to_numpy(dtype=float)
-            e_low, e_high = _interval(np.array([finals.mean()]),
-                                      np.array([finals.std(ddof=1) if len(finals) > 1 else np.nan]),
-                                      np.array([len(finals)]))
+            with np.errstate(invalid="ignore"):  # an infinite value (a ratio over 0) has no spread: no interval, and no warning
+                spread = finals.std(ddof=1) if len(finals) > 1 else np.nan
+            e_low, e_high = _interval(np.array([_mean(finals)]), np.array([spread]), np.array([len(finals)]))
             e_low = float(max(e_low[0], bottom)) if bottom is not None and not np.isnan(e_low[0]) else e_low[0]
             e_high = float(min(e_high[0], top)) if top is not None and not np.isnan(e_high[0]) else e_high[0]
-            ends[column] = {"start": float(np.nanmean(cube[:, 0, j])),
+            start = _mean(cube[:, 0, j])
+            ends[column] = {"start": None if np.isnan(start) else start,
                             "end": float(finals.mean()) if len(finals) else None,
                             "low": None if np.isnan(e_low) else float(e_low),
                             "high": None if np.isnan(e_high) else float(e_high)}
