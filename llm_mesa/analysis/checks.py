@@ -14,11 +14,19 @@ import pandas as pd
 
 from llm_mesa.errors import LlmMesaError
 
-__all__ = ["AnalysisError", "as_binary", "require_both_outcomes", "require_columns", "split_formula"]
+__all__ = ["AnalysisError", "as_binary", "require_both_outcomes", "require_columns", "require_synchronous", "split_formula"]
 
 
 class AnalysisError(LlmMesaError):
     """The table cannot answer the question asked; the message names the fix."""
+
+
+def require_synchronous(game: str, update: str) -> None:
+    """A fit of a game's decisions reads them round by round: under turns, the agents table does not keep the
+    order the agents moved in, so what each one saw cannot be rebuilt."""
+    if update != "synchronous":
+        raise AnalysisError(f"fit reads synchronous rounds only; this {game} game took turns (update={update}), "
+                            "whose order the agents table does not keep: fit a sweep played with update=synchronous")
 
 
 def require_columns(table: pd.DataFrame, columns: Sequence[str], what: str) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from llm_mesa.analysis import AnalysisError
+from llm_mesa.analysis.checks import AnalysisError, require_synchronous
 
 from .parameters import COLOURS, PARAMETERS
 from .policies import View
@@ -35,9 +35,7 @@ def observed(tables: Mapping[str, pd.DataFrame], parameters: Mapping[str, Any], 
     from .model import seed_streams
 
     p = PARAMETERS.validate(parameters, complete=True)
-    if p["update"] != "synchronous":
-        raise AnalysisError(f"fit reads synchronous rounds only; this colouring game took turns (update={p['update']}), "
-                            "whose order the agents table does not keep: fit a sweep played with update=synchronous")
+    require_synchronous("colouring", p["update"])
     agents = tables["agents"]
     frame = pd.DataFrame({"round": agents["round"].astype(int), "agent": agents["agent"].astype(int),
                           "colour": agents["colour"].astype(str)})

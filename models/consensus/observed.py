@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from llm_mesa.analysis.checks import AnalysisError
+from llm_mesa.analysis.checks import AnalysisError, require_synchronous
 
 from .observation import ConsensusObservation
 from .parameters import PARAMETERS
@@ -57,9 +57,7 @@ def observed(tables: Mapping[str, pd.DataFrame], parameters: Mapping[str, Any],
              seed: int) -> Iterator[tuple[int, int, ConsensusObservation, str]]:
     """``(node, round, observation, colour chosen)`` for every agent and round of one game."""
     p = PARAMETERS.validate(parameters, complete=True)
-    if p["update"] != "synchronous":
-        raise AnalysisError(f"fit reads synchronous rounds only; this consensus game took turns (update={p['update']}), "
-                            "whose order the agents table does not keep: fit a sweep played with update=synchronous")
+    require_synchronous("consensus", p["update"])
     agents = tables["agents"]
     frame = pd.DataFrame({"round": agents["round"].astype(int), "node": agents["node"].astype(int),
                           "colour": agents["colour"].astype(str), "preference": agents["preference"].astype(str)})
