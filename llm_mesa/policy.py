@@ -339,7 +339,7 @@ def make_policy(spec: str | Policy, game: Any, **overrides: Any) -> Policy:
         entry = _REGISTRY.get((game_name, name))
         factory = entry.factory if entry is not None else None
     if factory is None:
-        known = ", ".join(policies_of(game)) or "none registered"
+        known = ", ".join(policies_of(game)) or "none registered (llm_mesa.make_policy loads a game by its name first)"
         raise PolicyError(f"unknown {game_name} policy {name!r}; choose one of: {known}")
     accepted = _parameters_of(factory)
     unknown = sorted(set(kwargs) - accepted) if accepted is not None else []

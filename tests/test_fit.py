@@ -170,8 +170,8 @@ def test_the_engine_groups_equal_situations_without_changing_the_likelihood():
 def test_a_trembling_rule_decides_as_its_fitted_likelihood_says():
     import random
 
+    from llm_mesa import make_policy  # loads the consensus game by its name
     from llm_mesa.analysis.fit_check import Trembling
-    from llm_mesa.policy import make_policy
 
     view = fit_ring.View(0, 1, "a", "b", "a")
     tremble, rng = Trembling(fit_ring.Left(), 0.4), random.Random(1)
