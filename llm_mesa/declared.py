@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from llm_mesa.errors import GameError
-from llm_mesa.game_hooks import call, called, loaded
+from llm_mesa.game_hooks import call, called
 from llm_mesa.game_types import LlmEstimate, Scale, Table, infer_scale
 
 if TYPE_CHECKING:
@@ -394,11 +394,6 @@ def headline(game: Any, games: pd.DataFrame, conditions: Sequence[str], policies
     return None if hook is None else call(game, "headline", hook, game, games, conditions, policies)
 
 
-def view_class(game: Any) -> Any:
-    """The ``GameView`` subclass the game declares (``Extensions.view``), or None for the generic one."""
-    return None if game.extensions.view is None else loaded(game.extensions.view)
-
-
 # --- agents' names ------------------------------------------------------------------------------
 
 def network_nodes(model: Model) -> dict[Any, Any]:
@@ -445,4 +440,4 @@ def _scalar(value: Any) -> Any:
 __all__ = ["agent_names", "behaviours", "column_types", "default_summary_row", "default_table", "describe", "estimate",
            "first_measure", "first_policy", "headline", "llm_policy", "load_policies", "make_policy", "network_nodes",
            "outcome", "policy_groups", "resolve_conditions", "run_tables", "scale_of", "summary_row", "table",
-           "table_spec", "view_class"]
+           "table_spec"]

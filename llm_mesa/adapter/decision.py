@@ -10,16 +10,18 @@ servers cache them; ``state`` last), how an answer is carried out (``act``), and
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import random
 import re
-import string
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from llm_mesa.errors import GameError
 from llm_mesa.policy import parse_value
+from llm_mesa.prompt_templates import pattern
 
 #: the most characters one field of a prompt holds; a longer one is cut, and the prompt says how much was left out
 FIELD_CHARS = 600
@@ -274,24 +276,21 @@ class Decision:
         return None
 
 
+@functools.lru_cache(maxsize=256)
 def _pattern(template: str) -> re.Pattern[str]:
-    """A regular expression that matches what ``template.format(...)`` writes, each field a named group."""
-    parts, seen = [], set()
-    for literal, name, _, _ in string.Formatter().parse(template):
-        parts.append(re.escape(literal))
-        if name is None:
-            continue
-        if name in seen:
-            parts.append(f"(?P={name})")
-        else:
-            seen.add(name)
-            parts.append(f"(?P<{name}>.*?)")
-    return re.compile("".join(parts) + r"(?=\n|\Z)", re.DOTALL)
+    """A regular expression that matches what ``template.format(...)`` writes, each field a named group (kept:
+    the stand-in reads every prompt of a game against the same few templates)."""
+    return re.compile(pattern(template, {}) + r"(?=\n|\Z)", re.DOTALL)
 
 
 def _match(template: str, text: str) -> dict[str, str] | None:
     found = _pattern(template).match(text)
     return None if found is None else found.groupdict()
+
+
+def draw(chances: Mapping[str, float], rng: random.Random) -> str:
+    """One answer drawn from ``rng`` with these chances (answer -> probability)."""
+    return rng.choices(list(chances), weights=list(chances.values()))[0]
 
 
 __all__ = ["Decision", "FIELD_CHARS", "TIMINGS", "View", "when"]

@@ -140,7 +140,7 @@ class MesaGame(Game):
         hooks = Hooks(model, self.decisions, chosen, seed, parameters.get("prompt", "study"), parameters["max_rounds"],
                       after_step=self._stepped)
         hooks.max_agents = parameters.get("max_agents")
-        hooks.game = self
+        hooks.game = self  # Mesa's SolaraViz components find the game of a model through its hooks
         hooks.install()
         HOOKS[model] = hooks
         snapshot(self, model, hooks)
@@ -154,7 +154,6 @@ class MesaGame(Game):
         deciding = sum(any(isinstance(a, d.agents) for d in self.decisions) for a in hooks.model.agents)
         if hooks.max_agents is not None and deciding > hooks.max_agents:
             hooks.model.running = False
-            hooks.stop_reason = f"more than {hooks.max_agents} agents (max_agents)"
         if not hooks.model.running:
             game_ended(hooks.model)
 

@@ -33,7 +33,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from llm_mesa.adapter.decision import Decision, View
+from llm_mesa.adapter.decision import Decision, View, draw
 from llm_mesa.decisions import Turn, as_turn
 from llm_mesa.errors import GameError
 from llm_mesa.llm.event_loop import get_loop
@@ -69,8 +69,7 @@ class OwnRule(Policy):
         Returns:
             The answer.
         """
-        chances = self.distribution(observation)
-        return rng.choices(list(chances), weights=list(chances.values()))[0]
+        return draw(self.distribution(observation), rng)
 
     def distribution(self, observation: Any) -> dict[Any, float]:
         return self.decisions[observation.decision].distribution(observation)
@@ -100,7 +99,7 @@ class Hooks:
         self.loop: _Loop | None = None
         self.asked: Counter[tuple[str, Any]] = Counter()  # decisions of one agent this step (repeats keyed apart)
         self.answers: Counter[tuple[str, str]] = Counter()
-        self.decided = self.agreed = self.comparable = self.depth = self.misses = 0
+        self.decided = self.agreed = self.comparable = self.depth = 0
         self.chain = 0  # the step's longest chain of turns, each waiting for the one before it
         self.started = False  # the step's start asked its agents
         self.records: list[dict[str, Any]] = []
@@ -165,7 +164,7 @@ class Hooks:
             self.note(decision, agent, view, answer)
         for decision, agent, view in asks:
             if isinstance(self.policy_of(agent), OwnRule):
-                self.note(decision, agent, view, decision.certain(view))
+                self.note(decision, agent, view, None, own_rule=True)
 
     # --- a call of a hooked method ------------------------------------------------------------
     def call(self, decision: Decision, agent: Any, original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -350,7 +349,6 @@ class _Loop:
         seen, future = asked
         answer = run_sync(_result(future))
         if seen != view:
-            self.hooks.misses += 1
             return None
         self.hooks.asked[(decision.name, agent)] += 1
         return self.hooks.checked(decision, view, answer)

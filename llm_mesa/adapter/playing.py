@@ -16,7 +16,7 @@ import random
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from llm_mesa.adapter.decision import FIELD_CHARS
+from llm_mesa.adapter.decision import FIELD_CHARS, draw
 from llm_mesa.decisions import LLMPolicy, Question
 from llm_mesa.game_types import LlmEstimate
 from llm_mesa.policy import Policy
@@ -111,11 +111,6 @@ def stand_in(game: MesaGame) -> Any:
 
     RuleBehaviour.__doc__ = f"answers the {game.name} game's prompts as the model's own rule would"
     return lambda params, model: RuleBehaviour()
-
-
-def draw(chances: Mapping[str, float], rng: random.Random) -> str:
-    """One answer drawn from ``rng`` with these chances (answer -> probability)."""
-    return rng.choices(list(chances), weights=list(chances.values()))[0]
 
 
 def observed(game: MesaGame) -> Any:

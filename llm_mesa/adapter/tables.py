@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -25,10 +26,6 @@ if TYPE_CHECKING:
 
     from llm_mesa.adapter.game import MesaGame
     from llm_mesa.adapter.hooks import Hooks
-
-
-def _hooks(model: Any) -> Hooks:
-    return hooks_of(model)
 
 
 def name_of(agent: Any, on_network: bool) -> Any:
@@ -71,7 +68,8 @@ def snapshot(game: MesaGame, model: Any, hooks: Hooks) -> None:
         if isinstance(coordinate, tuple) and len(coordinate) == 2:
             row["x"], row["y"] = coordinate
         hooks.agent_rows.append(row)
-    made = [r for r in hooks.records if r["round"] == hooks.round]
+    # this round's decisions, the last records kept (a game's rounds only grow), in the order they were made
+    made = list(itertools.takewhile(lambda r: r["round"] == hooks.round, reversed(hooks.records)))[::-1]
     counts = {f"{r['decision']}_{r['answer']}": 0 for r in made if r["answer"] is not None}
     for r in made:
         if r["answer"] is not None:
@@ -86,10 +84,8 @@ def rounds_table(model: Any) -> pd.DataFrame:
 
     collector = getattr(model, "datacollector", None)
     if collector is None:
-        return pd.DataFrame(_hooks(model).round_rows).fillna(0)
-    import pandas as pd
-
-    hooks = _hooks(model)
+        return pd.DataFrame(hooks_of(model).round_rows).fillna(0)
+    hooks = hooks_of(model)
     frame = collector.get_model_vars_dataframe().reset_index(drop=True)
     if hooks.start_row is not None:  # the start, read as its DataCollector reads a step, before the model's first row
         frame = pd.concat([pd.DataFrame([hooks.start_row]), frame], ignore_index=True)
@@ -101,7 +97,7 @@ def agents_table(model: Any) -> pd.DataFrame:
     DataCollector's agent reporters where the model has any."""
     import pandas as pd
 
-    hooks = _hooks(model)
+    hooks = hooks_of(model)
     frame = pd.DataFrame(hooks.agent_rows)
     made = decisions_table(model)
     if len(made):
@@ -126,7 +122,7 @@ def decisions_table(model: Any) -> pd.DataFrame:
     """The ``decisions`` table: every decision's round, agent, name, what it saw (``view_*``) and its answer."""
     import pandas as pd
 
-    hooks = _hooks(model)
+    hooks = hooks_of(model)
     frame = pd.DataFrame(hooks.records, columns=None if hooks.records else ["round", "agent", "decision", "answer"])
     if hooks.on_network and len(frame):
         names = {a.unique_id: name_of(a, True) for a in model.agents}
@@ -145,7 +141,7 @@ def summary(game: MesaGame, model: Any) -> dict[str, Any]:
         The DataCollector's last values, ``rounds``, ``mesa_agreement`` (where the rule is certain), ``depth``
         (where decisions are taken at turns) and the game's own columns.
     """
-    hooks = _hooks(model)
+    hooks = hooks_of(model)
     collector = getattr(model, "datacollector", None)
     row: dict[str, Any] = {"rounds": hooks.round}
     if collector is not None:
