@@ -21,7 +21,7 @@ its table) and :func:`drawn`, :func:`wilson_interval`, the ``figures`` helpers
 """
 
 from llm_mesa.analysis import figures, generic
-from llm_mesa.analysis.checks import AnalysisError
+from llm_mesa.analysis.checks import AnalysisError, require_synchronous
 from llm_mesa.analysis.firth import FirthRegressionResult, firth_logit
 from llm_mesa.analysis.mixed_logit import MixedLogitResult, mixed_logit
 from llm_mesa.analysis.point_biserial import PointBiserialResult, point_biserial
@@ -43,5 +43,6 @@ __all__ = [
     "mixed_logit",
     "point_biserial",
     "rank_tests",
+    "require_synchronous",
     "wilson_interval",
 ]

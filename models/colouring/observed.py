@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from llm_mesa.analysis.checks import AnalysisError, require_synchronous
+from llm_mesa.analysis import AnalysisError, require_synchronous
 
 from .parameters import COLOURS, PARAMETERS
 from .policies import View

@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from llm_mesa.analysis.checks import AnalysisError, require_synchronous
+from llm_mesa.analysis import AnalysisError, require_synchronous
 
 from .observation import ConsensusObservation
 from .parameters import PARAMETERS
